@@ -1,0 +1,518 @@
+"""Plain-Python reference implementation of the coherence protocol and cache hierarchy.
+
+This is the readable statement of the model and the oracle that the compiled kernel
+(:mod:`simulator.coherence.kernel`) is tested against: both must produce identical states,
+counts and costs for any access sequence. It favours clarity: caches are ``OrderedDict`` sets in
+LRU order (first = least recently used), sharer sets are Python int bitmasks.
+
+The model, per line:
+
+* A directory entry: the owner core and its state (M, E, O or F; no owner means only S copies or
+  none), the set of cores holding a valid copy, the last writing hardware thread, the bytes dirtied
+  since the owner took the line (``dirty_mask``, for false-sharing attribution) and the time until
+  which the line's ownership is busy (``busy_until``: a hot line is a FIFO queue).
+* Per core a private L1d and L2 shared by its SMT threads (L1 ⊆ L2; an L1 hit does not refresh
+  the L2's LRU order, as in hardware); per L3 domain an L3 with an inclusion policy.
+
+A load that misses is served, in order of preference, by the owner's private cache (HIT or HITM by
+distance), the own domain's L3, another domain's L3 (nearest first) or DRAM (near or far from the
+line's home). A store or RMW needs the only copy: held copies are upgraded (invalidating every
+other copy), missing ones are fetched for ownership. Ownership transfers (stores/RMWs that must
+invalidate or fetch from another core, and loads of a dirty line) are serialized per line.
+
+Left out: replacement policies other than LRU, prefetchers, write-combining, the store buffer
+(stores pay their ownership latency), interconnect bandwidth and per-request variation.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simulator.coherence.codes import (
+    JUNK,
+    N_CLASSES,
+    OUT_SIZE,
+    AccessClass,
+    LineState,
+    Op,
+    Out,
+)
+from simulator.latency import CLEAN, DIRTY, LatencyTables
+from simulator.machine_config import L3Inclusion, MachineConfig, Protocol
+from simulator.topology import Topology
+
+_M, _E, _O, _F = int(LineState.M), int(LineState.E), int(LineState.O), int(LineState.F)
+_DIRTY_STATES = (_M, _O)
+
+CacheSet = OrderedDict[int, bool]
+"""One cache set: line id → dirty flag (only meaningful in L3), in LRU order."""
+
+
+class ReferenceCoherence:
+    """Coherence state of one machine over a fixed set of tracked lines.
+
+    Args:
+        machine: the machine.
+        line_keys: per tracked line, its global line number (byte address // 64); it selects the
+            cache set.
+        line_homes: per tracked line, its home node.
+    """
+
+    def __init__(
+        self,
+        machine: MachineConfig,
+        line_keys: Sequence[int] | npt.NDArray[np.int64],
+        line_homes: Sequence[int] | npt.NDArray[np.int64],
+    ) -> None:
+        self.machine = machine
+        self.topology = Topology.from_config(machine)
+        self.tables = LatencyTables.build(machine, self.topology)
+        topo = self.topology
+        self.threads_per_core = machine.topology.threads_per_core
+        self.cores_per_domain = machine.topology.cores_per_domain
+        self.domains_per_socket = machine.topology.domains_per_socket
+        self.protocol = machine.protocol
+        self.inclusive = machine.l3_inclusion == L3Inclusion.INCLUSIVE
+        self.victim_l3 = machine.l3_inclusion == L3Inclusion.VICTIM
+        # Plain nested lists: NumPy scalar indexing would dominate the reference's cost.
+        self._transfer_class: list[list[list[int]]] = self.tables.transfer_class.tolist()
+        self._transfer_ns: list[list[list[list[float]]]] = self.tables.transfer_ns.tolist()
+        self._dram_class: list[list[int]] = self.tables.dram_class.tolist()
+        self._dram_ns: list[list[float]] = self.tables.dram_ns.tolist()
+        self.keys = [int(k) for k in line_keys]
+        self.homes = [int(h) for h in line_homes]
+        n_lines = len(self.keys)
+        if len(self.homes) != n_lines:
+            raise ValueError("line_keys and line_homes must have the same length")
+        self.n_lines = n_lines
+        self.l1_geom = (machine.l1d.sets, machine.l1d.ways)
+        self.l2_geom = (machine.l2.sets, machine.l2.ways)
+        self.l3_geom = (machine.l3.sets, machine.l3.ways)
+        # Directory.
+        self.owner = [-1] * n_lines
+        self.ostate = [0] * n_lines
+        self.holders = [0] * n_lines
+        self.last_writer = [-1] * n_lines
+        self.dirty_mask = [0] * n_lines
+        self.busy_until = [0.0] * n_lines
+        # Caches.
+        self.l1: list[list[CacheSet]] = [
+            [OrderedDict() for _ in range(self.l1_geom[0])] for _ in range(topo.n_cores)
+        ]
+        self.l2: list[list[CacheSet]] = [
+            [OrderedDict() for _ in range(self.l2_geom[0])] for _ in range(topo.n_cores)
+        ]
+        self.l3: list[list[CacheSet]] = [
+            [OrderedDict() for _ in range(self.l3_geom[0])] for _ in range(topo.n_domains)
+        ]
+        self.private_ptr = [0] * topo.n_cores
+        self.l3_ptr = [0] * topo.n_domains
+        self._next_junk = JUNK
+        # Statistics per line.
+        self.line_ops = [[0, 0, 0] for _ in range(n_lines)]
+        self.line_class = [[0] * N_CLASSES for _ in range(n_lines)]
+        self.line_invalidations = [0] * n_lines
+        self.line_false_hitm = [0] * n_lines
+        self.line_wait_ns = [0.0] * n_lines
+        self.read_mask = [0] * n_lines
+        self.write_mask = [0] * n_lines
+
+    # ------------------------------------------------------------------ public operations
+
+    def access(
+        self, thread: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        """Perform one memory operation and return ``(class, latency_ns, wait_ns)``.
+
+        ``mask`` is the set of bytes of the line touched (bit i = byte i). ``out`` is a vector of
+        ``OUT_SIZE`` counters that the access adds to; its stall slot gets ``latency + wait``.
+        """
+        klass, latency, wait = self._access(thread, line, op, mask, now, out)
+        out[Out.STALL_NS] += latency + wait
+        return klass, latency, wait
+
+    def scan(
+        self,
+        thread: int,
+        lines: Sequence[int] | npt.NDArray[np.int64],
+        masks: Sequence[int] | npt.NDArray[np.uint64],
+        op: int,
+        mlp: float,
+        now: float,
+        out: Any,
+    ) -> float:
+        """Access many independent lines and return the stall time.
+
+        Misses overlap: every access beyond an L1 hit contributes ``latency / mlp``; queueing
+        behind a busy line does not overlap. The stall is also added to ``out``.
+        """
+        stall = 0.0
+        for index in range(len(lines)):
+            klass, latency, wait = self._access(
+                thread, int(lines[index]), op, int(masks[index]), now, out
+            )
+            stall += wait
+            if klass != AccessClass.L1_HIT:
+                stall += latency / mlp
+        out[Out.STALL_NS] += stall
+        return stall
+
+    def pollute(self, core: int, private_lines: int, l3_lines: int) -> None:
+        """Fill a core's private caches and its domain's L3 with untracked lines.
+
+        Models the memory footprint of other work: ``private_lines`` distinct lines pass through
+        the core's L2 and L1 (consecutive sets from a rotating position) and ``l3_lines`` through
+        the L3, evicting tracked lines in LRU order.
+        """
+        start = self.private_ptr[core]
+        sets2, _ = self.l2_geom
+        sets1, _ = self.l1_geom
+        for j in range(private_lines):
+            self._insert_l2(core, (start + j) % sets2, self._junk())
+            self._insert_l1(core, (start + j) % sets1, self._junk())
+        self.private_ptr[core] = (start + private_lines) % (sets1 * sets2)
+        domain = core // self.cores_per_domain
+        start3 = self.l3_ptr[domain]
+        sets3, _ = self.l3_geom
+        for j in range(l3_lines):
+            self._insert_l3(domain, (start3 + j) % sets3, self._junk(), False)
+        self.l3_ptr[domain] = (start3 + l3_lines) % sets3
+
+    # ------------------------------------------------------------------ access paths
+
+    def _access(
+        self, thread: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        core = thread // self.threads_per_core
+        if op == Op.LOAD:
+            klass, latency, wait = self._load(core, line, mask, now, out)
+            self.read_mask[line] |= mask
+        else:
+            klass, latency, wait = self._write(thread, core, line, op, mask, now, out)
+            self.write_mask[line] |= mask
+            self.last_writer[line] = thread
+        self.line_ops[line][op] += 1
+        self.line_class[line][klass] += 1
+        self.line_wait_ns[line] += wait
+        out[klass] += 1
+        out[Out.LATENCY_NS] += latency
+        out[Out.WAIT_NS] += wait
+        return klass, latency, wait
+
+    def _load(self, core: int, line: int, mask: int, now: float, out: Any) -> tuple[int, float, float]:
+        key = self.keys[line]
+        l1set = self.l1[core][key % self.l1_geom[0]]
+        if line in l1set:
+            l1set.move_to_end(line)
+            return AccessClass.L1_HIT, self.tables.l1_ns, 0.0
+        l2set = self.l2[core][key % self.l2_geom[0]]
+        if line in l2set:
+            l2set.move_to_end(line)
+            self._insert_l1(core, key % self.l1_geom[0], line)
+            return AccessClass.L2_HIT, self.tables.l2_ns, 0.0
+        domain = core // self.cores_per_domain
+        klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
+        if from_l3 == domain and self.victim_l3 and self.holders[line] == 0:
+            # A victim L3 hands an unshared line over to the L2 (exclusive caching).
+            self.l3[domain][key % self.l3_geom[0]].pop(line)
+        wait = 0.0
+        if from_owner:
+            self._downgrade_owner(line)
+            if dirty:
+                self._attribute_hitm(line, mask, out)
+                wait = self._queue(line, now, latency)
+        elif dirty:
+            self._attribute_hitm(line, mask, out)
+        self._grant_shared(core, line)
+        if self.inclusive and from_l3 != domain:
+            self._insert_l3(domain, key % self.l3_geom[0], line, False)
+        self._fill_private(core, line)
+        return klass, latency, wait
+
+    def _write(
+        self, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        key = self.keys[line]
+        bit = 1 << core
+        domain = core // self.cores_per_domain
+        home = self.homes[line]
+        if line in self.l2[core][key % self.l2_geom[0]]:
+            in_l1 = line in self.l1[core][key % self.l1_geom[0]]
+            self._touch_private(core, line, in_l1)
+            if self.owner[line] == core and self.ostate[line] in (_M, _E):
+                if self.ostate[line] == _E:
+                    self.dirty_mask[line] = mask
+                else:
+                    self.dirty_mask[line] |= mask
+                self.ostate[line] = _M
+                return self._hit_cost(thread, core, line, op, in_l1)
+            others = self.holders[line] & ~bit
+            latency = self.tables.upgrade_ns
+            latency = max(latency, self._invalidation_latency(domain, others, home))
+            owned_dirty = self.owner[line] == core and self.ostate[line] == _O
+            wait = self._queue(line, now, latency) if others else 0.0
+            self._invalidate_others(core, line, others, out)
+            self._drop_l3_copies(domain, line)
+            self.owner[line] = core
+            self.ostate[line] = _M
+            self.dirty_mask[line] = (self.dirty_mask[line] | mask) if owned_dirty else mask
+            return AccessClass.UPGRADE, latency, wait
+        klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
+        if dirty:
+            self._attribute_hitm(line, mask, out)
+        others = self.holders[line] & ~bit
+        supplier_bit = (1 << self.owner[line]) if from_owner else 0
+        latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
+        wait = self._queue(line, now, latency) if others else 0.0
+        self._invalidate_others(core, line, others, out)
+        self._drop_l3_copies(domain, line)
+        self.owner[line] = core
+        self.ostate[line] = _M
+        self.holders[line] = bit
+        self.dirty_mask[line] = mask
+        if self.inclusive and from_l3 != domain:
+            self._insert_l3(domain, key % self.l3_geom[0], line, False)
+        self._fill_private(core, line)
+        return klass, latency, wait
+
+    def _hit_cost(
+        self, thread: int, core: int, line: int, op: int, in_l1: bool
+    ) -> tuple[int, float, float]:
+        level_class = AccessClass.L1_HIT if in_l1 else AccessClass.L2_HIT
+        level_ns = self.tables.l1_ns if in_l1 else self.tables.l2_ns
+        if op != Op.RMW:
+            return level_class, level_ns, 0.0
+        writer = self.last_writer[line]
+        if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
+            return AccessClass.SMT_SIBLING, self.tables.smt_sibling_ns, 0.0
+        return level_class, max(self.tables.atomic_local_ns, level_ns), 0.0
+
+    # ------------------------------------------------------------------ protocol helpers
+
+    def _supplier(self, core: int, domain: int, line: int) -> tuple[int, float, bool, bool, int]:
+        """Find who serves a miss: ``(class, latency, from_owner, dirty, l3_domain_or_-1)``."""
+        home = self.homes[line]
+        tables = self.tables
+        owner = self.owner[line]
+        if owner >= 0:
+            owner_domain = owner // self.cores_per_domain
+            dirty = self.ostate[line] in _DIRTY_STATES
+            d = DIRTY if dirty else CLEAN
+            klass = self._transfer_class[d][domain][owner_domain]
+            return klass, self._transfer_ns[d][domain][owner_domain][home], True, dirty, -1
+        key = self.keys[line]
+        sets3 = self.l3_geom[0]
+        if line in self.l3[domain][key % sets3]:
+            self.l3[domain][key % sets3].move_to_end(line)
+            return AccessClass.L3_HIT, tables.l3_ns, False, False, domain
+        for other in self._domains_by_distance(domain):
+            l3set = self.l3[other][key % sets3]
+            if line in l3set:
+                dirty = l3set[line]
+                l3set.move_to_end(line)
+                d = DIRTY if dirty else CLEAN
+                klass = self._transfer_class[d][domain][other]
+                return klass, self._transfer_ns[d][domain][other][home], False, dirty, other
+        return self._dram_class[domain][home], self._dram_ns[domain][home], False, False, -1
+
+    def _domains_by_distance(self, domain: int) -> list[int]:
+        socket = domain // self.domains_per_socket
+        n_domains = self.topology.n_domains
+        same = [d for d in range(n_domains) if d != domain and d // self.domains_per_socket == socket]
+        other = [d for d in range(n_domains) if d // self.domains_per_socket != socket]
+        return same + other
+
+    def _downgrade_owner(self, line: int) -> None:
+        """The owner's state after it supplied a read."""
+        state = self.ostate[line]
+        if self.protocol == Protocol.MOESI and state in (_M, _O):
+            self.ostate[line] = _O
+        else:
+            self.owner[line] = -1
+            self.ostate[line] = 0
+
+    def _grant_shared(self, core: int, line: int) -> None:
+        """The reader's state: E if alone, F (MESIF, no owner) or S if others hold it."""
+        if self.holders[line] == 0:
+            self.owner[line] = core
+            self.ostate[line] = _E
+        elif self.owner[line] < 0 and self.protocol == Protocol.MESIF:
+            self.owner[line] = core
+            self.ostate[line] = _F
+        self.holders[line] |= 1 << core
+
+    def _attribute_hitm(self, line: int, mask: int, out: Any) -> None:
+        if mask & self.dirty_mask[line]:
+            out[Out.TRUE_SHARING_HITM] += 1
+        else:
+            out[Out.FALSE_SHARING_HITM] += 1
+            self.line_false_hitm[line] += 1
+
+    def _queue(self, line: int, now: float, latency: float) -> float:
+        """Serialize an ownership transfer behind earlier ones; return the wait."""
+        start = max(now, self.busy_until[line])
+        self.busy_until[line] = start + latency
+        return start - now
+
+    def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
+        latency = 0.0
+        core = 0
+        while cores:
+            if cores & 1:
+                other_domain = core // self.cores_per_domain
+                latency = max(latency, self._transfer_ns[CLEAN][domain][other_domain][home])
+            cores >>= 1
+            core += 1
+        return latency
+
+    def _invalidate_others(self, core: int, line: int, others: int, out: Any) -> None:
+        count = 0
+        victim = 0
+        while others:
+            if others & 1:
+                self._remove_private(victim, line)
+                count += 1
+            others >>= 1
+            victim += 1
+        self.holders[line] &= 1 << core
+        if self.owner[line] != core:
+            self.owner[line] = -1
+            self.ostate[line] = 0
+        self.line_invalidations[line] += count
+        out[Out.INVALIDATIONS] += count
+
+    def _drop_l3_copies(self, domain: int, line: int) -> None:
+        """A write makes every L3 copy stale; an inclusive own-domain L3 keeps the tag."""
+        key = self.keys[line]
+        sets3 = self.l3_geom[0]
+        for other in range(self.topology.n_domains):
+            if other == domain and self.inclusive:
+                continue
+            self.l3[other][key % sets3].pop(line, None)
+
+    # ------------------------------------------------------------------ cache helpers
+
+    def _junk(self) -> int:
+        self._next_junk -= 1
+        return self._next_junk
+
+    def _touch_private(self, core: int, line: int, in_l1: bool) -> None:
+        key = self.keys[line]
+        if in_l1:
+            self.l1[core][key % self.l1_geom[0]].move_to_end(line)
+        else:
+            self.l2[core][key % self.l2_geom[0]].move_to_end(line)
+            self._insert_l1(core, key % self.l1_geom[0], line)
+
+    def _fill_private(self, core: int, line: int) -> None:
+        key = self.keys[line]
+        self._insert_l2(core, key % self.l2_geom[0], line)
+        self._insert_l1(core, key % self.l1_geom[0], line)
+
+    def _insert_l1(self, core: int, index: int, line: int) -> None:
+        cache_set = self.l1[core][index]
+        if len(cache_set) >= self.l1_geom[1]:
+            cache_set.popitem(last=False)  # an L1 victim stays in the L2
+        cache_set[line] = False
+
+    def _insert_l2(self, core: int, index: int, line: int) -> None:
+        cache_set = self.l2[core][index]
+        if len(cache_set) >= self.l2_geom[1]:
+            victim, _ = cache_set.popitem(last=False)
+            if victim >= 0:
+                self._evicted_from_l2(core, victim)
+        cache_set[line] = False
+
+    def _insert_l3(self, domain: int, index: int, line: int, dirty: bool) -> None:
+        cache_set = self.l3[domain][index]
+        if line in cache_set:
+            cache_set[line] = cache_set[line] or dirty
+            cache_set.move_to_end(line)
+            return
+        if len(cache_set) >= self.l3_geom[1]:
+            victim, _ = cache_set.popitem(last=False)
+            if victim >= 0 and self.inclusive:
+                self._back_invalidate(domain, victim)
+        cache_set[line] = dirty
+
+    def _evicted_from_l2(self, core: int, line: int) -> None:
+        """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
+        key = self.keys[line]
+        self.l1[core][key % self.l1_geom[0]].pop(line, None)
+        self.holders[line] &= ~(1 << core)
+        dirty = False
+        if self.owner[line] == core:
+            dirty = self.ostate[line] in _DIRTY_STATES
+            self.owner[line] = -1
+            self.ostate[line] = 0
+        domain = core // self.cores_per_domain
+        index = key % self.l3_geom[0]
+        if self.inclusive:
+            if dirty and line in self.l3[domain][index]:
+                self.l3[domain][index][line] = True
+        else:
+            self._insert_l3(domain, index, line, dirty)
+
+    def _remove_private(self, core: int, line: int) -> None:
+        key = self.keys[line]
+        self.l1[core][key % self.l1_geom[0]].pop(line, None)
+        self.l2[core][key % self.l2_geom[0]].pop(line, None)
+
+    def _back_invalidate(self, domain: int, line: int) -> None:
+        """Inclusive L3 eviction: every core of the domain loses its copy."""
+        first = domain * self.cores_per_domain
+        for core in range(first, first + self.cores_per_domain):
+            if self.holders[line] >> core & 1:
+                self._remove_private(core, line)
+                self.holders[line] &= ~(1 << core)
+                if self.owner[line] == core:
+                    self.owner[line] = -1
+                    self.ostate[line] = 0
+
+    # ------------------------------------------------------------------ inspection
+
+    def canonical_state(self) -> dict[str, Any]:
+        """The full state in an implementation-independent form (for equivalence tests)."""
+
+        def sets_of(caches: list[list[CacheSet]], with_dirty: bool) -> list[list[list[Any]]]:
+            result = []
+            for cache in caches:
+                rows = []
+                for cache_set in cache:
+                    if with_dirty:
+                        rows.append([(max(k, JUNK), bool(v) if k >= 0 else False)
+                                     for k, v in cache_set.items()])
+                    else:
+                        rows.append([max(k, JUNK) for k in cache_set])
+                result.append(rows)
+            return result
+
+        return {
+            "owner": list(self.owner),
+            "ostate": list(self.ostate),
+            "holders": [[c for c in range(self.topology.n_cores) if h >> c & 1]
+                        for h in self.holders],
+            "last_writer": list(self.last_writer),
+            "dirty_mask": list(self.dirty_mask),
+            "busy_until": list(self.busy_until),
+            "l1": sets_of(self.l1, False),
+            "l2": sets_of(self.l2, False),
+            "l3": sets_of(self.l3, True),
+            "line_ops": [list(r) for r in self.line_ops],
+            "line_class": [list(r) for r in self.line_class],
+            "line_invalidations": list(self.line_invalidations),
+            "line_false_hitm": list(self.line_false_hitm),
+            "line_wait_ns": list(self.line_wait_ns),
+            "read_mask": list(self.read_mask),
+            "write_mask": list(self.write_mask),
+        }
+
+
+def new_out() -> npt.NDArray[np.float64]:
+    """A zeroed output vector."""
+    return np.zeros(OUT_SIZE, dtype=np.float64)

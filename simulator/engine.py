@@ -1,0 +1,49 @@
+"""The simulation environment: SimPy with nanoseconds, a seeded random generator and a recorder.
+
+:class:`SimEnvironment` is a plain :class:`simpy.Environment` (nothing in SimPy is patched or
+overridden) with two additions that every model component needs:
+
+* ``rng``: a :class:`numpy.random.Generator` seeded from the point's seed, so a simulation is
+  deterministic: the same seed gives the same draws in the same order.
+* ``recorder``: a :class:`~simulator.recorder.Recorder` collecting result rows in plain lists.
+
+**Time unit.** One unit of simulated time is one **nanosecond**: ``env.now`` is in ns, and every
+``env.timeout(delay)`` takes its delay in ns (``env.timeout(1_000)`` is one microsecond). Times are
+floats; latencies such as 0.5 ns are allowed.
+
+Processes are generator functions; :data:`ProcessGenerator` is their type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, TypeAlias
+
+import numpy as np
+import simpy
+
+from simulator.recorder import Recorder
+
+__all__ = ["ProcessGenerator", "SimEnvironment"]
+
+ProcessGenerator: TypeAlias = Generator[simpy.Event, Any, Any]
+"""A SimPy process body: yields events, receives their values, may return a value."""
+
+
+class SimEnvironment(simpy.Environment):
+    """A SimPy environment whose time unit is the nanosecond, with a seeded RNG and a recorder.
+
+    Args:
+        seed: seed of the random generator, an int or a :class:`numpy.random.SeedSequence`
+            (e.g. one spawned per sweep point).
+        initial_time: simulated time at which the environment starts, in ns.
+
+    Attributes:
+        rng: the only source of randomness of the simulation; deterministic for a given seed.
+        recorder: collects result rows per named table.
+    """
+
+    def __init__(self, seed: int | np.random.SeedSequence, initial_time: float = 0.0) -> None:
+        super().__init__(initial_time)
+        self.rng: np.random.Generator = np.random.default_rng(seed)
+        self.recorder: Recorder = Recorder()

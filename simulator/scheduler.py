@@ -1,0 +1,565 @@
+"""CPU scheduling of tasks on hardware threads: run queue, time slices, wake-ups and SMT.
+
+A :class:`Task` is a schedulable entity: a PostgreSQL backend or a pgbench client thread. Its
+behaviour is a SimPy process that spends CPU time with ``yield from task.run(ns)`` and sleeps with
+``yield from task.block_until(event)``. The :class:`CpuScheduler` decides which hardware thread a
+task runs on and when. It is built for speed: no ``simpy.Resource`` or ``Store`` (5-7 µs per
+acquire, see ``reference/performance-notes.md``), one timeout per run segment, plain lists for the
+per-thread state, and no randomness (the same scenario always gives the same schedule).
+
+Model
+-----
+
+**Threads.** A hardware thread is *busy* while a task holds it: while the task runs, while it pays
+the wake-up or context-switch cost that precedes running there (the thread is reserved for it), and
+between two ``run`` calls of the task's process (the task keeps its thread until it blocks,
+releases it or is preempted). Otherwise the thread is *idle*. Busy time per thread gives the
+utilisation (:meth:`CpuScheduler.busy_ns`, :meth:`CpuScheduler.utilisation`); it includes the
+wake-up and context-switch costs.
+
+**One global FIFO run queue.** Runnable tasks without a thread wait in a single machine-wide FIFO
+queue. This simplifies Linux, which has one queue per CPU plus periodic and idle load balancing:
+here a freed thread always takes the globally oldest waiting task, so no thread idles while a task
+waits (perfect balancing) and queue waits are FIFO-fair. Invariant: the queue is not empty only
+when no thread is idle.
+
+**Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
+used ``time_slice_ns`` and the run queue is not empty it is preempted at that instant, in the middle
+of a ``run`` if need be: its thread goes to the head of the queue, which pays
+``context_switch_ns`` on that thread before it runs, and the preempted task joins the tail of the
+queue with the rest of its work; it resumes later, possibly on another thread. If the queue is empty
+the slice is renewed. A new slice starts each time a task gets a thread. Preemption is only checked
+while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
+waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
+is preempted at the start of the next ``run`` (or loses its thread anyway if it blocks). There
+are no priorities, no nice values, no CFS virtual runtime, no sleeper credit: a waking task never
+preempts a running one.
+
+**Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of the run queue with
+a context switch, or goes idle) and waits for the event. On wake-up the task is placed on an idle
+thread if one exists, after a wake-up cost of ``wakeup_ns``, plus ``ipi_exit_ns`` on a virtualized
+machine (the IPI that wakes an idle vCPU exits to the hypervisor); the thread is reserved for it
+meanwhile. Without an idle thread it joins the run queue (no wake-up cost; it pays the context
+switch when dispatched). A task starts blocked, and its first ``run`` places it exactly like a
+wake-up (it pays the wake-up cost on an idle thread): a backend's first work follows a connection
+or a client message.
+
+**Placement** of a waking task (deterministic): its previous thread if idle; else the lowest thread
+of a fully idle core, the lowest such core of its previous L3 domain if there is one there, else the
+lowest such core of the machine; else the lowest idle thread. Queued tasks take whichever thread
+frees up first.
+
+**SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
+busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
+throughput of two busy siblings). Approximation: the sibling state is sampled at the start of each
+run segment (a ``run`` call, or its continuation after a slice renewal or a preemption) and held
+for the segment; a sibling that starts or stops mid-segment does not change the rate until the next
+segment. Cores with more than two threads use the same two-way figure when any sibling is busy.
+``run(ns, smt_scaled=False)`` is for memory stalls: they occupy the thread but are not slowed by
+the sibling.
+
+**Migrations.** When a task starts running on a different core than the one it last ran on, it is
+counted in ``Task.migrations`` and ``CpuScheduler.on_migrate(task, old_core, new_core)`` is called
+(if set) at that instant, before the task runs there. The scheduler itself knows nothing about
+caches: a model charges the cold private cache through this hook or through the core it reads
+from ``task.core``.
+
+**Accounting** (per task, ns): ``cpu_ns`` (wall time running ``smt_scaled`` work, including the SMT
+stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wakeup_ns``,
+``context_switch_ns`` (switch cost paid on a thread before this task ran there); counts
+``wakeups`` (blocked to runnable transitions, including the first placement), ``preemptions``,
+``migrations`` and ``context_switches``. For a task whose process only calls ``run`` and
+``block_until``, the sum of the five times plus its blocked time is its elapsed time.
+
+Left out: per-CPU run queues and load balancing, priorities, CPU affinity, NUMA balancing,
+interrupts and softirq time, the idle states of idle threads (a wake-up costs the same from any
+idle thread), the cost of the scheduler's own code beyond the configured switch and wake-up
+costs, hypervisor steal time, and interrupting a process inside ``run``/``block_until`` (SimPy
+``Interrupt`` is not supported there).
+
+**Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
+table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
+``on_cpu`` (starts running on the thread), ``preempt``, ``block`` and ``release`` (leaves it).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import simpy
+
+from simulator.engine import ProcessGenerator, SimEnvironment
+from simulator.machine_config import MachineConfig, SchedulerConfig
+from simulator.topology import Topology
+
+__all__ = ["BusySnapshot", "CpuScheduler", "MigrateHook", "Task"]
+
+MigrateHook = Callable[["Task", int, int], None]
+"""``on_migrate(task, old_core, new_core)``: called when a task starts running on a new core."""
+
+TRACE_TABLE = "scheduler"
+"""Name of the recorder table written when tracing is on."""
+
+_EPS_NS = 1e-9
+"""Work below this many ns left after a slice boundary is rounding noise, not another segment."""
+
+
+class BusySnapshot(NamedTuple):
+    """Busy time of every hardware thread at one instant (see :meth:`CpuScheduler.snapshot`)."""
+
+    time_ns: float
+    busy_ns: tuple[float, ...]
+
+
+class Task:
+    """A schedulable entity (a backend or a client thread) driven by one SimPy process at a time.
+
+    Create tasks with :meth:`CpuScheduler.new_task`. A task starts blocked, holding no thread.
+
+    Attributes:
+        name: label used in traces.
+        thread: hardware thread the task holds (running, or reserved for it while it pays a
+            wake-up or context-switch cost), ``None`` while it is blocked or queued.
+        core: core of ``thread``, or ``None``.
+        last_core: core it last ran on, ``None`` before its first placement.
+        cpu_ns: wall time spent running ``smt_scaled`` work (includes the SMT stretch).
+        stall_ns: wall time spent in ``run(..., smt_scaled=False)``.
+        runqueue_wait_ns: time spent runnable in the run queue.
+        wakeup_ns: time spent waking up on an idle thread.
+        context_switch_ns: context-switch time paid on a thread before the task ran there.
+        wakeups: blocked-to-runnable transitions, including the first placement.
+        preemptions: times its slice ended with tasks waiting.
+        migrations: times it started running on a different core than the previous one.
+        context_switches: times it was dispatched from the run queue.
+    """
+
+    __slots__ = (
+        "_active",
+        "_grant",
+        "_last_thread",
+        "_sched",
+        "_siblings",
+        "_slice_used",
+        "context_switch_ns",
+        "context_switches",
+        "core",
+        "cpu_ns",
+        "last_core",
+        "migrations",
+        "name",
+        "preemptions",
+        "runqueue_wait_ns",
+        "stall_ns",
+        "thread",
+        "wakeup_ns",
+        "wakeups",
+    )
+
+    def __init__(self, scheduler: CpuScheduler, name: str) -> None:
+        self._sched = scheduler
+        self.name = name
+        self.thread: int | None = None
+        self.core: int | None = None
+        self.last_core: int | None = None
+        self._last_thread: int | None = None
+        self._siblings: tuple[int, ...] = ()
+        self._active = False
+        self._grant: simpy.Event | None = None
+        self._slice_used = 0.0
+        self.cpu_ns = 0.0
+        self.stall_ns = 0.0
+        self.runqueue_wait_ns = 0.0
+        self.wakeup_ns = 0.0
+        self.context_switch_ns = 0.0
+        self.wakeups = 0
+        self.preemptions = 0
+        self.migrations = 0
+        self.context_switches = 0
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, thread={self.thread})"
+
+    def location(self) -> tuple[int, int]:
+        """The ``(thread, core)`` the task holds.
+
+        Raises:
+            RuntimeError: the task holds no hardware thread.
+        """
+        if self.thread is None or self.core is None:
+            raise RuntimeError(f"task {self.name!r} holds no hardware thread")
+        return self.thread, self.core
+
+    def run(self, work_ns: float, smt_scaled: bool = True) -> ProcessGenerator:
+        """Execute ``work_ns`` of single-thread CPU time: ``yield from task.run(ns)``.
+
+        Gets a thread first if the task holds none (wake-up placement or run queue). Returns with
+        the thread still held, so ``task.thread`` and ``task.core`` are valid afterwards.
+
+        Args:
+            work_ns: CPU time the work would take alone on a core, in ns (>= 0).
+            smt_scaled: ``False`` for memory stalls: they occupy the thread at full rate,
+                unaffected by a busy SMT sibling, and count as ``stall_ns``.
+
+        Raises:
+            ValueError: ``work_ns`` is negative (raised by this call).
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        if not work_ns >= 0.0:
+            raise ValueError(f"task {self.name!r}: work must be >= 0 ns, got {work_ns!r}")
+        return self._run(float(work_ns), smt_scaled)
+
+    def block_until(self, event: simpy.Event) -> ProcessGenerator:
+        """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
+
+        On return the task holds a thread again (see the module docstring for the wake-up cost
+        and placement). Returns the event's value; if the event fails its exception is raised
+        and the task stays blocked, holding no thread.
+
+        Raises:
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        return self._block_until(event)
+
+    def release(self) -> None:
+        """Give up the thread without waiting (e.g. when the task's process ends).
+
+        The thread takes the head of the run queue, or goes idle. No effect if the task holds no
+        thread. The next ``run`` places the task like a wake-up.
+
+        Raises:
+            RuntimeError: a process of this task is inside ``run``/``block_until``.
+        """
+        if self._active:
+            raise RuntimeError(f"task {self.name!r} cannot release its thread while it is in "
+                               "run() or block_until()")
+        self._leave_cpu("release")
+
+    # -- process bodies -----------------------------------------------------------------------
+
+    def _run(self, work_ns: float, smt_scaled: bool) -> ProcessGenerator:
+        """Run the work in segments cut at slice ends, one timeout per segment.
+
+        This is the hot path: the segment loop, the SMT rate and the accounting of a completed
+        run are inlined here so a ``run`` costs one generator level and one timeout.
+        """
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            if self.thread is None:
+                yield from self._wake()
+            sched = self._sched
+            holder = sched._holder
+            timeout = sched.env.timeout
+            while True:
+                left = sched._slice_ns - self._slice_used
+                if left <= 0.0:
+                    yield from self._end_slice()
+                    continue
+                rate = 1.0
+                if smt_scaled:
+                    for sibling in self._siblings:
+                        if holder[sibling] is not None:
+                            rate = sched._smt_rate
+                            break
+                wall = work_ns / rate
+                if wall <= left:
+                    if wall > 0.0:
+                        yield timeout(wall)
+                    self._slice_used += wall  # inlined _charge()
+                    if smt_scaled:
+                        self.cpu_ns += wall
+                    else:
+                        self.stall_ns += wall
+                    return
+                yield timeout(left)
+                self._charge(left, smt_scaled)
+                work_ns -= left * rate
+                if work_ns <= _EPS_NS:
+                    return
+        finally:
+            self._active = False
+
+    def _block_until(self, event: simpy.Event) -> ProcessGenerator:
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            self._leave_cpu("block")
+            value = yield event
+            yield from self._wake()
+        finally:
+            self._active = False
+        return value
+
+    def _busy_error(self) -> RuntimeError:
+        return RuntimeError(
+            f"task {self.name!r} is already in run() or block_until() in another process; "
+            "a task is driven by one process at a time"
+        )
+
+    def _charge(self, wall: float, smt_scaled: bool) -> None:
+        self._slice_used += wall
+        if smt_scaled:
+            self.cpu_ns += wall
+        else:
+            self.stall_ns += wall
+
+    def _end_slice(self) -> ProcessGenerator:
+        """Slice used up: preempt if tasks are waiting, else renew the slice."""
+        if not self._sched._queue:
+            self._slice_used = 0.0
+            return
+        self.preemptions += 1
+        self._leave_cpu("preempt")
+        yield from self._wait_in_queue()
+
+    def _wake(self) -> ProcessGenerator:
+        """Become runnable: take an idle thread after the wake-up cost, or queue."""
+        sched = self._sched
+        self.wakeups += 1
+        thread = sched._pick_idle(self._last_thread)
+        if thread is None:
+            yield from self._wait_in_queue()
+            return
+        sched._occupy(thread, self)
+        cost = sched.wakeup_cost_ns
+        if cost > 0.0:
+            yield sched.env.timeout(cost)
+            self.wakeup_ns += cost
+        self._start_on_cpu()
+
+    def _wait_in_queue(self) -> ProcessGenerator:
+        """Wait in the run queue for a thread, then pay the context switch on it."""
+        sched = self._sched
+        env = sched.env
+        queued_at = env.now
+        grant = env.event()
+        self._grant = grant
+        sched._queue.append(self)
+        yield grant
+        self.runqueue_wait_ns += env.now - queued_at
+        self.context_switches += 1
+        cost = sched.config.context_switch_ns
+        if cost > 0.0:
+            yield env.timeout(cost)
+            self.context_switch_ns += cost
+        self._start_on_cpu()
+
+    # -- thread bookkeeping -------------------------------------------------------------------
+
+    def _start_on_cpu(self) -> None:
+        """The task begins executing on its (already held) thread: new slice, migration check."""
+        sched = self._sched
+        thread, core = self.location()
+        self._slice_used = 0.0
+        self._last_thread = thread
+        old_core = self.last_core
+        self.last_core = core
+        if sched.trace:
+            sched._record(self, "on_cpu")
+        if old_core is not None and old_core != core:
+            self.migrations += 1
+            if sched.on_migrate is not None:
+                sched.on_migrate(self, old_core, core)
+
+    def _leave_cpu(self, event: str) -> None:
+        """Give the thread to the run-queue head, or make it idle."""
+        thread = self.thread
+        if thread is None:
+            return
+        sched = self._sched
+        if sched.trace:
+            sched._record(self, event)
+        self.thread = None
+        self.core = None
+        sched._free(thread)
+
+
+class CpuScheduler:
+    """Hardware threads of a machine and one global FIFO run queue (see the module docstring).
+
+    Args:
+        env: the simulation environment.
+        topology: the machine's hardware threads and cores.
+        config: time slice, context-switch, wake-up and IPI costs, SMT throughput.
+        virtualized: the machine is a VM, so waking an idle thread also costs ``ipi_exit_ns``.
+        trace: record every scheduling transition in ``env.recorder`` (table ``"scheduler"``).
+
+    Attributes:
+        on_migrate: optional ``hook(task, old_core, new_core)`` called when a task starts running
+            on another core than the one it last ran on.
+        wakeup_cost_ns: cost of waking a task on an idle thread.
+    """
+
+    def __init__(
+        self,
+        env: SimEnvironment,
+        topology: Topology,
+        config: SchedulerConfig,
+        virtualized: bool,
+        *,
+        trace: bool = False,
+    ) -> None:
+        self.env = env
+        self.topology = topology
+        self.config = config
+        self.virtualized = virtualized
+        self.trace = trace
+        self.on_migrate: MigrateHook | None = None
+        self.wakeup_cost_ns = config.wakeup_ns + (config.ipi_exit_ns if virtualized else 0.0)
+        self._smt_rate = config.smt_throughput / 2.0
+        self._slice_ns = config.time_slice_ns
+        n = topology.n_threads
+        self._thread_core = [topology.core_of(t) for t in range(n)]
+        self._core_domain = [topology.domain_of_core(c) for c in range(topology.n_cores)]
+        self._siblings = [topology.siblings(t) for t in range(n)]
+        self._holder: list[Task | None] = [None] * n
+        self._busy_acc = [0.0] * n
+        self._busy_since = [0.0] * n
+        self._idle_threads = list(range(n))
+        self._core_busy = [0] * topology.n_cores
+        self._idle_cores: list[list[int]] = [[] for _ in range(topology.n_domains)]
+        for core, domain in enumerate(self._core_domain):
+            self._idle_cores[domain].append(core)
+        self._queue: deque[Task] = deque()
+        self._tasks: list[Task] = []
+
+    @classmethod
+    def from_machine(
+        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
+    ) -> CpuScheduler:
+        """The scheduler of a machine: its topology, scheduler costs and virtualization."""
+        return cls(env, Topology.from_config(machine), machine.scheduler, machine.virtualized,
+                   trace=trace)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def new_task(self, name: str) -> Task:
+        """Create a task, initially blocked (holding no thread)."""
+        task = Task(self, name)
+        self._tasks.append(task)
+        return task
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        """All tasks created, in creation order."""
+        return tuple(self._tasks)
+
+    @property
+    def run_queue_length(self) -> int:
+        """Number of runnable tasks waiting for a thread."""
+        return len(self._queue)
+
+    @property
+    def n_idle_threads(self) -> int:
+        """Number of hardware threads no task holds."""
+        return len(self._idle_threads)
+
+    def holder(self, thread: int) -> Task | None:
+        """The task holding a hardware thread, or ``None`` if it is idle."""
+        return self._holder[thread]
+
+    def busy_ns(self, thread: int) -> float:
+        """Time a hardware thread has been busy since the start, up to now."""
+        busy = self._busy_acc[thread]
+        if self._holder[thread] is not None:
+            busy += self.env.now - self._busy_since[thread]
+        return busy
+
+    def busy_array(self) -> npt.NDArray[np.float64]:
+        """:meth:`busy_ns` of every hardware thread."""
+        return np.array([self.busy_ns(t) for t in range(len(self._holder))], dtype=np.float64)
+
+    def snapshot(self) -> BusySnapshot:
+        """Busy times now, to measure utilisation over a later window (e.g. after warm-up)."""
+        return BusySnapshot(float(self.env.now), tuple(self.busy_array().tolist()))
+
+    def utilisation(self, since: BusySnapshot | None = None) -> float:
+        """Mean fraction of time the hardware threads were busy, from ``since`` (or 0) to now.
+
+        Busy includes wake-up and context-switch costs. Returns 0.0 over an empty window.
+
+        Args:
+            since: a :meth:`snapshot` taken at the start of the window (e.g. after warm-up);
+                ``None`` measures from time 0.
+        """
+        start, base = (0.0, 0.0) if since is None else (since.time_ns, sum(since.busy_ns))
+        window = (self.env.now - start) * len(self._holder)
+        if window <= 0.0:
+            return 0.0
+        return (float(self.busy_array().sum()) - base) / window
+
+    # -- internals used by Task ---------------------------------------------------------------
+
+    def _pick_idle(self, previous: int | None) -> int | None:
+        """Placement of a waking task (module docstring), or ``None`` if no thread is idle."""
+        if not self._idle_threads:
+            return None
+        if previous is not None and self._holder[previous] is None:
+            return previous
+        core = self._idle_core(previous)
+        if core is not None:
+            return self.topology.threads_of_core(core).start
+        return self._idle_threads[0]
+
+    def _idle_core(self, previous: int | None) -> int | None:
+        """Lowest fully idle core, of the previous thread's domain first."""
+        if previous is not None:
+            local = self._idle_cores[self._core_domain[self._thread_core[previous]]]
+            if local:
+                return local[0]
+        for cores in self._idle_cores:
+            if cores:
+                return cores[0]
+        return None
+
+    def _occupy(self, thread: int, task: Task) -> None:
+        """An idle thread becomes held by ``task``."""
+        self._assign(thread, task)
+        self._busy_since[thread] = self.env.now
+        self._idle_threads.remove(thread)
+        core = self._thread_core[thread]
+        if self._core_busy[core] == 0:
+            self._idle_cores[self._core_domain[core]].remove(core)
+        self._core_busy[core] += 1
+
+    def _free(self, thread: int) -> None:
+        """A thread was given up: hand it to the run-queue head, or make it idle."""
+        if self._queue:
+            task = self._queue.popleft()
+            self._assign(thread, task)
+            grant = task._grant
+            task._grant = None
+            assert grant is not None, "queued task without a grant event"
+            grant.succeed()
+            return
+        self._holder[thread] = None
+        self._busy_acc[thread] += self.env.now - self._busy_since[thread]
+        bisect.insort(self._idle_threads, thread)
+        core = self._thread_core[thread]
+        self._core_busy[core] -= 1
+        if self._core_busy[core] == 0:
+            bisect.insort(self._idle_cores[self._core_domain[core]], core)
+
+    def _assign(self, thread: int, task: Task) -> None:
+        """``task`` now holds ``thread``."""
+        self._holder[thread] = task
+        task.thread = thread
+        task.core = self._thread_core[thread]
+        task._siblings = self._siblings[thread]
+
+    def _record(self, task: Task, event: str) -> None:
+        self.env.recorder.record(
+            TRACE_TABLE,
+            time_ns=float(self.env.now),
+            task=task.name,
+            thread=task.thread,
+            core=task.core,
+            event=event,
+        )

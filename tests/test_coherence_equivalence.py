@@ -1,0 +1,87 @@
+"""The compiled kernel and the plain-Python reference agree exactly on random traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simulator.coherence.codes import OUT_SIZE
+from simulator.coherence.compiled import CompiledCoherence
+from simulator.coherence.reference import ReferenceCoherence
+from simulator.machine_config import L3Inclusion, MachineConfig, Protocol
+from simulator.machine_loader import load_machine
+from tests.toy_machines import toy_machine
+
+PROTOCOLS = list(Protocol)
+INCLUSIONS = list(L3Inclusion)
+
+
+def _pair(machine: MachineConfig, n_lines: int, seed: int) -> tuple[ReferenceCoherence, CompiledCoherence]:
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(4 * n_lines + 64, size=n_lines, replace=False).astype(np.int64)
+    homes = rng.integers(0, len(machine.memory.home_nodes), size=n_lines)
+    return ReferenceCoherence(machine, keys, homes), CompiledCoherence(machine, keys, homes)
+
+
+def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> None:
+    ref, comp = _pair(machine, n_lines, seed)
+    rng = np.random.default_rng(seed + 1)
+    n_threads, n_cores = ref.topology.n_threads, ref.topology.n_cores
+    out_ref = np.zeros(OUT_SIZE)
+    out_comp = np.zeros(OUT_SIZE)
+    now = 0.0
+    for step in range(steps):
+        now += float(rng.integers(0, 200))
+        kind = rng.random()
+        thread = int(rng.integers(0, n_threads))
+        if kind < 0.05:
+            core = int(rng.integers(0, n_cores))
+            private, l3 = int(rng.integers(0, 40)), int(rng.integers(0, 80))
+            ref.pollute(core, private, l3)
+            comp.pollute(core, private, l3)
+        elif kind < 0.15:
+            lines = rng.integers(0, n_lines, size=int(rng.integers(1, 30))).astype(np.int64)
+            masks = rng.integers(1, 2**63, size=len(lines)).astype(np.int64)
+            op = int(rng.integers(0, 3))
+            a = ref.scan(thread, lines, [int(m) for m in masks], op, 3.0, now, out_ref)
+            b = comp.scan(thread, lines, masks, op, 3.0, now, out_comp)
+            assert a == b, f"scan stall differs at step {step}"
+        else:
+            line = int(rng.integers(0, n_lines))
+            op = int(rng.integers(0, 3))
+            mask = int(rng.integers(1, 2**64, dtype=np.uint64))
+            a = ref.access(thread, line, op, mask, now, out_ref)
+            b = comp.access(thread, line, op, mask, now, out_comp)
+            assert a == b, f"access differs at step {step}: {a} vs {b}"
+    np.testing.assert_array_equal(out_ref, out_comp)
+    state_ref, state_comp = ref.canonical_state(), comp.canonical_state()
+    for key, value in state_ref.items():
+        assert value == state_comp[key], f"state '{key}' differs"
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    protocol=st.sampled_from(PROTOCOLS),
+    inclusion=st.sampled_from(INCLUSIONS),
+    sockets=st.integers(1, 3),
+    domains=st.integers(1, 2),
+    cores=st.integers(1, 3),
+    threads=st.integers(1, 2),
+    seed=st.integers(0, 2**31),
+)
+def test_random_machines_and_traces_agree(
+    protocol: Protocol, inclusion: L3Inclusion, sockets: int, domains: int, cores: int,
+    threads: int, seed: int,
+) -> None:
+    machine = toy_machine(
+        sockets=sockets, domains_per_socket=domains, cores_per_domain=cores,
+        threads_per_core=threads, protocol=protocol, inclusion=inclusion,
+    )
+    _run_trace(machine, n_lines=48, steps=400, seed=seed)
+
+
+@pytest.mark.parametrize("name", ["gold5215-2s", "threadripper-3990x"])
+def test_shipped_machines_agree(name: str) -> None:
+    _run_trace(load_machine(name), n_lines=300, steps=3000, seed=7)

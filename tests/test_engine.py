@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from simulator.engine import ProcessGenerator, SimEnvironment
+from simulator.recorder import Recorder
+
+
+class Row(NamedTuple):
+    backend: int
+    latency_ns: float
+
+
+class Other(NamedTuple):
+    backend: int
+
+
+def test_time_unit_is_nanoseconds() -> None:
+    env = SimEnvironment(seed=1)
+    seen: list[float] = []
+
+    def proc() -> ProcessGenerator:
+        yield env.timeout(1_000)
+        seen.append(env.now)
+        yield env.timeout(0.5)
+        seen.append(env.now)
+
+    env.process(proc())
+    env.run()
+    assert seen == [1_000, 1_000.5]
+
+
+def test_same_seed_gives_same_draws() -> None:
+    a = SimEnvironment(seed=42).rng.random(5)
+    b = SimEnvironment(seed=42).rng.random(5)
+    c = SimEnvironment(seed=43).rng.random(5)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_seed_sequence_is_accepted() -> None:
+    seq = np.random.SeedSequence(7)
+    child_a, child_b = seq.spawn(2)
+    draws_a = SimEnvironment(seed=child_a).rng.integers(0, 1_000_000, 4)
+    again = SimEnvironment(seed=np.random.SeedSequence(7).spawn(2)[0]).rng.integers(
+        0, 1_000_000, 4
+    )
+    other = SimEnvironment(seed=child_b).rng.integers(0, 1_000_000, 4)
+    np.testing.assert_array_equal(draws_a, again)
+    assert not np.array_equal(draws_a, other)
+
+
+def test_environment_has_a_fresh_recorder() -> None:
+    env = SimEnvironment(seed=0)
+    assert isinstance(env.recorder, Recorder)
+    assert env.recorder.tables() == []
+
+
+def test_recorder_columns_follow_first_row() -> None:
+    rec = Recorder()
+    rec.record("txn", backend=1, latency_ns=25.0, algorithm="pre14")
+    rec.record("txn", latency_ns=30.0, algorithm="post14", backend=2)  # other order
+    frame = rec.to_frame("txn")
+    assert frame.columns.tolist() == ["backend", "latency_ns", "algorithm"]
+    assert frame.to_dict("records") == [
+        {"backend": 1, "latency_ns": 25.0, "algorithm": "pre14"},
+        {"backend": 2, "latency_ns": 30.0, "algorithm": "post14"},
+    ]
+
+
+def test_recorder_rejects_other_fields() -> None:
+    rec = Recorder()
+    rec.record("txn", backend=1, latency_ns=25.0)
+    with pytest.raises(ValueError, match="'txn' has columns"):
+        rec.record("txn", backend=1)
+    with pytest.raises(ValueError, match="'txn' has columns"):
+        rec.record("txn", backend=1, latency_ns=2.0, extra=3)
+    rec.append("txn", Row(backend=2, latency_ns=2.0))  # same fields as a NamedTuple: accepted
+    with pytest.raises(ValueError, match="got a row with"):
+        rec.append("txn", Other(backend=1))
+    assert rec.n_rows("txn") == 2
+
+
+def test_recorder_named_tuples() -> None:
+    rec = Recorder()
+    rec.append("rows", Row(3, 1.5))
+    rec.append("rows", Row(4, 2.5))
+    frame = rec.to_frame("rows")
+    assert frame.columns.tolist() == ["backend", "latency_ns"]
+    assert frame["backend"].tolist() == [3, 4]
+    assert rec.n_rows("rows") == 2
+
+
+def test_recorder_empty_tables() -> None:
+    rec = Recorder()
+    unknown = rec.to_frame("never")
+    assert len(unknown) == 0
+    rec.declare("migrations", ["time_ns", "task"])
+    declared = rec.to_frame("migrations")
+    assert len(declared) == 0
+    assert declared.columns.tolist() == ["time_ns", "task"]
+    with pytest.raises(ValueError, match="already has columns"):
+        rec.declare("migrations", ["task"])
+
+
+def test_recorder_tables_in_creation_order() -> None:
+    rec = Recorder()
+    rec.record("b", x=1)
+    rec.declare("a", ["y"])
+    rec.record("b", x=2)
+    assert rec.tables() == ["b", "a"]
+    assert rec.n_rows("b") == 2
+    assert rec.n_rows("a") == 0
