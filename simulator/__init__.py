@@ -1,0 +1,8 @@
+"""snapsim's generic machine: topology, caches, coherence, latency, scheduling and the CLI.
+
+Nothing in this package knows about PostgreSQL; the PostgreSQL programs live in ``models`` and
+run on the machine through :class:`simulator.machine.Machine` and
+:class:`simulator.scheduler.CpuScheduler`.
+"""
+
+__version__ = "0.1.0"

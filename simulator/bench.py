@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from simulator.coherence.codes import Op
+from simulator.errors import ConfigError
 from simulator.machine import Backend, Machine, new_counters
 from simulator.machine_loader import load_machine
 
@@ -91,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the benchmarks and print the figures."""
     if args.repeats < 1:
-        raise SystemExit(2)
+        raise ConfigError("--repeats", f"must be at least 1, got {args.repeats}")
     figures = run_benchmarks(args.repeats)
     if args.json:
         print(json.dumps(figures, indent=2))

@@ -272,11 +272,13 @@ CONFIG_KINDS.append(
 )
 
 
-def _register_bench() -> None:
-    from simulator import bench
+def _register_simulator_commands() -> None:
+    from simulator import bench, ccbench
 
+    register_command("ccbench", "single-line latency micro-benchmarks of a machine",
+                     ccbench.add_arguments, ccbench.main)
     register_command("bench", "measure the speed of the coherence kernel", bench.add_arguments,
                      bench.main)
 
 
-_register_bench()
+_register_simulator_commands()

@@ -20,7 +20,7 @@ pure-Python reference (``backend="reference"``) gives identical results and is u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +58,7 @@ def new_counters() -> FloatArray:
 
 def byte_mask(offset: int, size: int) -> int:
     """Mask of ``size`` bytes starting at byte ``offset`` of a line (bit i = byte i)."""
-    if not (0 <= offset and size >= 1 and offset + size <= LINE_BYTES):
+    if not (offset >= 0 and size >= 1 and offset + size <= LINE_BYTES):
         raise ValueError(f"bytes {offset}..{offset + size - 1} are not inside one line")
     return ((1 << size) - 1) << offset
 
@@ -80,17 +80,23 @@ class _Engine(Protocol):
     """What the reference and the compiled implementation both provide."""
 
     def access(
-        self, thread: int, line: int, op: int, mask: int, now: float, out: FloatArray
+        self, thread: int, line: int, op: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]: ...
 
     def scan(
-        self, thread: int, lines: IntArray, masks: IntArray, op: int, mlp: float, now: float,
-        out: FloatArray,
+        self,
+        thread: int,
+        lines: IntArray,
+        masks: Any,
+        op: int,
+        mlp: float,
+        now: float,
+        out: Any,
     ) -> float: ...
 
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None: ...
 
-    def canonical_state(self) -> dict[str, object]: ...
+    def canonical_state(self) -> dict[str, Any]: ...
 
 
 class Machine:
@@ -137,7 +143,7 @@ class Machine:
             raise ValueError(f"unknown backend {backend!r} (choose compiled or reference)")
         self._engine = engine
         self.totals: FloatArray = new_counters()
-        """Counters of the operations issued without an ``out`` vector (see :func:`new_counters`)."""
+        """Counters of operations issued without an ``out`` vector (see :func:`new_counters`)."""
         self._mlp = {"stream": config.mlp.stream, "indirect": config.mlp.indirect}
 
     @property
@@ -288,13 +294,11 @@ def _as_uints(values: object) -> npt.NDArray[np.uint64]:
 
 def check_state(state: dict[str, object], config: MachineConfig, topology: Topology) -> None:
     """Check the coherence invariants on a canonical state; raise :class:`ProtocolError`."""
-    owners = state["owner"]
-    ostates = state["ostate"]
-    holders = state["holders"]
-    l1 = state["l1"]
-    l2 = state["l2"]
-    assert isinstance(owners, list) and isinstance(ostates, list) and isinstance(holders, list)
-    assert isinstance(l1, list) and isinstance(l2, list)
+    owners = cast(list[int], state["owner"])
+    ostates = cast(list[int], state["ostate"])
+    holders = cast(list[list[int]], state["holders"])
+    l1 = cast(list[list[list[int]]], state["l1"])
+    l2 = cast(list[list[list[int]]], state["l2"])
     in_l2: dict[int, set[int]] = {}
     for core, sets in enumerate(l2):
         for cache_set in sets:

@@ -18,7 +18,9 @@ PROTOCOLS = list(Protocol)
 INCLUSIONS = list(L3Inclusion)
 
 
-def _pair(machine: MachineConfig, n_lines: int, seed: int) -> tuple[ReferenceCoherence, CompiledCoherence]:
+def _pair(
+    machine: MachineConfig, n_lines: int, seed: int
+) -> tuple[ReferenceCoherence, CompiledCoherence]:
     rng = np.random.default_rng(seed)
     keys = rng.choice(4 * n_lines + 64, size=n_lines, replace=False).astype(np.int64)
     homes = rng.integers(0, len(machine.memory.home_nodes), size=n_lines)
@@ -52,9 +54,9 @@ def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> N
             line = int(rng.integers(0, n_lines))
             op = int(rng.integers(0, 3))
             mask = int(rng.integers(1, 2**64, dtype=np.uint64))
-            a = ref.access(thread, line, op, mask, now, out_ref)
-            b = comp.access(thread, line, op, mask, now, out_comp)
-            assert a == b, f"access differs at step {step}: {a} vs {b}"
+            got_ref = ref.access(thread, line, op, mask, now, out_ref)
+            got_comp = comp.access(thread, line, op, mask, now, out_comp)
+            assert got_ref == got_comp, f"access differs at step {step}: {got_ref} vs {got_comp}"
     np.testing.assert_array_equal(out_ref, out_comp)
     state_ref, state_comp = ref.canonical_state(), comp.canonical_state()
     for key, value in state_ref.items():
@@ -72,12 +74,21 @@ def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> N
     seed=st.integers(0, 2**31),
 )
 def test_random_machines_and_traces_agree(
-    protocol: Protocol, inclusion: L3Inclusion, sockets: int, domains: int, cores: int,
-    threads: int, seed: int,
+    protocol: Protocol,
+    inclusion: L3Inclusion,
+    sockets: int,
+    domains: int,
+    cores: int,
+    threads: int,
+    seed: int,
 ) -> None:
     machine = toy_machine(
-        sockets=sockets, domains_per_socket=domains, cores_per_domain=cores,
-        threads_per_core=threads, protocol=protocol, inclusion=inclusion,
+        sockets=sockets,
+        domains_per_socket=domains,
+        cores_per_domain=cores,
+        threads_per_core=threads,
+        protocol=protocol,
+        inclusion=inclusion,
     )
     _run_trace(machine, n_lines=48, steps=400, seed=seed)
 

@@ -56,7 +56,9 @@ def toy_machine(
         ),
         protocol=protocol,
         l3_inclusion=inclusion,
-        l1d=CacheConfig(size_bytes=64 * l1[0] * l1[1], ways=l1[1], latency_ns=1.0, key="caches.l1d"),
+        l1d=CacheConfig(
+            size_bytes=64 * l1[0] * l1[1], ways=l1[1], latency_ns=1.0, key="caches.l1d"
+        ),
         l2=CacheConfig(size_bytes=64 * l2[0] * l2[1], ways=l2[1], latency_ns=4.0, key="caches.l2"),
         l3=CacheConfig(size_bytes=64 * l3[0] * l3[1], ways=l3[1], latency_ns=20.0, key="caches.l3"),
         memory=MemoryConfig(
@@ -80,9 +82,11 @@ def toy_machine(
             cross_domain_hit=cross if domains_per_socket > 1 else None,
             cross_domain_hitm=cross_m if domains_per_socket > 1 else None,
             remote_hit=HomeKeyedLatency(holder=120.0, requester=170.0, neither=190.0)
-            if sockets > 1 else None,
+            if sockets > 1
+            else None,
             remote_hitm=HomeKeyedLatency(holder=115.0, requester=178.0, neither=200.0)
-            if sockets > 1 else None,
+            if sockets > 1
+            else None,
         ),
         mlp=MlpConfig(stream=4.0, indirect=2.0),
         scheduler=SchedulerConfig(
@@ -93,5 +97,3 @@ def toy_machine(
             smt_throughput=1.25,
         ),
     )
-
-

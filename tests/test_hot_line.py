@@ -1,0 +1,59 @@
+"""A hot line is a queue: K threads doing atomic increments reach about one op per handoff."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.coherence.codes import Op
+from simulator.engine import ProcessGenerator, SimEnvironment
+from simulator.machine import Machine
+from simulator.machine_loader import load_machine
+
+DURATION_NS = 200_000.0
+
+
+def hot_line(thread_names: list[str]) -> tuple[float, float]:
+    """Run the threads' increment loops; return (ops per second, mean wait per op in ns)."""
+    machine = Machine(load_machine("gold5215-2s"), [0])
+    env = SimEnvironment(seed=1)
+    ops = [0]
+    waits = [0.0]
+
+    def incrementer(thread: int) -> ProcessGenerator:
+        while True:
+            result = machine.access(thread, 0, Op.RMW, now=env.now)
+            yield env.timeout(result.cost_ns)
+            if env.now <= DURATION_NS:
+                ops[0] += 1
+                waits[0] += result.wait_ns
+
+    for name in thread_names:
+        env.process(incrementer(machine.topology.thread_by_name(name)))
+    env.run(until=DURATION_NS)
+    return ops[0] / (DURATION_NS * 1e-9), waits[0] / ops[0]
+
+
+def test_inside_a_socket_one_op_per_local_handoff() -> None:
+    rate, _ = hot_line([f"s0.d0.c{c}.t0" for c in range(4)])
+    handoff_ns = load_machine("gold5215-2s").latency.local_hitm_ns
+    assert rate == pytest.approx(1e9 / handoff_ns, rel=0.02)
+    assert rate == pytest.approx(20e6, rel=0.15)  # hardware.md: ~20 M ops/s in a socket
+
+
+def test_alternating_sockets_one_op_per_remote_handoff() -> None:
+    rate, _ = hot_line(["s0.d0.c0.t0", "s1.d0.c0.t0"])
+    remote = load_machine("gold5215-2s").latency.remote_hitm
+    assert remote is not None
+    assert remote.holder is not None
+    assert remote.requester is not None
+    mean_handoff = (remote.holder + remote.requester) / 2  # the home alternates sides
+    assert rate == pytest.approx(1e9 / mean_handoff, rel=0.02)
+    assert rate == pytest.approx(7e6, rel=0.1)  # hardware.md: ~7 M ops/s across sockets
+
+
+def test_queueing_time_grows_with_the_number_of_threads() -> None:
+    waits = [hot_line([f"s0.d0.c{c}.t0" for c in range(k)])[1] for k in (2, 4, 8)]
+    assert waits[0] < waits[1] < waits[2]
+    handoff = load_machine("gold5215-2s").latency.local_hitm_ns
+    # Each op waits for the K - 1 handoffs queued ahead of it.
+    assert waits == pytest.approx([handoff * (k - 1) for k in (2, 4, 8)], rel=0.05)
