@@ -1,0 +1,47 @@
+"""Name the fields behind a line's byte masks (``fields_read`` / ``fields_written`` columns).
+
+The machine records, per tracked line, which bytes were read and written (64-bit masks). This
+module maps those bytes back to struct fields through the layout, so a per-line report can say
+"xmin written, xid read": the basis of the true/false sharing attribution.
+"""
+
+from __future__ import annotations
+
+from models.layout import Region
+from models.shmem import PgSharedMemory
+from simulator.machine import Machine
+from simulator.machine_config import LINE_BYTES
+
+
+def fields_in_mask(region: Region, line: int, mask: int) -> list[str]:
+    """Names of the region's fields (leaf fields first) with a byte in ``mask`` on ``line``."""
+    names: list[str] = []
+    line_start = line * LINE_BYTES
+    for index in region.elements_on_line(line):
+        base = region.element_address(index)
+        for name, (offset, size) in region.element.fields.items():
+            start = base + offset - line_start
+            stop = start + size
+            lo, hi = max(start, 0), min(stop, LINE_BYTES)
+            if lo >= hi:
+                continue
+            field_mask = ((1 << (hi - lo)) - 1) << lo
+            if mask & field_mask and name not in names:
+                names.append(name)
+    # Keep the most specific names: drop "content_lock" when "content_lock.state" is listed.
+    return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+
+
+def describe_masks(shmem: PgSharedMemory, machine: Machine) -> tuple[list[str], list[str]]:
+    """Per tracked line, the comma-separated fields read and written so far."""
+    table = machine.line_table()
+    read: list[str] = []
+    written: list[str] = []
+    for address, read_mask, write_mask in zip(table["address"], table["bytes_read"],
+                                              table["bytes_written"], strict=True):
+        line = int(address) // LINE_BYTES
+        regions = shmem.memory.regions_on_line(line)
+        read.append(", ".join(f for r in regions for f in fields_in_mask(r, line, int(read_mask))))
+        written.append(", ".join(f for r in regions
+                                 for f in fields_in_mask(r, line, int(write_mask))))
+    return read, written

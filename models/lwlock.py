@@ -1,0 +1,159 @@
+"""PostgreSQL's LWLocks: shared/exclusive locks whose atomic word is a cache line.
+
+Two protocols, as in the reference (§1.5):
+
+* ``atomic`` (9.5+): an acquire reads the state word and tries one CAS; a release is one atomic
+  ``sub_fetch``. A backend that cannot get the lock takes the wait-list lock (another RMW on the
+  same word), queues itself and sleeps on its semaphore until a releaser wakes it, then retries.
+* ``spinlock`` (9.1): acquire and release are each a test-and-set of the lock's spinlock, a store
+  of the shared count and the store that frees the spinlock, all on the lock's line.
+
+The lock's *state* (shared holders, exclusive holder, FIFO of sleepers) is plain Python; its
+*cost* is the memory operations on the lock word, which the coherence model serializes when the
+word is hot. A waker pays ``wake_cycles`` per woken backend (the semaphore post); the woken
+backend pays the scheduler's wake-up.
+
+Left out: spinning before sleeping (9.1's repeated TAS is the hot-line queue itself), the
+``LW_FLAG_RELEASE_OK`` subtleties, and LWLockAcquireOrWait.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator
+from enum import Enum
+from typing import Any
+
+import simpy
+
+from models.backend import Backend, Category
+from models.tracked import Access
+from simulator.coherence.codes import Op
+from simulator.engine import ProcessGenerator
+
+WAKE_CYCLES = 2000
+"""ASSUMPTION: cycles of a semaphore post (a futex wake system call) per woken waiter."""
+
+
+class LockMode(Enum):
+    """LWLock acquisition mode."""
+
+    SHARED = "shared"
+    EXCLUSIVE = "exclusive"
+
+
+class LWLock:
+    """One LWLock.
+
+    Args:
+        name: label for reports (``"ProcArrayLock"``).
+        word: the accesses to the lock's atomic word: one access (``atomic``) or, for
+            ``spinlock``, the mutex byte then the shared-count word (two accesses).
+        protocol: ``"atomic"`` (9.5+) or ``"spinlock"`` (9.1).
+    """
+
+    def __init__(self, name: str, word: list[Access], protocol: str) -> None:
+        if protocol not in ("atomic", "spinlock"):
+            raise ValueError(f"unknown LWLock protocol {protocol!r}")
+        self.name = name
+        self.protocol = protocol
+        self.shared_holders = 0
+        self.exclusive_holder: Backend | None = None
+        self.waiters: deque[tuple[Backend, LockMode, simpy.Event]] = deque()
+        line = word[0].line
+        mask = word[0].mask
+        read = Access(line, Op.LOAD, mask, word[0].field)
+        rmw = Access(line, Op.RMW, mask, word[0].field)
+        if protocol == "atomic":
+            self._attempt = [read, rmw]
+            self._release = [rmw]
+            self._queue = [rmw, rmw]
+        else:
+            count = word[1] if len(word) > 1 else word[0]
+            store_count = Access(count.line, Op.STORE, count.mask, count.field)
+            store_mutex = Access(line, Op.STORE, mask, word[0].field)
+            self._attempt = [rmw, store_count, store_mutex]
+            self._release = [rmw, store_count, store_mutex]
+            self._queue = [rmw, store_mutex]
+
+    @property
+    def held(self) -> bool:
+        """Whether anyone holds the lock."""
+        return self.shared_holders > 0 or self.exclusive_holder is not None
+
+    def _free_for(self, mode: LockMode) -> bool:
+        if self.exclusive_holder is not None:
+            return False
+        return mode is LockMode.SHARED or self.shared_holders == 0
+
+    def _grant(self, backend: Backend, mode: LockMode) -> None:
+        if mode is LockMode.SHARED:
+            self.shared_holders += 1
+        else:
+            self.exclusive_holder = backend
+
+    def acquire(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
+        """Acquire, sleeping in FIFO order while the lock is incompatible."""
+        while True:
+            yield from backend.ops(self._attempt, category, lock_line=True)
+            if self._free_for(mode) and not self._queued_ahead(mode):
+                self._grant(backend, mode)
+                return
+            yield from backend.ops(self._queue, Category.LOCK_WAIT, lock_line=True)
+            event = backend.env.event()
+            self.waiters.append((backend, mode, event))
+            yield from backend.sleep(event, Category.LOCK_WAIT)
+
+    def conditional_acquire(self, backend: Backend, mode: LockMode,
+                            category: Category) -> Generator[simpy.Event, Any, bool]:
+        """One attempt (``LWLockConditionalAcquire``); returns whether the lock was taken."""
+        yield from backend.ops(self._attempt, category, lock_line=True)
+        if self._free_for(mode) and not self._queued_ahead(mode):
+            self._grant(backend, mode)
+            return True
+        return False
+
+    def release(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
+        """Release and wake the waiters that can now proceed."""
+        if mode is LockMode.SHARED:
+            if self.shared_holders <= 0:
+                raise RuntimeError(f"{self.name}: shared release without a holder")
+            self.shared_holders -= 1
+        else:
+            if self.exclusive_holder is not backend:
+                raise RuntimeError(f"{self.name}: exclusive release by a non-holder")
+            self.exclusive_holder = None
+        yield from backend.ops(self._release, category, lock_line=True)
+        woken = self._wake_compatible()
+        if woken:
+            yield from backend.ops(self._queue[:1], Category.LOCK_WAIT, lock_line=True)
+            yield from backend.compute(WAKE_CYCLES * woken, category)
+
+    def _queued_ahead(self, mode: LockMode) -> bool:
+        """Whether sleepers keep a newcomer out (FIFO turn).
+
+        A newcomer does not overtake sleepers, but shared newcomers may join shared holders when
+        only shared waiters wait.
+        """
+        if not self.waiters:
+            return False
+        return mode is LockMode.EXCLUSIVE or any(m is LockMode.EXCLUSIVE
+                                                 for _, m, _ in self.waiters)
+
+    def _wake_compatible(self) -> int:
+        """Wake the head waiter, and every shared waiter behind a shared head."""
+        if not self.waiters or self.exclusive_holder is not None:
+            return 0
+        head_mode = self.waiters[0][1]
+        if head_mode is LockMode.EXCLUSIVE and self.shared_holders:
+            return 0
+        woken = 0
+        while self.waiters:
+            _, mode, event = self.waiters[0]
+            if woken and (mode is LockMode.EXCLUSIVE or head_mode is LockMode.EXCLUSIVE):
+                break
+            self.waiters.popleft()
+            event.succeed()
+            woken += 1
+        return woken
+

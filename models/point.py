@@ -1,0 +1,318 @@
+r"""One simulated point: a machine, an algorithm, a workload and a population of connections.
+
+:func:`run_point` builds the version's shared memory, connects the clients (idle connections first,
+then the active ones, as in the published benchmarks, so active backends hold adjacent pgprocnos),
+sets up the algorithm and the machine over the lines it touches, and runs SimPy:
+
+* every active client is a pgbench thread (a scheduler task: it costs CPU on the same machine, as
+  in every published run) driving one backend in a closed loop;
+* an ``idle`` connection is only a procArray entry;
+* a ``mostly-idle`` connection loops ``\sleep 100ms; SELECT 1;`` with a random phase, so a
+  short run is in steady state from the start; its pgbench side costs no CPU (pgbench's event
+  loop serves thousands of sleeping clients at negligible cost per query; ASSUMPTION).
+
+Transactions are measured in ``[warmup, warmup + duration)`` by their completion time; ``tps``
+counts the active clients' transactions, ``mostly_idle_tps`` the others'.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from models.backend import CATEGORIES, Backend, Category, TxnRecord
+from models.costs import PgCosts, load_costs
+from models.fields import describe_masks
+from models.procarray import ProcArray
+from models.shmem import build_shared_memory
+from models.snapshots import ALGORITHMS
+from models.tracked import TrackedMemory
+from models.workloads import WORKLOADS, Context, Workload, workload
+from simulator.coherence.codes import CLASS_NAMES, Out
+from simulator.engine import ProcessGenerator, SimEnvironment
+from simulator.machine import Backend as MachineBackend
+from simulator.machine_config import MachineConfig
+from simulator.scheduler import CpuScheduler, Task
+
+IDLE_KINDS = ("idle", "mostly-idle")
+
+
+@dataclass(frozen=True, slots=True)
+class PointConfig:
+    """Everything that defines one simulated point (units in the names)."""
+
+    machine: MachineConfig
+    algorithm: str
+    workload: str = "select-only"
+    clients: int = 1
+    idle_clients: int = 0
+    idle_kind: str = "idle"
+    duration_ns: float = 20e6
+    warmup_ns: float = 2e6
+    seed: int = 0
+    batch: int = 1
+    think_time_ns: float = 0.0
+    entries_per_chunk: int = 256
+    costs: PgCosts = field(default_factory=load_costs)
+    backend: MachineBackend = "compiled"
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {self.algorithm!r} "
+                             f"(choose one of {', '.join(ALGORITHMS)})")
+        if self.workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {self.workload!r} "
+                             f"(choose one of {', '.join(WORKLOADS)})")
+        if self.idle_kind not in IDLE_KINDS:
+            raise ValueError(f"unknown idle kind {self.idle_kind!r} (choose idle or mostly-idle)")
+        if self.clients < 1:
+            raise ValueError(f"clients must be at least 1, got {self.clients}")
+        if self.idle_clients < 0:
+            raise ValueError(f"idle_clients must not be negative, got {self.idle_clients}")
+        if not self.duration_ns > 0 or self.warmup_ns < 0 or self.think_time_ns < 0:
+            raise ValueError("duration must be positive; warm-up and think time not negative")
+        if self.entries_per_chunk < 1:
+            raise ValueError("entries_per_chunk must be at least 1")
+
+
+@dataclass(slots=True)
+class PointResult:
+    """The outcome of one point: one curve row, the per-line table, the transactions."""
+
+    row: dict[str, object]
+    lines: pd.DataFrame
+    transactions: pd.DataFrame
+
+
+@dataclass(slots=True)
+class _Client:
+    """Completed transactions of one client, with their latency."""
+
+    mostly_idle: bool
+    records: list[tuple[float, float, TxnRecord]] = field(default_factory=list)
+
+
+class _Simulation:
+    def __init__(self, config: PointConfig) -> None:
+        self.config = config
+        machine_config = config.machine
+        self.env = SimEnvironment(seed=config.seed)
+        self.scheduler = CpuScheduler.from_machine(self.env, machine_config)
+        n_connections = config.idle_clients + config.clients
+        self.shmem = build_shared_memory(config.algorithm,
+                                         max_connections=max(n_connections, 1) + 3)
+        runs_idle = config.idle_kind == "mostly-idle"
+        self.backends: list[Backend] = []
+        for k in range(n_connections):
+            active = k >= config.idle_clients
+            task = (self.scheduler.new_task(f"backend{k}") if active or runs_idle else None)
+            self.backends.append(Backend(self.env, None, machine_config.clock_ghz, k,
+                                         self.shmem.pgprocno_for_connection(k), task))
+        procs = self.shmem.procs
+        launchers = [procs.autovacuum_launcher_pgprocno]
+        if procs.logical_launcher_pgprocno is not None:
+            launchers.append(procs.logical_launcher_pgprocno)
+        self.procarray = ProcArray(self.shmem, self.backends, launchers)
+        self.tracked = TrackedMemory(self.shmem)
+        self.algorithm = ALGORITHMS[config.algorithm](
+            self.shmem, self.tracked, self.procarray, config.costs.scan, config.entries_per_chunk)
+        self.running = [b for b in self.backends if b.task is not None]
+        self.algorithm.prepare(self.running)
+        self.machine = self.tracked.build_machine(machine_config, backend=config.backend)
+        for backend in self.backends:
+            backend.machine = self.machine
+        self.context = Context(self.algorithm, config.costs.statements,
+                               config.costs.footprint_private_bytes,
+                               config.costs.footprint_l3_bytes)
+        self.workload: Workload = workload(config.workload, config.batch)
+        self.clients: list[_Client] = []
+
+    # ------------------------------------------------------------------ processes
+
+    def start(self) -> None:
+        config = self.config
+        rng = self.env.rng
+        for backend in self.running:
+            active = backend.connection >= config.idle_clients
+            client = _Client(mostly_idle=not active)
+            self.clients.append(client)
+            if active:
+                thread = self.scheduler.new_task(f"pgbench{backend.connection}")
+                self.env.process(self._active_client(thread, backend, client))
+            else:
+                phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
+                self.env.process(self._mostly_idle_client(backend, client, phase))
+
+    def _round_trips(self, backend: Backend, client: _Client, start_ns: float,
+                     client_task: Task | None) -> ProcessGenerator:
+        """Send every round trip of one pass to the backend; record the transaction(s)."""
+        env = self.env
+        costs = self.config.costs
+        task = backend.task
+        assert task is not None
+        backend.begin_transaction()
+        for statements in self.workload.round_trips:
+            if client_task is not None:
+                yield from client_task.run(costs.client_cycles / backend.clock_ghz)
+                request = env.event()
+                response = env.event()
+                env.process(self._serve(backend, statements, request, response))
+                request.succeed()
+                yield from client_task.block_until(response)
+            else:
+                request = env.event()
+                response = env.event()
+                env.process(self._serve(backend, statements, request, response))
+                request.succeed()
+                yield response
+        record = backend.end_transaction()
+        for _ in range(self.workload.transactions_per_pass):
+            client.records.append((start_ns, env.now, record))
+
+    def _serve(self, backend: Backend, statements: Sequence[object], request: object,
+               response: object) -> ProcessGenerator:
+        import simpy
+
+        assert isinstance(request, simpy.Event)
+        assert isinstance(response, simpy.Event)
+        task = backend.task
+        assert task is not None
+        start, before = self.env.now, _sched(task)
+        yield from task.block_until(request)  # the message wakes the backend up
+        backend.record.times_ns[Category.SCHEDULING] += _sched(task) - before
+        del start
+        for statement in statements:
+            yield from statement(self.context, backend)  # type: ignore[operator]
+        response.succeed()
+        task.release()
+
+    def _active_client(self, thread: Task, backend: Backend, client: _Client) -> ProcessGenerator:
+        think = self.config.think_time_ns
+        while True:
+            yield from self._round_trips(backend, client, self.env.now, thread)
+            if think:
+                yield from thread.block_until(self.env.timeout(think))
+
+    def _mostly_idle_client(self, backend: Backend, client: _Client,
+                            phase_ns: float) -> ProcessGenerator:
+        sleep = self.config.costs.mostly_idle_sleep_ns
+        yield self.env.timeout(phase_ns)
+        select1 = workload("select1")
+        while True:
+            start = self.env.now
+            saved, self.workload = self.workload, select1
+            try:
+                yield from self._round_trips(backend, client, start, None)
+            finally:
+                self.workload = saved
+            yield self.env.timeout(sleep)
+
+    # ------------------------------------------------------------------ results
+
+    def run(self) -> PointResult:
+        config = self.config
+        wall = time.perf_counter()
+        self.start()
+        end = config.warmup_ns + config.duration_ns
+        busy_before = None
+
+        def mark() -> ProcessGenerator:
+            nonlocal busy_before
+            yield self.env.timeout(config.warmup_ns)
+            busy_before = self.scheduler.snapshot()
+
+        self.env.process(mark())
+        self.env.run(until=end)
+        utilisation = self.scheduler.utilisation(busy_before)
+        return self._result(utilisation, time.perf_counter() - wall)
+
+    def _result(self, utilisation: float, wall_s: float) -> PointResult:
+        config = self.config
+        start, end = config.warmup_ns, config.warmup_ns + config.duration_ns
+        active: list[tuple[float, float, TxnRecord]] = []
+        idle_count = 0
+        for client in self.clients:
+            for t0, t1, record in client.records:
+                if start <= t1 < end:
+                    if client.mostly_idle:
+                        idle_count += 1
+                    else:
+                        active.append((t0, t1, record))
+        window_s = config.duration_ns * 1e-9
+        row: dict[str, object] = {
+            "machine": config.machine.name,
+            "algorithm": config.algorithm,
+            "workload": config.workload,
+            "clients": config.clients,
+            "idle_clients": config.idle_clients,
+            "idle_kind": config.idle_kind,
+            "seed": config.seed,
+            "tps": len(active) / window_s,
+            "mostly_idle_tps": idle_count / window_s,
+            "transactions": len(active),
+        }
+        row.update(_latencies(active))
+        row["cpu_utilisation"] = utilisation
+        row.update(_per_transaction(active, self.workload.transactions_per_pass))
+        row["duration_ms"] = config.duration_ns / 1e6
+        row["warmup_ms"] = config.warmup_ns / 1e6
+        row["wall_s"] = wall_s
+        lines = self.machine.line_table()
+        read, written = describe_masks(self.shmem, self.machine)
+        lines["fields_read"] = read
+        lines["fields_written"] = written
+        transactions = pd.DataFrame(
+            {"start_us": [t0 / 1e3 for t0, _, _ in active],
+             "end_us": [t1 / 1e3 for _, t1, _ in active]})
+        return PointResult(row=row, lines=lines, transactions=transactions)
+
+
+def _sched(task: Task) -> float:
+    return task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
+
+
+def _latencies(active: list[tuple[float, float, TxnRecord]]) -> dict[str, float]:
+    if not active:
+        return {"latency_mean_us": float("nan"), "latency_p50_us": float("nan"),
+                "latency_p99_us": float("nan")}
+    latencies = np.array([(t1 - t0) / 1e3 for t0, t1, _ in active])
+    return {"latency_mean_us": float(latencies.mean()),
+            "latency_p50_us": float(np.percentile(latencies, 50)),
+            "latency_p99_us": float(np.percentile(latencies, 99))}
+
+
+def _per_transaction(active: list[tuple[float, float, TxnRecord]],
+                     per_pass: int) -> dict[str, float]:
+    """Transfers per transaction by class and the time breakdown (shares of backend time)."""
+    result: dict[str, float] = {}
+    unique = list({id(r): r for _, _, r in active}.values())
+    n = max(len(active), 1)
+    counters = sum((r.counters for r in unique), start=np.zeros_like(unique[0].counters)) \
+        if unique else None
+    for index, name in enumerate(CLASS_NAMES):
+        result[name] = float(counters[index]) / n if counters is not None else float("nan")
+    for slot, name in ((Out.INVALIDATIONS, "invalidations"),
+                       (Out.FALSE_SHARING_HITM, "false_sharing_hitm"),
+                       (Out.WAIT_NS, "hot_line_wait_ns")):
+        result[name] = float(counters[slot]) / n if counters is not None else float("nan")
+    totals = dict.fromkeys(CATEGORIES, 0.0)
+    for record in unique:
+        for category, value in record.times_ns.items():
+            totals[category] += value
+    backend_ns = sum(totals.values())
+    for category in CATEGORIES:
+        result[f"share_{category.value}"] = totals[category] / backend_ns if backend_ns else 0.0
+        result[f"{category.value}_us"] = totals[category] / 1e3 / n
+    result["full_snapshots"] = sum(r.full_snapshots for r in unique) / n
+    result["reused_snapshots"] = sum(r.reused_snapshots for r in unique) / n
+    del per_pass
+    return result
+
+
+def run_point(config: PointConfig) -> PointResult:
+    """Simulate one point."""
+    return _Simulation(config).run()

@@ -1,0 +1,196 @@
+"""The procArray's contents and the interface every snapshot algorithm implements.
+
+:class:`ProcArray` is the semantic state the algorithms need (which pgprocnos are in the array and
+in which order, who holds an xid, the shared counters' values); the costs come from the memory
+operations the algorithms issue. :class:`SnapshotAlgorithm` is the interface of one PostgreSQL
+version's ``GetSnapshotData`` and transaction-end code, with the parts all versions share
+(LWLocks, the pinned B-tree pages, xid assignment counters). Subclasses live in
+:mod:`models.snapshots`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from models.backend import Backend, Category
+from models.lwlock import LockMode, LWLock
+from models.shmem import PgSharedMemory, PinnedPage
+from models.tracked import Access, TrackedMemory
+from simulator.coherence.codes import Op
+from simulator.engine import ProcessGenerator
+
+FIRST_XID = 1000
+"""The first xid handed out (any normal xid works; only identities matter)."""
+
+
+class ProcArray:
+    """Entries of the procArray (pgprocnos in array order) and the shared transaction counters.
+
+    Args:
+        shmem: the version's shared memory (sorting rule, launcher slots).
+        backends: every client connection, in connection order.
+        extra_pgprocnos: non-client entries (the launchers).
+    """
+
+    def __init__(self, shmem: PgSharedMemory, backends: Sequence[Backend],
+                 extra_pgprocnos: Sequence[int]) -> None:
+        entries: list[int] = []
+        for backend in backends:
+            shmem.procarray_add(entries, backend.pgprocno)
+        for pgprocno in extra_pgprocnos:
+            shmem.procarray_add(entries, pgprocno)
+        self.entries = entries
+        position = {pgprocno: index for index, pgprocno in enumerate(entries)}
+        for backend in backends:
+            backend.index = position[backend.pgprocno]
+        self.xid_holders: dict[int, Backend] = {}
+        """procArray index → backend, for entries whose transaction has an xid."""
+        self.next_xid = FIRST_XID
+        self.latest_completed_xid = FIRST_XID - 1
+        self.completion_count = 1
+        """PG 14's ``xactCompletionCount``: +1 at every end of a transaction with an xid."""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanCosts:
+    """Instructions per procArray entry of each kind of scan (global cost model, cycles)."""
+
+    pg91: float
+    pre14: float
+    dense: float
+
+
+class SnapshotAlgorithm(ABC):
+    """One PostgreSQL version's snapshot and transaction-end code, as memory operations.
+
+    Lifecycle: construct, :meth:`prepare` (registers every line it will touch), build the machine,
+    then run. Every method that touches memory is a generator to ``yield from`` in a backend's
+    process.
+    """
+
+    name: ClassVar[str]
+    lock_protocol: ClassVar[str] = "atomic"
+
+    def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
+                 scan_costs: ScanCosts, entries_per_chunk: int) -> None:
+        self.shmem = shmem
+        self.tracked = tracked
+        self.procarray = procarray
+        self.scan_costs = scan_costs
+        self.entries_per_chunk = entries_per_chunk
+        self.proc_array_lock = self._lwlock("ProcArrayLock", shmem.proc_array_lock)
+        self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
+        self.pages = [_PageAccesses(tracked, page, self.lock_protocol)
+                      for page in (shmem.btree_root, shmem.btree_inner)]
+        self._own: dict[int, dict[str, list[Access]]] = {}
+
+    # ------------------------------------------------------------------ setup
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the lines of every backend that runs (and the scans); called once."""
+        for backend in backends:
+            self._own[backend.connection] = self.own_accesses(backend)
+
+    @abstractmethod
+    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+        """The backend's own stores by name (``xmin``, ``lxid``, ``end``, ...)."""
+
+    def own(self, backend: Backend, name: str) -> list[Access]:
+        """Precomputed accesses ``name`` of a backend."""
+        return self._own[backend.connection][name]
+
+    def _lwlock(self, name: str, region_view: object) -> LWLock:
+        from models.layout import Region
+
+        assert isinstance(region_view, Region)
+        word = self.tracked.access(region_view, 0, self.shmem.lwlock_word, Op.RMW)
+        if self.lock_protocol == "spinlock":
+            word += self.tracked.access(region_view, 0, "shared", Op.STORE)
+        return LWLock(name, word, self.lock_protocol)
+
+    def _vc(self, field: str, op: Op) -> list[Access]:
+        return self.tracked.access(self.shmem.variable_cache, 0, field, op)
+
+    # ------------------------------------------------------------------ the interface
+
+    @abstractmethod
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """GetSnapshotData: sets the backend's xmin if it was unset."""
+
+    def start_transaction(self, backend: Backend) -> ProcessGenerator:
+        """StartTransaction's shared effects (the lxid store)."""
+        yield from backend.ops(self.own(backend, "lxid"), Category.OTHER)
+
+    def clear_xmin(self, backend: Backend) -> ProcessGenerator:
+        """``SnapshotResetXmin`` with no snapshot left: store an invalid xmin."""
+        yield from backend.ops(self.own(backend, "xmin"), Category.OTHER)
+        backend.xmin_set = False
+
+    def end_transaction(self, backend: Backend) -> ProcessGenerator:
+        """``ProcArrayEndTransaction`` of a transaction without an xid (no lock, own stores)."""
+        yield from backend.ops(self.own(backend, "end"), Category.COMMIT)
+        backend.xmin_set = False
+
+    def assign_xid(self, backend: Backend) -> ProcessGenerator:
+        """``GetNewTransactionId``: XidGenLock exclusive, advance nextXid, publish the xid."""
+        yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
+        yield from backend.ops(self.own(backend, "assign_xid"), Category.OTHER)
+        backend.xid = self.procarray.next_xid
+        self.procarray.next_xid += 1
+        self.procarray.xid_holders[backend.index] = backend
+        yield from self.xid_gen_lock.release(backend, LockMode.EXCLUSIVE, Category.OTHER)
+
+    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
+        """Commit of a transaction with an xid: ProcArrayLock exclusive, clear, counters."""
+        yield from self.proc_array_lock.acquire(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+        self._completed(backend)
+        yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+
+    def _completed(self, backend: Backend) -> None:
+        procarray = self.procarray
+        procarray.xid_holders.pop(backend.index, None)
+        procarray.latest_completed_xid = max(procarray.latest_completed_xid, backend.xid)
+        procarray.completion_count += 1
+        backend.xid = 0
+        backend.xmin_set = False
+
+    def pin_hot_pages(self, backend: Backend) -> ProcessGenerator:
+        """The executor's accesses to the shared B-tree root and inner page (ref §7)."""
+        for page in self.pages:
+            yield from backend.ops(page.accesses, Category.OTHER, lock_line=True)
+
+
+class _PageAccesses:
+    """One buffer access of a hot page: mapping-partition lock, pin, content lock, unpin.
+
+    13/14 (ref §7): partition LWLock shared (read + CAS, then sub), ``PinBuffer`` CAS on the
+    descriptor's state, content lock share (CAS, later sub), ``UnpinBuffer`` CAS: 4 RMWs on the
+    descriptor line and 2 on the partition lock line, plus the partition lock's read. 9.1: the
+    same steps with the buffer-header spinlock and spinlock-protocol LWLocks.
+    """
+
+    def __init__(self, tracked: TrackedMemory, page: PinnedPage, protocol: str) -> None:
+        def rmw(region: object, field: str) -> list[Access]:
+            from models.layout import Region
+
+            assert isinstance(region, Region)
+            return tracked.access(region, 0, field, Op.RMW)
+
+        def load(region: object, field: str) -> list[Access]:
+            return [Access(a.line, Op.LOAD, a.mask, a.field) for a in rmw(region, field)]
+
+        mapping = rmw(page.mapping_lock, page.mapping_lock_field)
+        header = rmw(page.descriptor, page.header_field)
+        content = rmw(page.content_lock, page.content_lock_field)
+        self.accesses = (
+            load(page.mapping_lock, page.mapping_lock_field) + mapping + header + mapping
+            + content + content + header
+        )
+        del protocol

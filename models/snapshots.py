@@ -1,0 +1,394 @@
+"""GetSnapshotData and transaction end of each PostgreSQL version, as memory operations.
+
+Each class transcribes the access sequence of ``reference/postgres-snapshot-access.md`` (section
+numbers in the docstrings, "pa" = procarray.c lines). Names are the contracts of SPEC §1.7:
+
+* ``pg91``: 9.1, the scan reads every ``PGPROC`` directly (pointer array, the xid/xmin line and the
+  subxid header of every proc).
+* ``pre14``: 9.2-13 as of 13: ``pgprocnos[]`` → ``PGXACT`` with ``xmin`` beside ``xid``; the 9.6
+  group clear of xids at commit.
+* ``pgxact_split``: 14's layout (xmin out of the scanned data, dense ``xids[]``), no snapshot
+  cache.
+* ``post14``: 14+: the same plus the snapshot cache keyed by ``xactCompletionCount``, checked under
+  ProcArrayLock.
+* ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch): a snapshot reads one counter
+  line; commit increments it and writes the CSN log.
+
+Simplifications (each costs at most one line per snapshot): ``pg91`` also reads its own subxid
+header (9.1 skips MyProc); subtransaction xid arrays are never copied (no backend has
+subtransactions in pgbench).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import simpy
+
+from models.backend import Backend, Category
+from models.lwlock import WAKE_CYCLES, LockMode
+from models.procarray import SnapshotAlgorithm
+from models.tracked import Access, ScanPlan
+from simulator.coherence.codes import Op
+from simulator.engine import ProcessGenerator
+
+GET = Category.GET_SNAPSHOT
+
+
+class Pre14(SnapshotAlgorithm):
+    """PostgreSQL 9.2-13, modelled as 13 (ref §2.2, §3.1-3.2)."""
+
+    name = "pre14"
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the scan (every entry's pgprocnos slot and PGXACT) and the fixed lines."""
+        shm = self.shmem
+        assert shm.pgxact is not None
+        entries = self.procarray.entries
+        self.plan: ScanPlan = self.tracked.scan(
+            [(shm.pgprocnos, range(len(entries)), None),
+             (shm.pgxact, entries, ("vacuumFlags", "xmin", "xid"))],
+            len(entries), self.entries_per_chunk, "indirect")
+        self.before_scan = (self._vc("latestCompletedXid", Op.LOAD)
+                            + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
+        self.after_scan = self.tracked.access(shm.procarray, 0, "replication_slot_xmin", Op.LOAD)
+        self.group = _GroupClear(self, self.tracked.access(shm.proc_hdr, 0, "procArrayGroupFirst",
+                                                           Op.RMW))
+        super().prepare(backends)
+
+    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+        """Own PGXACT fields (shared line) and own PGPROC fields (private line)."""
+        t, pgxact, pgproc, me = self.tracked, self.shmem.pgxact, self.shmem.pgproc, backend.pgprocno
+        assert pgxact is not None
+
+        def store(region: object, *fields: str) -> list[Access]:
+            from models.layout import Region
+
+            assert isinstance(region, Region)
+            return [a for f in fields for a in t.access(region, me, f, Op.STORE)]
+
+        return {
+            "xmin": store(pgxact, "xmin"),
+            "lxid": store(pgproc, "lxid"),
+            "end": store(pgxact, "xmin", "vacuumFlags")
+            + store(pgproc, "lxid", "delayChkpt", "recoveryConflictPending"),
+            "assign_xid": self._vc("nextFullXid", Op.LOAD) + self._vc("nextFullXid", Op.STORE)
+            + store(pgxact, "xid"),
+            "end_xid": store(pgxact, "xid", "xmin", "vacuumFlags", "nxids", "overflowed")
+            + store(pgproc, "lxid", "delayChkpt", "recoveryConflictPending")
+            + self._vc("latestCompletedXid", Op.LOAD) + self._vc("latestCompletedXid", Op.STORE),
+            "group_member": store(pgproc, "procArrayGroupMember", "procArrayGroupNext"),
+        }
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Lock shared, read latestCompletedXid, scan all entries, set xmin, release (pa:1504)."""
+        backend.record.full_snapshots += 1
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from backend.ops(self.before_scan, GET)
+        yield from backend.scan(self.plan, self.scan_costs.pre14, GET)
+        tail = self.after_scan if backend.xmin_set else self.after_scan + self.own(backend, "xmin")
+        yield from backend.ops(tail, GET)
+        backend.xmin_set = True
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
+        """9.6+: conditional exclusive acquire, else join the group clear (pa:416@13)."""
+        taken = yield from self.proc_array_lock.conditional_acquire(
+            backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        if taken:
+            yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+            self._completed(backend)
+            yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        else:
+            yield from self.group.join(backend)
+
+
+class PgxactSplit(SnapshotAlgorithm):
+    """14's layout and full scan of the dense ``xids[]`` array, without the snapshot cache."""
+
+    name = "pgxact_split"
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the dense-array scan and the fixed lines."""
+        shm = self.shmem
+        assert shm.xids is not None
+        n = len(self.procarray)
+        self.plan: ScanPlan = self.tracked.scan([(shm.xids, range(n), None)], n,
+                                                self.entries_per_chunk, "stream")
+        self.header = self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD)
+        self.after_scan = self.tracked.access(shm.procarray, 0, "replication_slot_xmin", Op.LOAD)
+        self.vc_read = (self._vc("latestCompletedXid", Op.LOAD) + self._vc("oldestXid", Op.LOAD)
+                        + self._vc("xactCompletionCount", Op.LOAD))
+        self.xid_extras = {i: self.tracked.access(shm.status_flags, i, None, Op.LOAD)  # type: ignore[arg-type]
+                           + self.tracked.access(shm.subxid_states, i, None, Op.LOAD)  # type: ignore[arg-type]
+                           for i in range(n)}
+        self.group = _GroupClear(self, self.tracked.access(shm.proc_hdr, 0, "procArrayGroupFirst",
+                                                           Op.RMW))
+        super().prepare(backends)
+
+    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+        """Own PGPROC fields (private) and the entry's slot in the dense arrays."""
+        t, shm, me = self.tracked, self.shmem, backend.pgprocno
+        assert shm.xids is not None
+
+        def pgproc(op: Op, *fields: str) -> list[Access]:
+            return [a for f in fields for a in t.access(shm.pgproc, me, f, op)]
+
+        xid_slot_store = t.access(shm.xids, backend.index, None, Op.STORE)
+        return {
+            "xmin": pgproc(Op.STORE, "xmin"),
+            "lxid": pgproc(Op.STORE, "lxid"),
+            "end": pgproc(Op.STORE, "lxid", "xmin", "delayChkpt", "recoveryConflictPending"),
+            "my_slot": pgproc(Op.LOAD, "pgxactoff") + t.access(shm.xids, backend.index, None,
+                                                                Op.LOAD),
+            "assign_xid": self._vc("nextXid", Op.LOAD) + self._vc("nextXid", Op.STORE)
+            + pgproc(Op.STORE, "xid") + xid_slot_store,
+            "end_xid": xid_slot_store
+            + pgproc(Op.STORE, "xid", "lxid", "xmin", "delayChkpt", "recoveryConflictPending")
+            + self._vc("latestCompletedXid", Op.LOAD) + self._vc("latestCompletedXid", Op.STORE)
+            + self._vc("xactCompletionCount", Op.LOAD)
+            + self._vc("xactCompletionCount", Op.STORE),
+            "group_member": pgproc(Op.STORE, "procArrayGroupMember", "procArrayGroupNext"),
+        }
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Lock shared, then the full path (pa:2205@14)."""
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from self._full_snapshot(backend)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+    def _full_snapshot(self, backend: Backend) -> ProcessGenerator:
+        backend.record.full_snapshots += 1
+        yield from backend.ops(self.vc_read + self.own(backend, "my_slot") + self.header, GET)
+        yield from backend.scan(self.plan, self.scan_costs.dense, GET)
+        extras: list[Access] = []
+        seen: set[int] = set()
+        for index in sorted(self.procarray.xid_holders):
+            for access in self.xid_extras[index]:
+                if access.line not in seen:
+                    seen.add(access.line)
+                    extras.append(access)
+        tail = self.after_scan if backend.xmin_set else self.after_scan + self.own(backend, "xmin")
+        yield from backend.ops(extras + tail, GET)
+        backend.xmin_set = True
+        backend.snapshot_completion_count = self.procarray.completion_count
+
+    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
+        """Conditional exclusive acquire, else the group clear (pa:654@14)."""
+        taken = yield from self.proc_array_lock.conditional_acquire(
+            backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        if taken:
+            yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+            self._completed(backend)
+            yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        else:
+            yield from self.group.join(backend)
+
+
+class Post14(PgxactSplit):
+    """PostgreSQL 14+: the snapshot cache, reused while ``xactCompletionCount`` is unchanged."""
+
+    name = "post14"
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Lock shared; ``GetSnapshotDataReuse`` (pa:2122@14) under the lock; else full path."""
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        cached = backend.snapshot_completion_count
+        if cached:
+            reuse = cached == self.procarray.completion_count
+            check = self.vc_read[-1:]  # R xactCompletionCount (the VariableCache line)
+            if reuse:
+                store = [] if backend.xmin_set else self.own(backend, "xmin")
+                yield from backend.ops(check + store, GET)
+                backend.xmin_set = True
+                backend.record.reused_snapshots += 1
+            else:
+                yield from backend.ops(check, GET)
+                yield from self._full_snapshot(backend)
+        else:
+            yield from self._full_snapshot(backend)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+
+class Pg91(SnapshotAlgorithm):
+    """PostgreSQL 9.1: the snapshot reads every PGPROC (ref §2.1); spinlock LWLocks."""
+
+    name = "pg91"
+    lock_protocol = "spinlock"
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the pointer array, the H fields and the subxid header of every proc."""
+        shm = self.shmem
+        entries = self.procarray.entries
+        n = len(entries)
+        self.plan: ScanPlan = self.tracked.scan(
+            [(shm.pgprocnos, range(n), None),
+             (shm.pgproc, entries, ("vacuumFlags", "xmin", "xid")),
+             (shm.pgproc, entries, ("subxids.overflowed", "subxids.nxids"))],
+            n, self.entries_per_chunk, "indirect")
+        self.before_scan = (self._vc("latestCompletedXid", Op.LOAD)
+                            + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
+        super().prepare(backends)
+
+    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+        """All of a 9.1 backend's published fields are on its H line(s) of PGPROC."""
+        t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
+
+        def store(*fields: str) -> list[Access]:
+            return [a for f in fields for a in t.access(pgproc, me, f, Op.STORE)]
+
+        return {
+            "xmin": store("xmin"),
+            "lxid": store("lxid"),
+            "end": store("lxid", "xmin", "vacuumFlags", "inCommit", "recoveryConflictPending"),
+            "assign_xid": self._vc("nextXid", Op.LOAD) + self._vc("nextXid", Op.STORE)
+            + store("xid"),
+            "end_xid": store("xid", "lxid", "xmin", "vacuumFlags", "inCommit",
+                             "recoveryConflictPending", "subxids.nxids", "subxids.overflowed")
+            + self._vc("latestCompletedXid", Op.LOAD) + self._vc("latestCompletedXid", Op.STORE),
+        }
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Lock shared (spinlock protocol), scan every PGPROC, set xmin, release (pa:1225)."""
+        backend.record.full_snapshots += 1
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from backend.ops(self.before_scan, GET)
+        yield from backend.scan(self.plan, self.scan_costs.pg91, GET)
+        if not backend.xmin_set:
+            yield from backend.ops(self.own(backend, "xmin"), GET)
+        backend.xmin_set = True
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+
+class Csn(SnapshotAlgorithm):
+    """Commit-sequence-number snapshots (ref §6.1, csn-v8): no lock, no scan."""
+
+    name = "csn"
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the counter line, the CSN log and its locks."""
+        shm = self.shmem
+        assert shm.csn_log is not None
+        assert shm.commit_seq_no_lock is not None
+        assert shm.csn_log_control_lock is not None
+        self.commit_seq_no_lock = self._lwlock("CommitSeqNoLock", shm.commit_seq_no_lock)
+        self.csn_log_lock = self._lwlock("CSNLogControlLock", shm.csn_log_control_lock)
+        self.oldest_active = self._vc("oldestActiveXid", Op.LOAD)
+        self.counter = self._vc("nextCommitSeqNo", Op.LOAD)
+        self.latest = self._vc("latestCompletedXid", Op.LOAD)
+        self.commit_counter = (self._vc("latestCompletedXid", Op.RMW)
+                               + self._vc("nextCommitSeqNo", Op.RMW))
+        super().prepare(backends)
+
+    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+        """Own PGPROC fields (14 layout plus ``snapshotcsn``)."""
+        t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
+
+        def store(*fields: str) -> list[Access]:
+            return [a for f in fields for a in t.access(pgproc, me, f, Op.STORE)]
+
+        return {
+            "xmin": store("xmin"),
+            "snapshotcsn": store("snapshotcsn"),
+            "lxid": store("lxid"),
+            "clear": store("xid", "xmin", "snapshotcsn", "lxid"),
+            "assign_xid": self._vc("nextXid", Op.LOAD) + self._vc("nextXid", Op.STORE)
+            + store("xid"),
+        }
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """R oldestActiveXid (W xmin, R again), R nextCommitSeqNo (W own csn), R xmax."""
+        backend.record.full_snapshots += 1
+        steps = list(self.oldest_active)
+        if not backend.xmin_set:
+            steps += self.own(backend, "xmin") + self.oldest_active
+        steps += self.counter
+        if not backend.xmin_set:
+            steps += self.own(backend, "snapshotcsn")
+        steps += self.latest
+        yield from backend.ops(steps, GET)
+        backend.xmin_set = True
+
+    def clear_xmin(self, backend: Backend) -> ProcessGenerator:
+        """The xmin clear also resets the snapshot's CSN."""
+        yield from backend.ops(self.own(backend, "xmin"), Category.OTHER)
+        backend.xmin_set = False
+
+    def end_transaction(self, backend: Backend) -> ProcessGenerator:
+        """ProcArrayLock **shared** even for read-only transactions, clear own fields."""
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.COMMIT)
+        yield from backend.ops(self.own(backend, "clear"), Category.COMMIT)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.COMMIT)
+        backend.xmin_set = False
+
+    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
+        """Commit with an xid under CSN (ref §6.1).
+
+        CommitSeqNoLock shared; CAS latestCompletedXid; CSN log COMMITTING; fetch_add the counter;
+        CSN log final value; then the read-only end.
+        """
+        shm = self.shmem
+        assert shm.csn_log is not None
+        slot = shm.csn_log_slot(backend.xid)
+        log_store = self.tracked.access(shm.csn_log, slot, None, Op.STORE)
+        category = Category.COMMIT
+        yield from self.commit_seq_no_lock.acquire(backend, LockMode.SHARED, category)
+        for step in (self.commit_counter[:1], log_store, self.commit_counter[1:], log_store):
+            if step is log_store:
+                yield from self.csn_log_lock.acquire(backend, LockMode.SHARED, category)
+                yield from backend.ops(step, category)
+                yield from self.csn_log_lock.release(backend, LockMode.SHARED, category)
+            else:
+                yield from backend.ops(step, category, lock_line=True)
+        yield from self.commit_seq_no_lock.release(backend, LockMode.SHARED, category)
+        self._completed(backend)
+        yield from self.end_transaction(backend)
+
+
+class _GroupClear:
+    """9.6+ ``ProcArrayGroupClearXid`` (pa:485@13, pa:773@14).
+
+    A backend that fails the conditional exclusive acquire pushes itself on the group list (CAS on
+    ``procArrayGroupFirst``, a PROC_HDR line). The first member becomes the leader: it takes
+    ProcArrayLock exclusively, detaches the list (atomic exchange), clears every member's entry,
+    releases and wakes the members, which sleep on their semaphores meanwhile.
+    """
+
+    def __init__(self, algorithm: Pre14 | PgxactSplit, head: list[Access]) -> None:
+        self.algorithm = algorithm
+        self.head = head
+        self.members: list[Backend] = []
+        self.done: dict[int, simpy.Event] = {}
+
+    def join(self, backend: Backend) -> ProcessGenerator:
+        algorithm = self.algorithm
+        push = (algorithm.own(backend, "group_member")
+                + [Access(a.line, Op.LOAD, a.mask, a.field) for a in self.head] + self.head)
+        yield from backend.ops(push, Category.COMMIT, lock_line=True)
+        leader = not self.members
+        self.members.append(backend)
+        if not leader:
+            event = backend.env.event()
+            self.done[backend.connection] = event
+            yield from backend.sleep(event, Category.LOCK_WAIT)
+            return
+        lock = algorithm.proc_array_lock
+        yield from lock.acquire(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        yield from backend.ops(self.head, Category.COMMIT, lock_line=True)  # exchange
+        group, self.members = self.members, []
+        for member in group:
+            yield from backend.ops(algorithm.own(member, "end_xid"), Category.COMMIT)
+            algorithm._completed(member)
+        yield from lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        followers = [m for m in group if m is not backend]
+        for member in followers:
+            yield from backend.ops(algorithm.own(member, "group_member"), Category.COMMIT)
+            self.done.pop(member.connection).succeed()
+        if followers:
+            yield from backend.compute(WAKE_CYCLES * len(followers), Category.COMMIT)
+
+
+ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {
+    cls.name: cls for cls in (Pg91, Pre14, PgxactSplit, Post14, Csn)
+}
+"""Snapshot algorithms by their contract name."""

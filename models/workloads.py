@@ -1,0 +1,173 @@
+"""Transaction scripts: what a backend does per client round trip (ref §3).
+
+A workload is a list of *round trips*; each round trip is a list of statements the backend
+executes before answering the client. A transaction is counted when the last round trip of the
+list completes (for ``batched`` every statement is its own transaction).
+
+* ``select-only``: ``pgbench -S -M prepared`` (ref §3.1): 2 snapshots, the xmin stores of the
+  version, 2 hot B-tree pages pinned.
+* ``select1``: ``SELECT 1`` in the simple protocol, the mostly-idle clients' query.
+* ``tpcb``: pgbench's default read-write script (ref §3.2), one round trip per statement: 10
+  snapshots, xid assignment at the first UPDATE, commit with an xid.
+* ``batched``: ``batch`` select-only statements per round trip (pipelined).
+
+The non-snapshot work is split over the statement's phases in fixed proportions (ASSUMPTION:
+bind 35 %, plan revalidation 10 %, execution 40 %, commit and result 15 %); only its total is
+calibrated. Left out: heavyweight locks (fast path since 9.2; 9.1's shared lock table is not
+modelled), row locks and WAL insertion contention in tpcb (fixed costs only), catalog snapshots
+of the first executions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.backend import Backend, Category
+from models.procarray import SnapshotAlgorithm
+from simulator.engine import ProcessGenerator
+
+Statement = Callable[["Context", Backend], ProcessGenerator]
+
+BIND, PLAN, EXECUTE, FINISH = 0.35, 0.10, 0.40, 0.15
+
+
+@dataclass(frozen=True, slots=True)
+class StatementCosts:
+    """Non-snapshot backend cycles per statement kind (global cost model)."""
+
+    select_only: float
+    select1: float
+    tpcb: float
+    statement_in_batch: float
+
+
+@dataclass(slots=True)
+class Context:
+    """What statements need: the algorithm, the costs and the footprint."""
+
+    algorithm: SnapshotAlgorithm
+    costs: StatementCosts
+    footprint_private: int
+    footprint_l3: int
+
+
+def _read_only_statement(ctx: Context, b: Backend, cycles: float, pages: bool) -> ProcessGenerator:
+    alg = ctx.algorithm
+    yield from b.compute(BIND * cycles, Category.OTHER)
+    yield from alg.start_transaction(b)
+    yield from alg.get_snapshot(b)  # Bind: analyze/parameters (#1), sets xmin
+    yield from b.compute(PLAN * cycles, Category.OTHER)
+    yield from alg.clear_xmin(b)  # Bind pops its snapshot
+    yield from alg.get_snapshot(b)  # PortalStart (#2), sets xmin
+    if pages:
+        yield from alg.pin_hot_pages(b)
+    yield from b.compute(EXECUTE * cycles, Category.OTHER)
+    yield from alg.clear_xmin(b)  # PortalDrop at commit
+    yield from alg.end_transaction(b)  # ProcArrayEndTransaction without xid
+    if alg.name == "pg91":
+        yield from alg.clear_xmin(b)  # AtEOXact_Snapshot (9.1-9.6)
+    yield from b.compute(FINISH * cycles, Category.OTHER)
+    b.pollute(ctx.footprint_private, ctx.footprint_l3)
+
+
+def select_only(ctx: Context, b: Backend) -> ProcessGenerator:
+    """``pgbench -S -M prepared``: one SELECT by primary key, its own transaction."""
+    yield from _read_only_statement(ctx, b, ctx.costs.select_only, pages=True)
+
+
+def select1(ctx: Context, b: Backend) -> ProcessGenerator:
+    """``SELECT 1``: two snapshots, no table."""
+    yield from _read_only_statement(ctx, b, ctx.costs.select1, pages=False)
+
+
+def batched_select(ctx: Context, b: Backend) -> ProcessGenerator:
+    """One more select-only statement of a pipelined batch (no client round trip)."""
+    yield from _read_only_statement(ctx, b, ctx.costs.statement_in_batch, pages=True)
+
+
+# ---------------------------------------------------------------------------------- tpcb
+
+TPCB_STATEMENTS = 7
+"""BEGIN, UPDATE accounts, SELECT accounts, UPDATE tellers, UPDATE branches, INSERT, END."""
+
+
+def _tpcb_share(ctx: Context) -> float:
+    return ctx.costs.tpcb / TPCB_STATEMENTS
+
+
+def tpcb_begin(ctx: Context, b: Backend) -> ProcessGenerator:
+    """BEGIN: StartTransaction, no snapshot."""
+    yield from b.compute(_tpcb_share(ctx), Category.OTHER)
+    yield from ctx.algorithm.start_transaction(b)
+
+
+def tpcb_dml(ctx: Context, b: Backend) -> ProcessGenerator:
+    """UPDATE/INSERT (``PORTAL_MULTI_QUERY``).
+
+    Two snapshots, two sets and two clears of xmin; the first DML assigns the transaction's xid.
+    """
+    alg = ctx.algorithm
+    cycles = _tpcb_share(ctx)
+    yield from b.compute(BIND * cycles, Category.OTHER)
+    yield from alg.get_snapshot(b)
+    yield from alg.clear_xmin(b)
+    yield from alg.get_snapshot(b)  # PortalRunMulti
+    if not b.xid:
+        yield from alg.assign_xid(b)
+    yield from alg.pin_hot_pages(b)
+    yield from b.compute((1 - BIND) * cycles, Category.OTHER)
+    yield from alg.clear_xmin(b)
+
+
+def tpcb_select(ctx: Context, b: Backend) -> ProcessGenerator:
+    """SELECT abalance: 2 snapshots; its registered snapshot is dropped at the next bind."""
+    alg = ctx.algorithm
+    cycles = _tpcb_share(ctx)
+    yield from b.compute(BIND * cycles, Category.OTHER)
+    yield from alg.get_snapshot(b)
+    yield from alg.clear_xmin(b)
+    yield from alg.get_snapshot(b)
+    yield from alg.pin_hot_pages(b)
+    yield from b.compute((1 - BIND) * cycles, Category.OTHER)
+    yield from alg.clear_xmin(b)
+
+
+def tpcb_end(ctx: Context, b: Backend) -> ProcessGenerator:
+    """END: commit with an xid (ProcArrayLock exclusive or the group clear)."""
+    alg = ctx.algorithm
+    yield from b.compute(_tpcb_share(ctx), Category.OTHER)
+    if b.xid:
+        yield from alg.end_transaction_with_xid(b)
+    else:
+        yield from alg.end_transaction(b)
+    b.pollute(ctx.footprint_private, ctx.footprint_l3)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A named list of round trips; ``statements_per_transaction`` for batched counting."""
+
+    name: str
+    round_trips: tuple[tuple[Statement, ...], ...]
+    transactions_per_pass: int = 1
+
+
+def workload(name: str, batch: int = 1) -> Workload:
+    """The workload called ``name`` (``batch`` statements per round trip for ``batched``)."""
+    if name == "select-only":
+        return Workload(name, ((select_only,),))
+    if name == "select1":
+        return Workload(name, ((select1,),))
+    if name == "tpcb":
+        return Workload(name, ((tpcb_begin,), (tpcb_dml,), (tpcb_select,), (tpcb_dml,),
+                               (tpcb_dml,), (tpcb_dml,), (tpcb_end,)))
+    if name == "batched":
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch}")
+        return Workload(name, ((select_only,) + (batched_select,) * (batch - 1),),
+                        transactions_per_pass=batch)
+    raise ValueError(f"unknown workload {name!r} (choose one of {', '.join(WORKLOADS)})")
+
+
+WORKLOADS = ("select-only", "select1", "tpcb", "batched")
