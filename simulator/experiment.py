@@ -130,7 +130,7 @@ def run(experiment: Experiment,
         rows.append(row)
         lines = output.lines.copy()
         for position, key in enumerate(POINT_KEYS):
-            lines.insert(position, key, row[key])
+            lines.insert(position, key, row[key])  # type: ignore[arg-type]
         line_tables.append(lines)
         if progress is not None:
             progress(done + 1, len(points))

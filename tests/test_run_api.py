@@ -44,7 +44,7 @@ def test_curve_has_one_row_per_point_with_the_contract_columns(result: simulator
 
 def test_lines_table_carries_point_keys_and_fields(result: simulator.Result) -> None:
     lines = result.lines
-    for column in LINE_COLUMNS + ["algorithm", "idle_clients"]:
+    for column in [*LINE_COLUMNS, "algorithm", "idle_clients"]:
         assert column in lines.columns, column
     pre14 = lines[(lines["algorithm"] == "pre14") & (lines["idle_clients"] == 200)]
     assert pre14["label"].str.startswith("PGXACT[").any()
