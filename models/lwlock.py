@@ -93,28 +93,30 @@ class LWLock:
             self.exclusive_holder = backend
 
     def acquire(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
-        """Acquire, sleeping in FIFO order while the lock is incompatible."""
-        while True:
-            yield from backend.ops(self._attempt, category, lock_line=True)
-            if self._free_for(mode) and not self._queued_ahead(mode):
-                self._grant(backend, mode)
-                return
-            yield from backend.ops(self._queue, Category.LOCK_WAIT, lock_line=True)
-            event = backend.env.event()
-            self.waiters.append((backend, mode, event))
+        """Acquire; if the lock is busy (or others wait), queue FIFO and sleep until granted."""
+        yield from backend.ops(self._attempt, category, lock_line=True)
+        if self._free_for(mode) and not self.waiters:
+            self._grant(backend, mode)
+            return
+        # Queue in the same instant as the failed attempt (LWLockQueueSelf followed by the
+        # re-check of LWLockAcquire): a release during the queueing work still finds us.
+        event = backend.env.event()
+        self.waiters.append((backend, mode, event))
+        yield from backend.ops(self._queue, Category.LOCK_WAIT, lock_line=True)
+        if not event.triggered:
             yield from backend.sleep(event, Category.LOCK_WAIT)
 
     def conditional_acquire(self, backend: Backend, mode: LockMode,
                             category: Category) -> Generator[simpy.Event, Any, bool]:
         """One attempt (``LWLockConditionalAcquire``); returns whether the lock was taken."""
         yield from backend.ops(self._attempt, category, lock_line=True)
-        if self._free_for(mode) and not self._queued_ahead(mode):
+        if self._free_for(mode) and not self.waiters:
             self._grant(backend, mode)
             return True
         return False
 
     def release(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
-        """Release and wake the waiters that can now proceed."""
+        """Release and hand the lock to the waiters that can now have it."""
         if mode is LockMode.SHARED:
             if self.shared_holders <= 0:
                 raise RuntimeError(f"{self.name}: shared release without a holder")
@@ -123,37 +125,27 @@ class LWLock:
             if self.exclusive_holder is not backend:
                 raise RuntimeError(f"{self.name}: exclusive release by a non-holder")
             self.exclusive_holder = None
+        woken = self._hand_off()
         yield from backend.ops(self._release, category, lock_line=True)
-        woken = self._wake_compatible()
         if woken:
             yield from backend.ops(self._queue[:1], Category.LOCK_WAIT, lock_line=True)
             yield from backend.compute(WAKE_CYCLES * woken, category)
 
-    def _queued_ahead(self, mode: LockMode) -> bool:
-        """Whether sleepers keep a newcomer out (FIFO turn).
+    def _hand_off(self) -> int:
+        """Grant the lock to the head waiter, and to every shared waiter behind a shared head.
 
-        A newcomer does not overtake sleepers, but shared newcomers may join shared holders when
-        only shared waiters wait.
+        PostgreSQL wakes waiters to retry; granting them directly is the same order without a
+        window where the lock is free while sleepers wait (a newcomer never overtakes them).
         """
-        if not self.waiters:
-            return False
-        return mode is LockMode.EXCLUSIVE or any(m is LockMode.EXCLUSIVE
-                                                 for _, m, _ in self.waiters)
-
-    def _wake_compatible(self) -> int:
-        """Wake the head waiter, and every shared waiter behind a shared head."""
-        if not self.waiters or self.exclusive_holder is not None:
-            return 0
-        head_mode = self.waiters[0][1]
-        if head_mode is LockMode.EXCLUSIVE and self.shared_holders:
-            return 0
         woken = 0
         while self.waiters:
-            _, mode, event = self.waiters[0]
-            if woken and (mode is LockMode.EXCLUSIVE or head_mode is LockMode.EXCLUSIVE):
+            backend, mode, event = self.waiters[0]
+            if not self._free_for(mode):
                 break
             self.waiters.popleft()
+            self._grant(backend, mode)
             event.succeed()
             woken += 1
+            if mode is LockMode.EXCLUSIVE:
+                break
         return woken
-

@@ -147,7 +147,7 @@ class _Simulation:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
                 self.env.process(self._mostly_idle_client(backend, client, phase))
 
-    def _round_trips(self, backend: Backend, client: _Client, start_ns: float,
+    def _round_trips(self, work: Workload, backend: Backend, client: _Client, start_ns: float,
                      client_task: Task | None) -> ProcessGenerator:
         """Send every round trip of one pass to the backend; record the transaction(s)."""
         env = self.env
@@ -155,7 +155,7 @@ class _Simulation:
         task = backend.task
         assert task is not None
         backend.begin_transaction()
-        for statements in self.workload.round_trips:
+        for statements in work.round_trips:
             if client_task is not None:
                 yield from client_task.run(costs.client_cycles / backend.clock_ghz)
                 request = env.event()
@@ -170,7 +170,7 @@ class _Simulation:
                 request.succeed()
                 yield response
         record = backend.end_transaction()
-        for _ in range(self.workload.transactions_per_pass):
+        for _ in range(work.transactions_per_pass):
             client.records.append((start_ns, env.now, record))
 
     def _serve(self, backend: Backend, statements: Sequence[object], request: object,
@@ -193,7 +193,7 @@ class _Simulation:
     def _active_client(self, thread: Task, backend: Backend, client: _Client) -> ProcessGenerator:
         think = self.config.think_time_ns
         while True:
-            yield from self._round_trips(backend, client, self.env.now, thread)
+            yield from self._round_trips(self.workload, backend, client, self.env.now, thread)
             if think:
                 yield from thread.block_until(self.env.timeout(think))
 
@@ -203,12 +203,7 @@ class _Simulation:
         yield self.env.timeout(phase_ns)
         select1 = workload("select1")
         while True:
-            start = self.env.now
-            saved, self.workload = self.workload, select1
-            try:
-                yield from self._round_trips(backend, client, start, None)
-            finally:
-                self.workload = saved
+            yield from self._round_trips(select1, backend, client, self.env.now, None)
             yield self.env.timeout(sleep)
 
     # ------------------------------------------------------------------ results

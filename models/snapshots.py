@@ -278,6 +278,9 @@ class Csn(SnapshotAlgorithm):
         self.latest = self._vc("latestCompletedXid", Op.LOAD)
         self.commit_counter = (self._vc("latestCompletedXid", Op.RMW)
                                + self._vc("nextCommitSeqNo", Op.RMW))
+        log = shm.csn_log
+        self.log_stores = [self.tracked.access(log, slot, None, Op.STORE)
+                           for slot in range(log.count)]
         super().prepare(backends)
 
     def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
@@ -327,10 +330,7 @@ class Csn(SnapshotAlgorithm):
         CommitSeqNoLock shared; CAS latestCompletedXid; CSN log COMMITTING; fetch_add the counter;
         CSN log final value; then the read-only end.
         """
-        shm = self.shmem
-        assert shm.csn_log is not None
-        slot = shm.csn_log_slot(backend.xid)
-        log_store = self.tracked.access(shm.csn_log, slot, None, Op.STORE)
+        log_store = self.log_stores[self.shmem.csn_log_slot(backend.xid)]
         category = Category.COMMIT
         yield from self.commit_seq_no_lock.acquire(backend, LockMode.SHARED, category)
         for step in (self.commit_counter[:1], log_store, self.commit_counter[1:], log_store):
