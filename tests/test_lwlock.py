@@ -17,7 +17,9 @@ from simulator.scheduler import CpuScheduler
 S, X = LockMode.SHARED, LockMode.EXCLUSIVE
 
 
-def setup(n: int, protocol: str = "atomic") -> tuple[SimEnvironment, LWLock, list[Backend], Machine]:
+def setup(
+    n: int, protocol: str = "atomic"
+) -> tuple[SimEnvironment, LWLock, list[Backend], Machine]:
     config = load_machine("gold5215-2s")
     env = SimEnvironment(seed=0)
     sched = CpuScheduler.from_machine(env, config)
