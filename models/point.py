@@ -39,6 +39,8 @@ from simulator.machine_config import MachineConfig
 from simulator.scheduler import CpuScheduler, Task
 
 IDLE_KINDS = ("idle", "mostly-idle")
+START_SPREAD_NS = 50_000.0
+"""Active clients start uniformly within this window (about two select-only transactions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +144,10 @@ class _Simulation:
             self.clients.append(client)
             if active:
                 thread = self.scheduler.new_task(f"pgbench{backend.connection}")
-                self.env.process(self._active_client(thread, backend, client))
+                # Clients start a random fraction of a transaction apart, as real clients do
+                # (otherwise identical clients would run in lockstep).
+                phase = float(rng.uniform(0.0, START_SPREAD_NS))
+                self.env.process(self._active_client(thread, backend, client, phase))
             else:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
                 self.env.process(self._mostly_idle_client(backend, client, phase))
@@ -190,8 +195,10 @@ class _Simulation:
         response.succeed()
         task.release()
 
-    def _active_client(self, thread: Task, backend: Backend, client: _Client) -> ProcessGenerator:
+    def _active_client(self, thread: Task, backend: Backend, client: _Client,
+                       phase_ns: float) -> ProcessGenerator:
         think = self.config.think_time_ns
+        yield self.env.timeout(phase_ns)
         while True:
             yield from self._round_trips(self.workload, backend, client, self.env.now, thread)
             if think:

@@ -163,7 +163,12 @@ class PgxactSplit(SnapshotAlgorithm):
         yield from backend.scan(self.plan, self.scan_costs.dense, GET)
         extras: list[Access] = []
         seen: set[int] = set()
-        for index in sorted(self.procarray.xid_holders):
+        xmax = self.procarray.latest_completed_xid + 1
+        for index, holder in sorted(self.procarray.xid_holders.items()):
+            # pa:2323-2340@14: the own entry and xids >= xmax are skipped before the
+            # statusFlags / subxidStates reads.
+            if holder is backend or holder.xid >= xmax:
+                continue
             for access in self.xid_extras[index]:
                 if access.line not in seen:
                     seen.add(access.line)
@@ -313,7 +318,7 @@ class Csn(SnapshotAlgorithm):
         backend.xmin_set = True
 
     def clear_xmin(self, backend: Backend) -> ProcessGenerator:
-        """The xmin clear also resets the snapshot's CSN."""
+        """``SnapshotResetXmin``: store an invalid xmin (the CSN is cleared at transaction end)."""
         yield from backend.ops(self.own(backend, "xmin"), Category.OTHER)
         backend.xmin_set = False
 

@@ -14,8 +14,9 @@ list completes (for ``batched`` every statement is its own transaction).
 The non-snapshot work is split over the statement's phases in fixed proportions (ASSUMPTION:
 bind 35 %, plan revalidation 10 %, execution 40 %, commit and result 15 %); only its total is
 calibrated. Left out: heavyweight locks (fast path since 9.2; 9.1's shared lock table is not
-modelled), row locks and WAL insertion contention in tpcb (fixed costs only), catalog snapshots
-of the first executions.
+modelled), row locks and WAL insertion contention in tpcb (fixed costs only), the extra
+ProcArrayLock acquire and scan of ``TransactionIdIsInProgress`` on hot rows in tpcb (ref §3.2),
+catalog snapshots of the first executions.
 """
 
 from __future__ import annotations

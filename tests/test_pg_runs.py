@@ -1,0 +1,205 @@
+"""Whole simulated runs (:func:`models.point.run_point`) against the reference's per-transaction
+counts (``/work/shared/reference/postgres-snapshot-access.md``, "ref §n").
+
+Runs are short (1 ms or less of simulated time, well under a second of wall time each) on the
+shipped ``gold5215-2s``. Per-transaction quantities come from the row (``full_snapshots``,
+``reused_snapshots`` are per transaction in the measurement window) or, for line counts, from the
+per-line table of a run without warm-up: a single client then completes ``T = transactions``
+transactions in the window plus at most one unfinished one, so a per-transaction count ``c`` shows
+up as a total in ``[c·T, c·(T+1)]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from models.point import PointConfig, PointResult, run_point
+from simulator.machine_config import MachineConfig
+from simulator.machine_loader import load_machine
+
+GOLD: MachineConfig = load_machine("gold5215-2s")
+ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "csn")
+LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
+
+
+def point(algorithm: str, **overrides: object) -> PointResult:
+    settings: dict[str, object] = {"duration_ns": 1e6, "warmup_ns": 2e5}
+    settings.update(overrides)
+    return run_point(PointConfig(machine=GOLD, algorithm=algorithm, **settings))  # type: ignore[arg-type]
+
+
+def numbers(result: PointResult) -> dict[str, float]:
+    """The row's numeric columns as floats."""
+    return {k: float(v) for k, v in result.row.items() if isinstance(v, int | float)}
+
+
+def line_row(result: PointResult, label_part: str) -> pd.Series:
+    """The single per-line row whose label contains ``label_part``."""
+    rows = result.lines.loc[result.lines["label"].str.contains(label_part, regex=False)]
+    assert len(rows) == 1, f"{label_part!r} matches {rows['label'].tolist()}"
+    return rows.iloc[0]
+
+
+def fields(text: str) -> set[str]:
+    return {f for f in text.split(", ") if f}
+
+
+def assert_per_transaction(total: float, per_transaction: int, transactions: int) -> None:
+    """``total`` operations over ``transactions`` complete ones plus at most one unfinished."""
+    assert per_transaction * transactions <= total <= per_transaction * (transactions + 1), (
+        f"{total} is not {per_transaction} per transaction over {transactions} (+1) transactions")
+
+
+# ---------------------------------------------------------------------- select-only (ref §3.1)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_select_only_two_snapshots_per_transaction(algorithm: str) -> None:
+    """Ref §3.1 totals, §5 "GetSnapshotData calls": 2 per pgbench -S transaction, every version
+    (Bind and PortalStart)."""
+    row = numbers(point(algorithm))
+    assert row["transactions"] > 10
+    assert row["full_snapshots"] + row["reused_snapshots"] == 2
+
+
+@pytest.mark.parametrize("algorithm", LOCKED)
+def test_select_only_proc_array_lock_atomics_per_transaction(algorithm: str) -> None:
+    """Ref §3.1 totals, §5 "ProcArrayLock RMW": 4 per transaction (2 shared acquire/release
+    pairs), no exclusive acquisition; the lock line is written by RMWs only in 9.5+, while 9.1's
+    spinlock protocol adds plain stores (ref §1.5)."""
+    result = point(algorithm, warmup_ns=0.0)
+    lock = line_row(result, "ProcArrayLock")
+    transactions = int(numbers(result)["transactions"])
+    assert_per_transaction(lock["rmws"], 4, transactions)
+    if algorithm == "pg91":
+        assert lock["stores"] == 2 * lock["rmws"]  # shared±± and the unlock store, ref §1.5
+    else:
+        assert lock["stores"] == 0
+        assert lock["loads"] * 2 == lock["rmws"]  # the read before each CAS
+
+
+def test_csn_select_only_takes_proc_array_lock_only_at_transaction_end() -> None:
+    """Ref §6.1: csn snapshots take no lock; ``ProcArrayEndTransaction`` takes ProcArrayLock
+    shared even for read-only transactions: 2 RMWs per transaction instead of 4."""
+    result = point("csn", warmup_ns=0.0)
+    assert_per_transaction(line_row(result, "ProcArrayLock")["rmws"], 2,
+                           int(numbers(result)["transactions"]))
+
+
+def test_pre14_select_only_own_pgxact_line_stores() -> None:
+    """Ref §3.1 (10-13): 5 xmin stores + 1 vacuumFlags store per transaction on the backend's
+    PGXACT line (shared with the other entries of that line)."""
+    result = point("pre14", warmup_ns=0.0)
+    pgxact = result.lines.loc[result.lines["label"].str.startswith("PGXACT")
+                              & (result.lines["stores"] > 0)]
+    assert len(pgxact) == 1
+    row = pgxact.iloc[0]
+    assert_per_transaction(row["stores"], 6, int(numbers(result)["transactions"]))
+    assert fields(row["fields_written"]) == {"xmin", "vacuumFlags"}
+    assert {"xid", "xmin", "vacuumFlags"} <= fields(row["fields_read"])
+
+
+@pytest.mark.parametrize("algorithm", ["post14", "pgxact_split"])
+def test_pg14_select_only_writes_no_scanned_line(algorithm: str) -> None:
+    """Ref §3.1 (14), §5 "W to a line other snapshots read: 0": the xmin stores go to the private
+    PGPROC; no line that snapshots read (``xids[]``, header, VariableCache) is written."""
+    result = point(algorithm, clients=4)
+    lines = result.lines
+    scanned = lines.loc[lines["label"].str.contains("xids|ProcArrayStruct|VariableCache")]
+    assert scanned["stores"].sum() == 0
+    assert scanned["rmws"].sum() == 0
+    xmin_lines = lines.loc[lines["fields_written"].map(lambda f: "xmin" in fields(f))]
+    assert len(xmin_lines) == 4
+    assert xmin_lines["label"].str.startswith("PGPROC").all()
+    hitm = ["local_hitm", "remote_hitm", "cross_domain_hitm"]
+    assert (xmin_lines[hitm] == 0).all().all()  # no other core ever wanted them
+
+
+@pytest.mark.parametrize("clients", [1, 8])
+def test_post14_select_only_reuses_every_snapshot_after_warmup(clients: int) -> None:
+    """Ref §2.3 step 2: ``xactCompletionCount`` changes only when a transaction with an xid ends,
+    so in pgbench -S every snapshot after a backend's first is a reuse: 0 full scans and 2 reuses
+    per transaction, for 1 and 8 clients."""
+    row = numbers(point("post14", clients=clients))
+    assert row["transactions"] > 10
+    assert row["full_snapshots"] == 0
+    assert row["reused_snapshots"] == 2
+
+
+# ------------------------------------------------------------------------------ tpcb (ref §3.2)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
+    """Ref §3.2, §5 TPC-B rows: 10 GetSnapshotData calls per transaction (5 DML x 2); XidGenLock
+    taken at the first UPDATE (its line RMW'd) and nextXid written on the VariableCache line; the
+    commit with an xid writes latestCompletedXid there (and ``xactCompletionCount`` in 14; csn
+    CASes latestCompletedXid and fetch-adds ``nextCommitSeqNo``)."""
+    result = point(algorithm, workload="tpcb", clients=4)
+    row = numbers(result)
+    assert row["transactions"] > 10
+    assert row["full_snapshots"] + row["reused_snapshots"] == 10
+    assert line_row(result, "XidGenLock")["rmws"] > 0
+    vc = line_row(result, "VariableCache")
+    written = fields(vc["fields_written"])
+    assert written & {"nextXid", "nextFullXid"}
+    assert "latestCompletedXid" in written
+    if algorithm in ("post14", "pgxact_split"):
+        assert "xactCompletionCount" in written
+    if algorithm == "csn":
+        assert "nextCommitSeqNo" in written
+        assert vc["rmws"] > 0
+
+
+def test_post14_tpcb_snapshot_cache_misses() -> None:
+    """Ref §2.3 step 2, §3.2: under TPC-B other backends' commits change ``xactCompletionCount``,
+    so the cache misses. A statement's first snapshot comes a client round trip after the previous
+    one, with commits of others in between, so at 32 clients nearly every statement's first
+    snapshot is a full scan (4-5 of the 5 per transaction); reuse stays possible between a
+    statement's bind and execute. With fewer clients there are fewer commits to miss on."""
+    few = numbers(point("post14", workload="tpcb", clients=4))
+    many = numbers(point("post14", workload="tpcb", clients=32))
+    assert few["full_snapshots"] > 0
+    assert many["full_snapshots"] >= 4
+    assert many["full_snapshots"] > few["full_snapshots"]
+    assert many["full_snapshots"] + many["reused_snapshots"] == pytest.approx(10)
+
+
+def test_post14_tpcb_other_backends_commits_invalidate_the_cache() -> None:
+    """Ref §2.3 step 2, §3.2: with 4 tpcb clients, 3 of every 4 commits are other backends'.
+    A statement's first snapshot comes a round trip (~20 us) after the previous one, and commits
+    arrive every ~35 us, so besides the one full scan after the backend's own commit a good share
+    of the other statements' first snapshots must miss too: more than 1 full scan per
+    transaction on average."""
+    row = numbers(point("post14", workload="tpcb", clients=4, duration_ns=2e6))
+    assert row["full_snapshots"] > 1.2
+
+
+# ---------------------------------------------------------------------------------- determinism
+
+
+@pytest.mark.parametrize(("algorithm", "overrides"), [
+    ("pre14", {"clients": 4, "idle_clients": 50}),
+    ("post14", {"workload": "tpcb", "clients": 4}),
+    ("csn", {"clients": 2, "idle_clients": 20, "idle_kind": "mostly-idle"}),
+])
+def test_run_point_is_deterministic(algorithm: str, overrides: dict[str, object]) -> None:
+    """The same config and seed give identical rows (wall time aside) and line tables; the
+    mostly-idle case exercises the seeded random phases."""
+    first = point(algorithm, **overrides)
+    second = point(algorithm, **overrides)
+    a = {k: v for k, v in first.row.items() if k != "wall_s"}
+    b = {k: v for k, v in second.row.items() if k != "wall_s"}
+    assert a.keys() == b.keys()
+    for key, value in a.items():
+        other = b[key]
+        if isinstance(value, float) and math.isnan(value):
+            assert isinstance(other, float)
+            assert math.isnan(other), key
+        else:
+            assert value == other, key
+    pd.testing.assert_frame_equal(first.lines, second.lines)
+    pd.testing.assert_frame_equal(first.transactions, second.transactions)
