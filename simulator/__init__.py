@@ -7,6 +7,6 @@ run on the machine through :class:`simulator.machine.Machine` and
 
 __version__ = "0.1.0"
 
-from simulator.experiment import Experiment, Result, run  # noqa: E402
+from simulator.experiment import Experiment, Result, run
 
 __all__ = ["Experiment", "Result", "__version__", "run"]

@@ -31,7 +31,7 @@ def test_python_examples_run_and_print_what_they_say() -> None:
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
         for block in blocks:
-            exec(compile(block, "README.md", "exec"), {})  # noqa: S102
+            exec(compile(block, "README.md", "exec"), {})
     text = output.getvalue()
     assert "share_get_snapshot" in text  # the PostgreSQL example's table
     assert "REMOTE_HITM" in text  # the machine example
