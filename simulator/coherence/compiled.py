@@ -53,12 +53,12 @@ class CompiledCoherence:
         s3, w3 = machine.l3.sets, machine.l3.ways
         sizes = {
             "owner": n_lines, "ostate": n_lines, "last_writer": n_lines, "home": n_lines,
-            "holders": n_cores * n_lines, "l1_way": n_cores * n_lines,
+            "holders": n_cores * n_lines, "n_holders": n_lines, "l1_way": n_cores * n_lines,
             "l2_way": n_cores * n_lines, "l3_way": n_domains * n_lines,
             "l1_tag": n_cores * s1 * w1, "l2_tag": n_cores * s2 * w2,
             "l3_tag": n_domains * s3 * w3, "l3_dirty": n_domains * s3 * w3,
             "private_ptr": n_cores, "l3_ptr": n_domains,
-            "set1": n_lines, "set2": n_lines, "set3": n_lines,
+            "set1": n_lines, "set2": n_lines, "set3": n_lines, "core_domain": n_cores,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
@@ -102,12 +102,20 @@ class CompiledCoherence:
         for name in ("owner", "last_writer", "l1_way", "l2_way", "l3_way", "l1_tag", "l2_tag",
                      "l3_tag"):
             self._flat(name)[:] = -1
+        for level, cache in (("l1", self.machine.l1d), ("l2", self.machine.l2),
+                             ("l3", self.machine.l3)):
+            if cache.ways > kernel.MAX_WAYS:
+                raise ValueError(f"{level}: at most {kernel.MAX_WAYS} ways are supported")
+            stamps = self._flat(f"{level}_stamp").reshape(-1, cache.ways)
+            stamps[:] = np.arange(cache.ways)  # empty ways: the clock part of the stamp is 0
         assert EMPTY == -1
         self._flat("keys")[:] = keys
         self._flat("set1")[:] = keys % self.machine.l1d.sets
         self._flat("set2")[:] = keys % self.machine.l2.sets
         self._flat("set3")[:] = keys % self.machine.l3.sets
         self._flat("home")[:] = homes
+        self._flat("core_domain")[:] = (
+            np.arange(self.topology.n_cores) // self.machine.topology.cores_per_domain)
         tables = self.tables
         self._flat("scalars")[:] = (
             tables.l1_ns, tables.l2_ns, tables.l3_ns, tables.smt_sibling_ns,
@@ -124,7 +132,11 @@ class CompiledCoherence:
         return array[start:stop]
 
     def view(self, name: str) -> npt.NDArray[Any]:
-        """A named segment of the state, shaped ``[cores or domains, lines]`` where per core."""
+        """A named segment of the state, shaped ``[cores or domains, lines]`` where per core.
+
+        ``line_ops`` and ``line_class`` are shaped ``[lines, operations or classes]`` (views of
+        the kernel's storage, which keeps one row per operation or class).
+        """
         flat = self._flat(name)
         topo = self.topology
         per_core = {"holders", "l1_way", "l2_way"}
@@ -133,9 +145,9 @@ class CompiledCoherence:
         if name in ("l3_way",):
             return flat.reshape(topo.n_domains, self.n_lines)
         if name == "line_ops":
-            return flat.reshape(self.n_lines, 3)
+            return flat.reshape(3, self.n_lines).T
         if name == "line_class":
-            return flat.reshape(self.n_lines, N_CLASSES)
+            return flat.reshape(N_CLASSES, self.n_lines).T
         return flat
 
     # ------------------------------------------------------------------ operations
@@ -186,10 +198,10 @@ class CompiledCoherence:
                      if with_dirty else None)
             result = []
             for unit in range(count):
-                rows = []
+                rows: list[list[Any]] = []
                 for index in range(cache.sets):
                     ways = [w for w in range(cache.ways) if tags[unit, index, w] != EMPTY]
-                    ways.sort(key=lambda w, u=unit, i=index: stamps[u, i, w])
+                    ways.sort(key=stamps[unit, index].__getitem__)
                     if dirty is None:
                         rows.append([max(int(tags[unit, index, w]), JUNK) for w in ways])
                     else:

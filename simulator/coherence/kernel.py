@@ -10,16 +10,36 @@ Read the reference to understand the model; this module is about speed:
   1.8 µs per call measured on the development machine).
 * Caches are set-associative arrays of tags with LRU stamps; per (core, line) way indexes give
   O(1) lookups. Untracked lines (the footprint of other work) are stored as :data:`JUNK` tags.
-* One call handles one access (:func:`access`) or a whole chunk of a scan (:func:`scan`).
+  A stamp is ``clock | way`` (see :data:`MAX_WAYS`): the clock orders the ways of a set, and an
+  empty way's stamp is its bare index. The way to fill, the first empty way or else the least
+  recently used one, is then simply the one of least stamp (:func:`_way_to_fill`, no branches).
+* Per line, a holder count (``n_holders``) mirrors the per-core holder flags, so "does anybody
+  else hold it" is O(1); per core, its L3 domain is a table (``core_domain``), not a division.
+  Per-line operation and class counters are stored one row per operation or class.
+* One call handles one access (:func:`access`) or a whole chunk of a scan (:func:`scan`). A
+  load scan serves private-cache hits in its own loop, with the LRU clock and the output sums in
+  local variables (receiving the same additions in the same order as the array would, so the
+  results are bit-identical), and falls back to the full protocol for misses.
+* Array indexes are cast to unsigned (:data:`_u`) so that Numba omits its negative-index
+  wraparound, and every function is compiled with ``_nrt=False`` (otherwise every array read
+  out of the views tuple costs a reference-count update); see :func:`_jit`.
 
-The Python side (:class:`simulator.coherence.state.KernelState`) allocates the arrays and exposes
-named NumPy views of every segment.
+Compile time: helpers compiled with ``inline=True`` are inlined by Numba at the IR level, which
+gives fast code but is slow to compile (the callee's IR is copied per call site, recursively).
+The protocol is therefore compiled once, in :func:`_access`, which both entry points call; the
+rare or O(cores) steps (:func:`_evicted_from_l2`, :func:`_back_invalidate`,
+:func:`_take_ownership`) are real calls too. Only a scan's load misses have an inlined copy of
+the load path, in :func:`scan`.
+
+The Python side (:class:`simulator.coherence.compiled.CompiledCoherence`) allocates the arrays
+and exposes named NumPy views of every segment.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numba import njit
@@ -36,8 +56,9 @@ P_OFFSETS = 16
 """Segment offsets start here: for each dtype group, one slot per segment start plus an end."""
 
 I32_SEGMENTS = (
-    "owner", "ostate", "last_writer", "home", "holders", "l1_way", "l2_way", "l3_way",
-    "l1_tag", "l2_tag", "l3_tag", "l3_dirty", "private_ptr", "l3_ptr", "set1", "set2", "set3",
+    "owner", "ostate", "last_writer", "home", "holders", "n_holders", "l1_way", "l2_way",
+    "l3_way", "l1_tag", "l2_tag", "l3_tag", "l3_dirty", "private_ptr", "l3_ptr", "set1", "set2",
+    "set3", "core_domain",
 )
 I64_SEGMENTS = (
     "keys", "dirty_mask", "read_mask", "write_mask", "line_ops", "line_class",
@@ -51,6 +72,17 @@ F64_BASE = I64_BASE + len(I64_SEGMENTS) + 1
 PSEG_BASE = F64_BASE + len(F64_SEGMENTS) + 1
 HEADER_SIZE = PSEG_BASE + len(P_SEGMENTS) + 1
 """The parameter vector is this header followed by the P segments (class tables)."""
+
+_u = np.uint64
+"""Every array index is cast to unsigned: Numba then omits the negative-index wraparound (a
+shift, a mask and a register for the length on every access). Indexes are never negative."""
+
+WAY_BITS = 8
+MAX_WAYS = 1 << WAY_BITS
+"""Most ways per set. A way's LRU stamp is ``clock | way``: the clock advances by ``MAX_WAYS`` per
+tick (its low bits are 0), so the low bits of a stamp are the way's index; an empty way's stamp is
+its index alone, less than any filled way's."""
+WAY_MASK = MAX_WAYS - 1
 
 # Scalar latencies in the ``scalars`` float segment.
 S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE = 0, 1, 2, 3, 4, 5
@@ -67,7 +99,7 @@ C_L1, C_L2, C_L3, C_SMT, C_UPGRADE = 0, 1, 2, 3, 12
 O_LATENCY, O_WAIT, O_STALL = N_CLASSES, N_CLASSES + 1, N_CLASSES + 2
 O_INVAL, O_FALSE, O_TRUE = N_CLASSES + 3, N_CLASSES + 4, N_CLASSES + 5
 
-Views = namedtuple(
+Views: Any = namedtuple(  # type: ignore[misc]  # computed field names
     "Views",
     (
         "n_lines", "n_cores", "n_domains", "n_homes", "tpc", "cpd", "dps",
@@ -78,22 +110,36 @@ Views = namedtuple(
 )
 """The four state arrays plus the geometry and the start offset of every segment.
 
-Helpers index the flat arrays directly (``v.i32[v.owner + line]``): a tuple of four arrays and
-integers is cheap to pass between compiled functions, whereas a tuple of one view per segment
+Helpers index the flat arrays directly (``v.i32[_u(v.owner + line)]``): a tuple of four arrays
+and integers is cheap to pass between compiled functions, whereas a tuple of one view per segment
 costs a reference-count update per array on every call.
 """
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-@njit(cache=True, _nrt=False)
+
+def _jit(*, inline: bool = False) -> Callable[[_F], _F]:
+    """``numba.njit`` with the kernel's options.
+
+    Cached, without reference counting (``_nrt=False``) and, for ``inline=True``, inlined into
+    its callers at the Numba IR level.
+    """
+    options: dict[str, Any] = {"cache": True, "_nrt": False}
+    if inline:
+        options["inline"] = "always"
+    return cast(Callable[[_F], _F], njit(**options))
+
+
+@_jit()
 def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
     a, b, c, d = I32_BASE, I64_BASE, F64_BASE, PSEG_BASE
-    return Views(
+    return Views(  # type: ignore[call-arg]
         p[P_LINES], p[P_CORES], p[P_DOMAINS], p[P_HOMES], p[P_TPC], p[P_CPD], p[P_DPS],
         p[P_S1], p[P_W1], p[P_S2], p[P_W2], p[P_S3], p[P_W3], p[P_PROTOCOL], p[P_INCLUSION],
         p, i32, i64, f64,
         p[a], p[a + 1], p[a + 2], p[a + 3], p[a + 4], p[a + 5], p[a + 6], p[a + 7],
         p[a + 8], p[a + 9], p[a + 10], p[a + 11], p[a + 12], p[a + 13], p[a + 14], p[a + 15],
-        p[a + 16],
+        p[a + 16], p[a + 17], p[a + 18],
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
         p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4],
@@ -104,242 +150,296 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
 # ---------------------------------------------------------------------------- cache primitives
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _tick(v: Any) -> int:
-    v.i64[v.counters + 0] += 1
-    return int(v.i64[v.counters + 0])
+    """The next LRU clock value (a multiple of :data:`MAX_WAYS`)."""
+    v.i64[_u(v.counters + 0)] += MAX_WAYS
+    return int(v.i64[_u(v.counters + 0)])
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _free_or_lru_way(i32: Any, tag_base: int, i64: Any, stamp_base: int, ways: int) -> int:
-    """First empty way of a set, else its least recently used way."""
-    best = -1
-    best_stamp = 0
-    for w in range(ways):
-        if i32[tag_base + w] == EMPTY:
-            return w
-        if best < 0 or i64[stamp_base + w] < best_stamp:
-            best = w
-            best_stamp = i64[stamp_base + w]
-    return best
+@_jit(inline=True)
+def _least_key(i64: Any, stamp_base: int, ways: int) -> int:
+    least = int(i64[_u(stamp_base)])
+    for w in range(1, ways):
+        least = min(least, int(i64[_u(stamp_base + w)]))
+    return least
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _insert_l1(v: Any, core: int, index: int, line: int) -> None:
+@_jit(inline=True)
+def _least_key8(i64: Any, base: int) -> int:
+    """The least of 8 stamps, as a tree of minimums (a short dependency chain)."""
+    a = min(int(i64[_u(base)]), int(i64[_u(base + 1)]))
+    b = min(int(i64[_u(base + 2)]), int(i64[_u(base + 3)]))
+    c = min(int(i64[_u(base + 4)]), int(i64[_u(base + 5)]))
+    d = min(int(i64[_u(base + 6)]), int(i64[_u(base + 7)]))
+    return min(min(a, b), min(c, d))
+
+
+@_jit(inline=True)
+def _way_to_fill(i64: Any, stamp_base: int, ways: int) -> int:
+    """First empty way of a set, else its least recently used way: the way of least stamp.
+
+    The common associativities get unrolled copies (a tree of minimums, no loop).
+    """
+    if ways == 8:
+        return _least_key8(i64, stamp_base) & WAY_MASK
+    if ways == 16:
+        return min(_least_key8(i64, stamp_base), _least_key8(i64, stamp_base + 8)) & WAY_MASK
+    return _least_key(i64, stamp_base, ways) & WAY_MASK
+
+
+@_jit(inline=True)
+def _set_holder(v: Any, core: int, line: int, value: int) -> None:
+    """Set the directory's holder flag of (core, line) and keep the line's holder count."""
+    slot = v.holders + core * v.n_lines + line
+    v.i32[_u(v.n_holders + line)] += value - v.i32[_u(slot)]
+    v.i32[_u(slot)] = value
+
+
+@_jit(inline=True)
+def _any_holder(v: Any, line: int, except_core: int) -> bool:
+    """Whether a core other than ``except_core`` (-1: none excepted) holds the line."""
+    count = int(v.i32[_u(v.n_holders + line)])
+    if except_core >= 0:
+        count -= int(v.i32[_u(v.holders + except_core * v.n_lines + line)])
+    return count != 0
+
+
+@_jit(inline=True)
+def _insert_l1(v: Any, core: int, index: int, line: int, stamp: int) -> None:
     base = (core * v.s1 + index) * v.w1
-    w = _free_or_lru_way(v.i32, v.l1_tag + base, v.i64, v.l1_stamp + base, v.w1)
-    victim = v.i32[v.l1_tag + base + w]
+    w = _way_to_fill(v.i64, v.l1_stamp + base, v.w1)
+    victim = v.i32[_u(v.l1_tag + base + w)]
     if victim >= 0:
-        v.i32[v.l1_way + core * v.n_lines + victim] = -1  # an L1 victim stays in the L2
-    v.i32[v.l1_tag + base + w] = line
-    v.i64[v.l1_stamp + base + w] = _tick(v)
+        v.i32[_u(v.l1_way + core * v.n_lines + victim)] = -1  # an L1 victim stays in the L2
+    v.i32[_u(v.l1_tag + base + w)] = line
+    v.i64[_u(v.l1_stamp + base + w)] = stamp | w
     if line >= 0:
-        v.i32[v.l1_way + core * v.n_lines + line] = w
+        v.i32[_u(v.l1_way + core * v.n_lines + line)] = w
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _remove_private(v: Any, core: int, line: int) -> None:
+@_jit(inline=True)
+def _drop_l1(v: Any, core: int, line: int) -> None:
     slot = core * v.n_lines + line
-    w1 = v.i32[v.l1_way + slot]
-    if w1 >= 0:
-        v.i32[v.l1_tag + (core * v.s1 + v.i32[v.set1 + line]) * v.w1 + w1] = EMPTY
-        v.i32[v.l1_way + slot] = -1
-    w2 = v.i32[v.l2_way + slot]
-    if w2 >= 0:
-        v.i32[v.l2_tag + (core * v.s2 + v.i32[v.set2 + line]) * v.w2 + w2] = EMPTY
-        v.i32[v.l2_way + slot] = -1
+    w = v.i32[_u(v.l1_way + slot)]
+    if w >= 0:
+        way = (core * v.s1 + v.i32[_u(v.set1 + line)]) * v.w1 + w
+        v.i32[_u(v.l1_tag + way)] = EMPTY
+        v.i64[_u(v.l1_stamp + way)] = w
+        v.i32[_u(v.l1_way + slot)] = -1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
+def _remove_private(v: Any, core: int, line: int) -> None:
+    _drop_l1(v, core, line)
+    slot = core * v.n_lines + line
+    w = v.i32[_u(v.l2_way + slot)]
+    if w >= 0:
+        way = (core * v.s2 + v.i32[_u(v.set2 + line)]) * v.w2 + w
+        v.i32[_u(v.l2_tag + way)] = EMPTY
+        v.i64[_u(v.l2_stamp + way)] = w
+        v.i32[_u(v.l2_way + slot)] = -1
+
+
+@_jit()
 def _back_invalidate(v: Any, domain: int, line: int) -> None:
+    """Inclusive L3 eviction: every core of the domain loses its copy (a real call: rare)."""
     first = domain * v.cpd
     for core in range(first, first + v.cpd):
-        if v.i32[v.holders + core * v.n_lines + line] != 0:
+        if v.i32[_u(v.holders + core * v.n_lines + line)] != 0:
             _remove_private(v, core, line)
-            v.i32[v.holders + core * v.n_lines + line] = 0
-            if v.i32[v.owner + line] == core:
-                v.i32[v.owner + line] = -1
-                v.i32[v.ostate + line] = 0
+            _set_holder(v, core, line, 0)
+            if v.i32[_u(v.owner + line)] == core:
+                v.i32[_u(v.owner + line)] = -1
+                v.i32[_u(v.ostate + line)] = 0
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _insert_l3(v: Any, domain: int, index: int, line: int, dirty: bool) -> None:
+@_jit(inline=True)
+def _insert_l3(v: Any, domain: int, index: int, line: int, dirty: bool, stamp: int) -> None:
     base = (domain * v.s3 + index) * v.w3
     if line >= 0:
-        w = v.i32[v.l3_way + domain * v.n_lines + line]
+        w = v.i32[_u(v.l3_way + domain * v.n_lines + line)]
         if w >= 0:
             if dirty:
-                v.i32[v.l3_dirty + base + w] = 1
-            v.i64[v.l3_stamp + base + w] = _tick(v)
+                v.i32[_u(v.l3_dirty + base + w)] = 1
+            v.i64[_u(v.l3_stamp + base + w)] = stamp | w
             return
-    w = _free_or_lru_way(v.i32, v.l3_tag + base, v.i64, v.l3_stamp + base, v.w3)
-    victim = v.i32[v.l3_tag + base + w]
+    w = _least_key(v.i64, v.l3_stamp + base, v.w3) & WAY_MASK
+    victim = v.i32[_u(v.l3_tag + base + w)]
     if victim >= 0:
-        v.i32[v.l3_way + domain * v.n_lines + victim] = -1
+        v.i32[_u(v.l3_way + domain * v.n_lines + victim)] = -1
         if v.inclusion == INCLUSIVE:
             _back_invalidate(v, domain, victim)
-    v.i32[v.l3_tag + base + w] = line
-    v.i32[v.l3_dirty + base + w] = 1 if dirty else 0
-    v.i64[v.l3_stamp + base + w] = _tick(v)
+    v.i32[_u(v.l3_tag + base + w)] = line
+    v.i32[_u(v.l3_dirty + base + w)] = 1 if dirty else 0
+    v.i64[_u(v.l3_stamp + base + w)] = stamp | w
     if line >= 0:
-        v.i32[v.l3_way + domain * v.n_lines + line] = w
+        v.i32[_u(v.l3_way + domain * v.n_lines + line)] = w
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _l3_remove(v: Any, domain: int, line: int) -> None:
     slot = domain * v.n_lines + line
-    w = v.i32[v.l3_way + slot]
+    w = v.i32[_u(v.l3_way + slot)]
     if w >= 0:
-        v.i32[v.l3_tag + (domain * v.s3 + v.i32[v.set3 + line]) * v.w3 + w] = EMPTY
-        v.i32[v.l3_way + slot] = -1
+        way = (domain * v.s3 + v.i32[_u(v.set3 + line)]) * v.w3 + w
+        v.i32[_u(v.l3_tag + way)] = EMPTY
+        v.i64[_u(v.l3_stamp + way)] = w
+        v.i32[_u(v.l3_way + slot)] = -1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit()
 def _evicted_from_l2(v: Any, core: int, line: int) -> None:
-    slot = core * v.n_lines + line
-    w1 = v.i32[v.l1_way + slot]
-    if w1 >= 0:
-        v.i32[v.l1_tag + (core * v.s1 + v.i32[v.set1 + line]) * v.w1 + w1] = EMPTY
-        v.i32[v.l1_way + slot] = -1
-    v.i32[v.holders + slot] = 0
+    """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
+    _drop_l1(v, core, line)
+    _set_holder(v, core, line, 0)
     dirty = False
-    if v.i32[v.owner + line] == core:
-        dirty = v.i32[v.ostate + line] == ST_M or v.i32[v.ostate + line] == ST_O
-        v.i32[v.owner + line] = -1
-        v.i32[v.ostate + line] = 0
-    domain = core // v.cpd
-    index = v.i32[v.set3 + line]
+    if v.i32[_u(v.owner + line)] == core:
+        dirty = v.i32[_u(v.ostate + line)] in (ST_M, ST_O)
+        v.i32[_u(v.owner + line)] = -1
+        v.i32[_u(v.ostate + line)] = 0
+    domain = v.i32[_u(v.core_domain + core)]
+    index = v.i32[_u(v.set3 + line)]
     if v.inclusion == INCLUSIVE:
-        w = v.i32[v.l3_way + domain * v.n_lines + line]
+        w = v.i32[_u(v.l3_way + domain * v.n_lines + line)]
         if dirty and w >= 0:
-            v.i32[v.l3_dirty + (domain * v.s3 + index) * v.w3 + w] = 1
+            v.i32[_u(v.l3_dirty + (domain * v.s3 + index) * v.w3 + w)] = 1
     else:
-        _insert_l3(v, domain, index, line, dirty)
+        _insert_l3(v, domain, index, line, dirty, _tick(v))
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _insert_l2(v: Any, core: int, index: int, line: int) -> None:
+@_jit(inline=True)
+def _insert_l2(v: Any, core: int, index: int, line: int, stamp: int) -> None:
     base = (core * v.s2 + index) * v.w2
-    w = _free_or_lru_way(v.i32, v.l2_tag + base, v.i64, v.l2_stamp + base, v.w2)
-    victim = v.i32[v.l2_tag + base + w]
+    w = _way_to_fill(v.i64, v.l2_stamp + base, v.w2)
+    victim = v.i32[_u(v.l2_tag + base + w)]
     if victim >= 0:
-        v.i32[v.l2_way + core * v.n_lines + victim] = -1
-        v.i32[v.l2_tag + base + w] = EMPTY
+        v.i32[_u(v.l2_way + core * v.n_lines + victim)] = -1
+        v.i32[_u(v.l2_tag + base + w)] = EMPTY
         _evicted_from_l2(v, core, victim)
-    v.i32[v.l2_tag + base + w] = line
-    v.i64[v.l2_stamp + base + w] = _tick(v)
+    v.i32[_u(v.l2_tag + base + w)] = line
+    v.i64[_u(v.l2_stamp + base + w)] = stamp | w
     if line >= 0:
-        v.i32[v.l2_way + core * v.n_lines + line] = w
+        v.i32[_u(v.l2_way + core * v.n_lines + line)] = w
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _fill_private(v: Any, core: int, line: int) -> None:
-    _insert_l2(v, core, v.i32[v.set2 + line], line)
-    _insert_l1(v, core, v.i32[v.set1 + line], line)
+    _insert_l2(v, core, v.i32[_u(v.set2 + line)], line, _tick(v))
+    _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, _tick(v))
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _touch_private(v: Any, core: int, line: int, in_l1: bool) -> None:
     slot = core * v.n_lines + line
     if in_l1:
-        v.i64[v.l1_stamp + (core * v.s1 + v.i32[v.set1 + line]) * v.w1 + v.i32[v.l1_way + slot]] = _tick(v)
+        w = v.i32[_u(v.l1_way + slot)]
+        index = (core * v.s1 + v.i32[_u(v.set1 + line)]) * v.w1 + w
+        v.i64[_u(v.l1_stamp + index)] = _tick(v) | w
     else:
-        v.i64[v.l2_stamp + (core * v.s2 + v.i32[v.set2 + line]) * v.w2 + v.i32[v.l2_way + slot]] = _tick(v)
-        _insert_l1(v, core, v.i32[v.set1 + line], line)
+        w = v.i32[_u(v.l2_way + slot)]
+        index = (core * v.s2 + v.i32[_u(v.set2 + line)]) * v.w2 + w
+        v.i64[_u(v.l2_stamp + index)] = _tick(v) | w
+        _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, _tick(v))
 
 
 # ---------------------------------------------------------------------------- protocol helpers
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _transfer_ns(v: Any, dirty: int, req: int, sup: int, home: int) -> float:
     nd, nh = v.n_domains, v.n_homes
-    return float(v.f64[v.transfer_ns + ((dirty * nd + req) * nd + sup) * nh + home])
+    return float(v.f64[_u(v.transfer_ns + ((dirty * nd + req) * nd + sup) * nh + home)])
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _transfer_class(v: Any, dirty: int, req: int, sup: int) -> int:
     nd = v.n_domains
-    return int(v.p[v.transfer_class + (dirty * nd + req) * nd + sup])
+    return int(v.p[_u(v.transfer_class + (dirty * nd + req) * nd + sup)])
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _supplier(v: Any, core: int, domain: int, line: int) -> tuple[int, float, bool, bool, int]:
-    home = v.i32[v.home + line]
-    owner = v.i32[v.owner + line]
+@_jit(inline=True)
+def _supplier(v: Any, domain: int, line: int) -> tuple[int, float, bool, bool, int]:
+    """Find who serves a miss: ``(class, latency, from_owner, dirty, l3_domain_or_-1)``."""
+    home = v.i32[_u(v.home + line)]
+    owner = v.i32[_u(v.owner + line)]
     if owner >= 0:
-        owner_domain = owner // v.cpd
-        dirty = v.i32[v.ostate + line] == ST_M or v.i32[v.ostate + line] == ST_O
+        owner_domain = v.i32[_u(v.core_domain + owner)]
+        dirty = v.i32[_u(v.ostate + line)] in (ST_M, ST_O)
         d = 1 if dirty else 0
         return (_transfer_class(v, d, domain, owner_domain),
                 _transfer_ns(v, d, domain, owner_domain, home), True, dirty, -1)
-    w = v.i32[v.l3_way + domain * v.n_lines + line]
+    w = v.i32[_u(v.l3_way + domain * v.n_lines + line)]
     if w >= 0:
-        v.i64[v.l3_stamp + (domain * v.s3 + v.i32[v.set3 + line]) * v.w3 + w] = _tick(v)
-        return C_L3, float(v.f64[v.scalars + S_L3]), False, False, domain
-    socket = domain // v.dps
+        index = (domain * v.s3 + v.i32[_u(v.set3 + line)]) * v.w3 + w
+        v.i64[_u(v.l3_stamp + index)] = _tick(v) | w
+        return C_L3, float(v.f64[_u(v.scalars + S_L3)]), False, False, domain
+    # Other domains, nearest first: those of the same socket (contiguous), then the rest.
+    first = domain // v.dps * v.dps
     for pass_ in range(2):
         for other in range(v.n_domains):
-            if other == domain or ((other // v.dps == socket) != (pass_ == 0)):
+            same_socket = first <= other < first + v.dps
+            if other == domain or same_socket != (pass_ == 0):
                 continue
-            w = v.i32[v.l3_way + other * v.n_lines + line]
+            w = v.i32[_u(v.l3_way + other * v.n_lines + line)]
             if w >= 0:
-                index = (other * v.s3 + v.i32[v.set3 + line]) * v.w3 + w
-                dirty = v.i32[v.l3_dirty + index] != 0
-                v.i64[v.l3_stamp + index] = _tick(v)
+                index = (other * v.s3 + v.i32[_u(v.set3 + line)]) * v.w3 + w
+                dirty = v.i32[_u(v.l3_dirty + index)] != 0
+                v.i64[_u(v.l3_stamp + index)] = _tick(v) | w
                 d = 1 if dirty else 0
                 return (_transfer_class(v, d, domain, other),
                         _transfer_ns(v, d, domain, other, home), False, dirty, other)
-    nh = v.n_homes
-    return (int(v.p[v.dram_class + domain * nh + home]), float(v.f64[v.dram_ns + domain * nh + home]),
+    slot = domain * v.n_homes + home
+    return (int(v.p[_u(v.dram_class + slot)]), float(v.f64[_u(v.dram_ns + slot)]),
             False, False, -1)
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
-    if mask & v.i64[v.dirty_mask + line]:
+    if mask & v.i64[_u(v.dirty_mask + line)]:
         out[O_TRUE] += 1.0
     else:
         out[O_FALSE] += 1.0
-        v.i64[v.line_false_hitm + line] += 1
+        v.i64[_u(v.line_false_hitm + line)] += 1
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _queue(v: Any, line: int, now: float, latency: float) -> float:
-    start = max(now, v.f64[v.busy_until + line])
-    v.f64[v.busy_until + line] = start + latency
+    start = max(now, float(v.f64[_u(v.busy_until + line)]))
+    v.f64[_u(v.busy_until + line)] = start + latency
     return start - now
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _invalidation_latency(v: Any, domain: int, line: int, skip_core: int, supplier: int) -> float:
     latency = 0.0
-    home = v.i32[v.home + line]
+    home = v.i32[_u(v.home + line)]
     for core in range(v.n_cores):
-        if core == skip_core or core == supplier:
+        if core in (skip_core, supplier):
             continue
-        if v.i32[v.holders + core * v.n_lines + line] != 0:
-            latency = max(latency, _transfer_ns(v, 0, domain, core // v.cpd, home))
+        if v.i32[_u(v.holders + core * v.n_lines + line)] != 0:
+            other_domain = v.i32[_u(v.core_domain + core)]
+            latency = max(latency, _transfer_ns(v, 0, domain, other_domain, home))
     return latency
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _invalidate_others(v: Any, core: int, line: int, out: Any) -> None:
     count = 0
-    for other in range(v.n_cores):
-        slot = other * v.n_lines + line
-        if other != core and v.i32[v.holders + slot] != 0:
-            _remove_private(v, other, line)
-            v.i32[v.holders + slot] = 0
-            count += 1
-    if v.i32[v.owner + line] != core:
-        v.i32[v.owner + line] = -1
-        v.i32[v.ostate + line] = 0
-    v.i64[v.line_invalidations + line] += count
+    if _any_holder(v, line, core):
+        for other in range(v.n_cores):
+            if other != core and v.i32[_u(v.holders + other * v.n_lines + line)] != 0:
+                _remove_private(v, other, line)
+                _set_holder(v, other, line, 0)
+                count += 1
+    if v.i32[_u(v.owner + line)] != core:
+        v.i32[_u(v.owner + line)] = -1
+        v.i32[_u(v.ostate + line)] = 0
+    v.i64[_u(v.line_invalidations + line)] += count
     out[O_INVAL] += count
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit(inline=True)
 def _drop_l3_copies(v: Any, domain: int, line: int) -> None:
     for other in range(v.n_domains):
         if other == domain and v.inclusion == INCLUSIVE:
@@ -347,41 +447,46 @@ def _drop_l3_copies(v: Any, domain: int, line: int) -> None:
         _l3_remove(v, other, line)
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _any_holder(v: Any, line: int, except_core: int) -> bool:
-    for core in range(v.n_cores):
-        if core != except_core and v.i32[v.holders + core * v.n_lines + line] != 0:
-            return True
-    return False
+@_jit()
+def _take_ownership(
+    v: Any, core: int, domain: int, line: int, floor_ns: float, supplier: int, now: float,
+    out: Any,
+) -> tuple[float, float]:
+    """A store's common step: invalidate every other copy, become the M owner.
+
+    The latency is the larger of ``floor_ns`` and the slowest invalidation (the supplier core,
+    if any, is not invalidated separately); the wait is the queueing behind the line's earlier
+    transfers, if anybody else held it. Returns ``(latency, wait)``.
+    """
+    others = _any_holder(v, line, core)
+    latency = max(floor_ns, _invalidation_latency(v, domain, line, core, supplier))
+    wait = _queue(v, line, now, latency) if others else 0.0
+    _invalidate_others(v, core, line, out)
+    _drop_l3_copies(v, domain, line)
+    v.i32[_u(v.owner + line)] = core
+    v.i32[_u(v.ostate + line)] = ST_M
+    return latency, wait
 
 
 # ---------------------------------------------------------------------------- access paths
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _load(v: Any, core: int, line: int, mask: int, now: float, out: Any) -> tuple[int, float, float]:
-    slot = core * v.n_lines + line
-    w1 = v.i32[v.l1_way + slot]
-    if w1 >= 0:
-        v.i64[v.l1_stamp + (core * v.s1 + v.i32[v.set1 + line]) * v.w1 + w1] = _tick(v)
-        return C_L1, float(v.f64[v.scalars + S_L1]), 0.0
-    w2 = v.i32[v.l2_way + slot]
-    if w2 >= 0:
-        v.i64[v.l2_stamp + (core * v.s2 + v.i32[v.set2 + line]) * v.w2 + w2] = _tick(v)
-        _insert_l1(v, core, v.i32[v.set1 + line], line)
-        return C_L2, float(v.f64[v.scalars + S_L2]), 0.0
-    domain = core // v.cpd
-    klass, latency, from_owner, dirty, from_l3 = _supplier(v, core, domain, line)
+@_jit(inline=True)
+def _load_miss(
+    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
+) -> tuple[int, float, float]:
+    """A load that missed the core's private caches."""
+    klass, latency, from_owner, dirty, from_l3 = _supplier(v, domain, line)
     if from_l3 == domain and v.inclusion == VICTIM and not _any_holder(v, line, -1):
         _l3_remove(v, domain, line)
     wait = 0.0
     if from_owner:
-        state = v.i32[v.ostate + line]
-        if v.protocol == MOESI and (state == ST_M or state == ST_O):
-            v.i32[v.ostate + line] = ST_O
+        state = v.i32[_u(v.ostate + line)]
+        if v.protocol == MOESI and state in (ST_M, ST_O):
+            v.i32[_u(v.ostate + line)] = ST_O
         else:
-            v.i32[v.owner + line] = -1
-            v.i32[v.ostate + line] = 0
+            v.i32[_u(v.owner + line)] = -1
+            v.i32[_u(v.ostate + line)] = 0
         if dirty:
             _attribute_hitm(v, line, mask, out)
             wait = _queue(v, line, now, latency)
@@ -389,103 +494,116 @@ def _load(v: Any, core: int, line: int, mask: int, now: float, out: Any) -> tupl
         _attribute_hitm(v, line, mask, out)
     # Grant: E if alone, F (MESIF without owner) or S.
     if not _any_holder(v, line, -1):
-        v.i32[v.owner + line] = core
-        v.i32[v.ostate + line] = ST_E
-    elif v.i32[v.owner + line] < 0 and v.protocol == MESIF:
-        v.i32[v.owner + line] = core
-        v.i32[v.ostate + line] = ST_F
-    v.i32[v.holders + slot] = 1
+        v.i32[_u(v.owner + line)] = core
+        v.i32[_u(v.ostate + line)] = ST_E
+    elif v.i32[_u(v.owner + line)] < 0 and v.protocol == MESIF:
+        v.i32[_u(v.owner + line)] = core
+        v.i32[_u(v.ostate + line)] = ST_F
+    _set_holder(v, core, line, 1)
     if v.inclusion == INCLUSIVE and from_l3 != domain:
-        _insert_l3(v, domain, v.i32[v.set3 + line], line, False)
+        _insert_l3(v, domain, v.i32[_u(v.set3 + line)], line, False, _tick(v))
     _fill_private(v, core, line)
     return klass, latency, wait
 
 
-@njit(cache=True, _nrt=False, inline="always")
-def _hit_cost(v: Any, thread: int, core: int, line: int, op: int, in_l1: bool) -> tuple[int, float, float]:
-    level_class = C_L1 if in_l1 else C_L2
-    level_ns = float(v.f64[v.scalars + S_L1]) if in_l1 else float(v.f64[v.scalars + S_L2])
-    if op != OP_RMW:
-        return level_class, level_ns, 0.0
-    writer = v.i32[v.last_writer + line]
-    if writer >= 0 and writer != thread and writer // v.tpc == core:
-        return C_SMT, float(v.f64[v.scalars + S_SMT]), 0.0
-    return level_class, max(float(v.f64[v.scalars + S_ATOMIC]), level_ns), 0.0
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _write(
-    v: Any, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
+@_jit(inline=True)
+def _load(
+    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
     slot = core * v.n_lines + line
-    domain = core // v.cpd
-    if v.i32[v.l2_way + slot] >= 0:
-        in_l1 = v.i32[v.l1_way + slot] >= 0
+    w1 = v.i32[_u(v.l1_way + slot)]
+    if w1 >= 0:
+        index = (core * v.s1 + v.i32[_u(v.set1 + line)]) * v.w1 + w1
+        v.i64[_u(v.l1_stamp + index)] = _tick(v) | w1
+        return C_L1, float(v.f64[_u(v.scalars + S_L1)]), 0.0
+    w2 = v.i32[_u(v.l2_way + slot)]
+    if w2 >= 0:
+        index = (core * v.s2 + v.i32[_u(v.set2 + line)]) * v.w2 + w2
+        v.i64[_u(v.l2_stamp + index)] = _tick(v) | w2
+        _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, _tick(v))
+        return C_L2, float(v.f64[_u(v.scalars + S_L2)]), 0.0
+    return _load_miss(v, core, domain, line, mask, now, out)
+
+
+@_jit(inline=True)
+def _hit_cost(
+    v: Any, thread: int, core: int, line: int, op: int, in_l1: bool
+) -> tuple[int, float, float]:
+    level_class = C_L1 if in_l1 else C_L2
+    level_ns = float(v.f64[_u(v.scalars + S_L1)]) if in_l1 else float(v.f64[_u(v.scalars + S_L2)])
+    if op != OP_RMW:
+        return level_class, level_ns, 0.0
+    writer = v.i32[_u(v.last_writer + line)]
+    if writer >= 0 and writer != thread and writer // v.tpc == core:
+        return C_SMT, float(v.f64[_u(v.scalars + S_SMT)]), 0.0
+    return level_class, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), level_ns), 0.0
+
+
+@_jit(inline=True)
+def _write(
+    v: Any, thread: int, core: int, domain: int, line: int, op: int, mask: int, now: float,
+    out: Any,
+) -> tuple[int, float, float]:
+    slot = core * v.n_lines + line
+    if v.i32[_u(v.l2_way + slot)] >= 0:
+        in_l1 = v.i32[_u(v.l1_way + slot)] >= 0
         _touch_private(v, core, line, in_l1)
-        state = v.i32[v.ostate + line]
-        if v.i32[v.owner + line] == core and (state == ST_M or state == ST_E):
+        state = v.i32[_u(v.ostate + line)]
+        if v.i32[_u(v.owner + line)] == core and state in (ST_M, ST_E):
             if state == ST_E:
-                v.i64[v.dirty_mask + line] = mask
+                v.i64[_u(v.dirty_mask + line)] = mask
             else:
-                v.i64[v.dirty_mask + line] |= mask
-            v.i32[v.ostate + line] = ST_M
+                v.i64[_u(v.dirty_mask + line)] |= mask
+            v.i32[_u(v.ostate + line)] = ST_M
             return _hit_cost(v, thread, core, line, op, in_l1)
-        others = _any_holder(v, line, core)
-        latency = max(float(v.f64[v.scalars + S_UPGRADE]), _invalidation_latency(v, domain, line, core, -1))
-        owned_dirty = v.i32[v.owner + line] == core and state == ST_O
-        wait = _queue(v, line, now, latency) if others else 0.0
-        _invalidate_others(v, core, line, out)
-        _drop_l3_copies(v, domain, line)
-        v.i32[v.owner + line] = core
-        v.i32[v.ostate + line] = ST_M
+        owned_dirty = v.i32[_u(v.owner + line)] == core and state == ST_O
+        latency, wait = _take_ownership(
+            v, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
         if owned_dirty:
-            v.i64[v.dirty_mask + line] |= mask
+            v.i64[_u(v.dirty_mask + line)] |= mask
         else:
-            v.i64[v.dirty_mask + line] = mask
+            v.i64[_u(v.dirty_mask + line)] = mask
         return C_UPGRADE, latency, wait
-    klass, latency, from_owner, dirty, from_l3 = _supplier(v, core, domain, line)
+    klass, latency, from_owner, dirty, from_l3 = _supplier(v, domain, line)
     if dirty:
         _attribute_hitm(v, line, mask, out)
-    others = _any_holder(v, line, core)
-    supplier = v.i32[v.owner + line] if from_owner else -1
-    latency = max(latency, _invalidation_latency(v, domain, line, core, supplier))
-    wait = _queue(v, line, now, latency) if others else 0.0
-    _invalidate_others(v, core, line, out)
-    _drop_l3_copies(v, domain, line)
-    v.i32[v.owner + line] = core
-    v.i32[v.ostate + line] = ST_M
-    v.i32[v.holders + slot] = 1
-    v.i64[v.dirty_mask + line] = mask
+    supplier = v.i32[_u(v.owner + line)] if from_owner else -1
+    latency, wait = _take_ownership(v, core, domain, line, latency, supplier, now, out)
+    _set_holder(v, core, line, 1)
+    v.i64[_u(v.dirty_mask + line)] = mask
     if v.inclusion == INCLUSIVE and from_l3 != domain:
-        _insert_l3(v, domain, v.i32[v.set3 + line], line, False)
+        _insert_l3(v, domain, v.i32[_u(v.set3 + line)], line, False, _tick(v))
     _fill_private(v, core, line)
     return klass, latency, wait
 
 
-@njit(cache=True, _nrt=False, inline="always")
+@_jit()
 def _access(
     v: Any, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
+    """One access with its per-line statistics; returns ``(class, latency_ns, wait_ns)``.
+
+    The caller adds the class, latency and wait to ``out`` (the protocol adds the invalidation
+    and HITM counts itself).
+    """
+    domain = v.i32[_u(v.core_domain + core)]
     if op == OP_LOAD:
-        klass, latency, wait = _load(v, core, line, mask, now, out)
-        v.i64[v.read_mask + line] |= mask
+        klass, latency, wait = _load(v, core, domain, line, mask, now, out)
+        v.i64[_u(v.read_mask + line)] |= mask
     else:
-        klass, latency, wait = _write(v, thread, core, line, op, mask, now, out)
-        v.i64[v.write_mask + line] |= mask
-        v.i32[v.last_writer + line] = thread
-    v.i64[v.line_ops + line * 3 + op] += 1
-    v.i64[v.line_class + line * N_CLASSES + klass] += 1
-    v.f64[v.line_wait_ns + line] += wait
-    out[klass] += 1.0
-    out[O_LATENCY] += latency
-    out[O_WAIT] += wait
+        klass, latency, wait = _write(v, thread, core, domain, line, op, mask, now, out)
+        v.i64[_u(v.write_mask + line)] |= mask
+        v.i32[_u(v.last_writer + line)] = thread
+    v.i64[_u(v.line_ops + op * v.n_lines + line)] += 1
+    v.i64[_u(v.line_class + klass * v.n_lines + line)] += 1
+    v.f64[_u(v.line_wait_ns + line)] += wait
     return klass, latency, wait
 
 
 # ---------------------------------------------------------------------------- entry points
 
 
-@njit(cache=True, _nrt=False)
+@_jit()
 def access(
     p: Any, i32: Any, i64: Any, f64: Any, thread: int, line: int, op: int, mask: int,
     now: float, out: Any,
@@ -493,43 +611,112 @@ def access(
     """One memory operation; returns ``(class, latency_ns, wait_ns)`` and adds to ``out``."""
     v = _views(p, i32, i64, f64)
     klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now, out)
+    out[klass] += 1.0
+    out[O_LATENCY] += latency
+    out[O_WAIT] += wait
     out[O_STALL] += latency + wait
     return klass, latency, wait
 
 
-@njit(cache=True, _nrt=False)
+@_jit()
 def scan(
     p: Any, i32: Any, i64: Any, f64: Any, thread: int, lines: Any, masks: Any, op: int,
     mlp: float, now: float, out: Any,
 ) -> float:
-    """Many independent accesses; returns the stall (misses overlap ``mlp`` at a time)."""
+    """Many independent accesses; returns the stall (misses overlap ``mlp`` at a time).
+
+    A load scan serves L1/L2 hits in its own loop; misses take the protocol path. The LRU clock
+    and ``out``'s hit counters, latency and wait sums are kept in locals, which receive exactly
+    the additions, in the same order, that the general path makes to the array. The per-line
+    read masks and load counts (which the protocol never reads) are updated in a second loop.
+    """
     v = _views(p, i32, i64, f64)
     core = thread // v.tpc
     stall = 0.0
+    if op != OP_LOAD:
+        for index in range(lines.shape[0]):
+            klass, latency, wait = _access(v, thread, core, lines[index], op, masks[index], now,
+                                           out)
+            out[klass] += 1.0
+            out[O_LATENCY] += latency
+            out[O_WAIT] += wait
+            stall += wait
+            if klass != C_L1:
+                stall += latency / mlp
+        out[O_STALL] += stall
+        return stall
+    domain = v.i32[_u(v.core_domain + core)]
+    l1_ns = float(v.f64[_u(v.scalars + S_L1)])
+    l2_ns = float(v.f64[_u(v.scalars + S_L2)])
+    l2_stall = l2_ns / mlp
+    l1_hits, l2_hits = out[C_L1], out[C_L2]
+    latency_sum, wait_sum = out[O_LATENCY], out[O_WAIT]
+    clock = v.i64[_u(v.counters + 0)]
+    core_lines = core * v.n_lines
+    l1_set0, l2_set0 = core * v.s1, core * v.s2
+    l1_class_row = v.line_class + C_L1 * v.n_lines
+    l2_class_row = v.line_class + C_L2 * v.n_lines
+    # Hits skip line_wait_ns += 0.0 and stall += 0.0: neither ever holds -0.0, so both are no-ops.
     for index in range(lines.shape[0]):
-        klass, latency, wait = _access(v, thread, core, lines[index], op, masks[index], now, out)
-        stall += wait
-        if klass != C_L1:
+        line = lines[index]
+        mask = masks[index]
+        slot = core_lines + line
+        w1 = v.i32[_u(v.l1_way + slot)]
+        w2 = v.i32[_u(v.l2_way + slot)]
+        if w1 >= 0:
+            clock += MAX_WAYS
+            v.i64[_u(v.l1_stamp + (l1_set0 + v.i32[_u(v.set1 + line)]) * v.w1 + w1)] = clock | w1
+            v.i64[_u(l1_class_row + line)] += 1
+            l1_hits += 1.0
+            latency_sum += l1_ns
+            wait_sum += 0.0
+        elif w2 >= 0:
+            clock += MAX_WAYS
+            v.i64[_u(v.l2_stamp + (l2_set0 + v.i32[_u(v.set2 + line)]) * v.w2 + w2)] = clock | w2
+            clock += MAX_WAYS
+            _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, clock)
+            v.i64[_u(l2_class_row + line)] += 1
+            l2_hits += 1.0
+            latency_sum += l2_ns
+            wait_sum += 0.0
+            stall += l2_stall
+        else:
+            v.i64[_u(v.counters + 0)] = clock
+            klass, latency, wait = _load_miss(v, core, domain, line, mask, now, out)
+            clock = v.i64[_u(v.counters + 0)]
+            v.i64[_u(v.line_class + klass * v.n_lines + line)] += 1
+            out[klass] += 1.0  # a miss is never an L1 or L2 hit
+            latency_sum += latency
+            wait_sum += wait
+            v.f64[_u(v.line_wait_ns + line)] += wait
+            stall += wait
             stall += latency / mlp
+    for index in range(lines.shape[0]):
+        line = lines[index]
+        v.i64[_u(v.read_mask + line)] |= masks[index]
+        v.i64[_u(v.line_ops + OP_LOAD * v.n_lines + line)] += 1
+    v.i64[_u(v.counters + 0)] = clock
+    out[C_L1], out[C_L2] = l1_hits, l2_hits
+    out[O_LATENCY], out[O_WAIT] = latency_sum, wait_sum
     out[O_STALL] += stall
     return stall
 
 
-@njit(cache=True, _nrt=False)
+@_jit()
 def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
             l3_lines: int) -> None:
     """Pass untracked lines through a core's private caches and its domain's L3."""
     v = _views(p, i32, i64, f64)
-    start = v.i32[v.private_ptr + core]
+    start = v.i32[_u(v.private_ptr + core)]
     for j in range(private_lines):
-        _insert_l2(v, core, (start + j) % v.s2, JUNK)
-        _insert_l1(v, core, (start + j) % v.s1, JUNK)
-    v.i32[v.private_ptr + core] = (start + private_lines) % (v.s1 * v.s2)
-    domain = core // v.cpd
-    start3 = v.i32[v.l3_ptr + domain]
+        _insert_l2(v, core, (start + j) % v.s2, JUNK, _tick(v))
+        _insert_l1(v, core, (start + j) % v.s1, JUNK, _tick(v))
+    v.i32[_u(v.private_ptr + core)] = (start + private_lines) % (v.s1 * v.s2)
+    domain = v.i32[_u(v.core_domain + core)]
+    start3 = v.i32[_u(v.l3_ptr + domain)]
     for j in range(l3_lines):
-        _insert_l3(v, domain, (start3 + j) % v.s3, JUNK, False)
-    v.i32[v.l3_ptr + domain] = (start3 + l3_lines) % v.s3
+        _insert_l3(v, domain, (start3 + j) % v.s3, JUNK, False, _tick(v))
+    v.i32[_u(v.l3_ptr + domain)] = (start3 + l3_lines) % v.s3
 
 
 def zero_out() -> np.ndarray[Any, np.dtype[np.float64]]:

@@ -46,8 +46,16 @@ from simulator.latency import CLEAN, DIRTY, LatencyTables
 from simulator.machine_config import L3Inclusion, MachineConfig, Protocol
 from simulator.topology import Topology
 
+# Plain ints for the hot paths (IntEnum members are slower to compare and to index with).
 _M, _E, _O, _F = int(LineState.M), int(LineState.E), int(LineState.O), int(LineState.F)
 _DIRTY_STATES = (_M, _O)
+_LOAD, _RMW = int(Op.LOAD), int(Op.RMW)
+_L1_HIT, _L2_HIT = int(AccessClass.L1_HIT), int(AccessClass.L2_HIT)
+_L3_HIT = int(AccessClass.L3_HIT)
+_SMT_SIBLING, _UPGRADE = int(AccessClass.SMT_SIBLING), int(AccessClass.UPGRADE)
+_LATENCY, _WAIT, _STALL = int(Out.LATENCY_NS), int(Out.WAIT_NS), int(Out.STALL_NS)
+_INVALIDATIONS = int(Out.INVALIDATIONS)
+_FALSE_HITM, _TRUE_HITM = int(Out.FALSE_SHARING_HITM), int(Out.TRUE_SHARING_HITM)
 
 CacheSet = OrderedDict[int, bool]
 """One cache set: line id → dirty flag (only meaningful in L3), in LRU order."""
@@ -79,11 +87,17 @@ class ReferenceCoherence:
         self.protocol = machine.protocol
         self.inclusive = machine.l3_inclusion == L3Inclusion.INCLUSIVE
         self.victim_l3 = machine.l3_inclusion == L3Inclusion.VICTIM
-        # Plain nested lists: NumPy scalar indexing would dominate the reference's cost.
-        self._transfer_class: list[list[list[int]]] = self.tables.transfer_class.tolist()
-        self._transfer_ns: list[list[list[list[float]]]] = self.tables.transfer_ns.tolist()
-        self._dram_class: list[list[int]] = self.tables.dram_class.tolist()
-        self._dram_ns: list[list[float]] = self.tables.dram_ns.tolist()
+        # Plain floats and nested lists: NumPy scalar indexing would dominate the reference's cost.
+        tables = self.tables
+        self._l1_ns, self._l2_ns, self._l3_ns = tables.l1_ns, tables.l2_ns, tables.l3_ns
+        self._smt_sibling_ns, self._atomic_local_ns = tables.smt_sibling_ns, tables.atomic_local_ns
+        self._upgrade_ns = tables.upgrade_ns
+        self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
+        self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
+        self._dram_class: list[list[int]] = tables.dram_class.tolist()
+        self._dram_ns: list[list[float]] = tables.dram_ns.tolist()
+        self._nearest_domains = [self._domains_by_distance(d) for d in range(topo.n_domains)]
+        """Per L3 domain, the other domains nearest first (where a miss looks for a copy)."""
         self.keys = [int(k) for k in line_keys]
         self.homes = [int(h) for h in line_homes]
         n_lines = len(self.keys)
@@ -93,6 +107,10 @@ class ReferenceCoherence:
         self.l1_geom = (machine.l1d.sets, machine.l1d.ways)
         self.l2_geom = (machine.l2.sets, machine.l2.ways)
         self.l3_geom = (machine.l3.sets, machine.l3.ways)
+        # Per line, its set index in each cache level (key modulo the number of sets).
+        self.set1 = [k % self.l1_geom[0] for k in self.keys]
+        self.set2 = [k % self.l2_geom[0] for k in self.keys]
+        self.set3 = [k % self.l3_geom[0] for k in self.keys]
         # Directory.
         self.owner = [-1] * n_lines
         self.ostate = [0] * n_lines
@@ -110,12 +128,15 @@ class ReferenceCoherence:
         self.l3: list[list[CacheSet]] = [
             [OrderedDict() for _ in range(self.l3_geom[0])] for _ in range(topo.n_domains)
         ]
+        self._sets_by_core: list[tuple[list[CacheSet], list[CacheSet]] | None] = (
+            [None] * topo.n_cores)
         self.private_ptr = [0] * topo.n_cores
         self.l3_ptr = [0] * topo.n_domains
         self._next_junk = JUNK
-        # Statistics per line.
-        self.line_ops = [[0, 0, 0] for _ in range(n_lines)]
-        self.line_class = [[0] * N_CLASSES for _ in range(n_lines)]
+        # Statistics per line. Operation and class counts are kept one list per operation or
+        # class (``line_class[klass][line]``), so that a scan updates one list per kind of hit.
+        self.line_ops = [[0] * n_lines for _ in range(3)]
+        self.line_class = [[0] * n_lines for _ in range(N_CLASSES)]
         self.line_invalidations = [0] * n_lines
         self.line_false_hitm = [0] * n_lines
         self.line_wait_ns = [0.0] * n_lines
@@ -132,15 +153,19 @@ class ReferenceCoherence:
         ``mask`` is the set of bytes of the line touched (bit i = byte i). ``out`` is a vector of
         ``OUT_SIZE`` counters that the access adds to; its stall slot gets ``latency + wait``.
         """
-        klass, latency, wait = self._access(thread, line, op, mask, now, out)
-        out[Out.STALL_NS] += latency + wait
+        core = thread // self.threads_per_core
+        klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
+        out[klass] += 1
+        out[_LATENCY] += latency
+        out[_WAIT] += wait
+        out[_STALL] += latency + wait
         return klass, latency, wait
 
     def scan(
         self,
         thread: int,
         lines: Sequence[int] | npt.NDArray[np.int64],
-        masks: Sequence[int] | npt.NDArray[np.uint64],
+        masks: Sequence[int] | npt.NDArray[np.int64] | npt.NDArray[np.uint64],
         op: int,
         mlp: float,
         now: float,
@@ -150,16 +175,67 @@ class ReferenceCoherence:
 
         Misses overlap: every access beyond an L1 hit contributes ``latency / mlp``; queueing
         behind a busy line does not overlap. The stall is also added to ``out``.
+
+        Loads that hit the core's L1 or L2 are handled here directly (the same steps as
+        :meth:`_load`). The hit counts and the latency and wait sums are kept in locals, which
+        start from ``out``'s values and receive the same additions in the same order (a hit's
+        zero wait is not added), and are stored into ``out`` once.
         """
+        lines = _as_int_list(lines)
+        masks = _as_int_list(masks)
+        core = thread // self.threads_per_core
         stall = 0.0
-        for index in range(len(lines)):
-            klass, latency, wait = self._access(
-                thread, int(lines[index]), op, int(masks[index]), now, out
-            )
-            stall += wait
-            if klass != AccessClass.L1_HIT:
-                stall += latency / mlp
-        out[Out.STALL_NS] += stall
+        if op != _LOAD:
+            for line, mask in zip(lines, masks, strict=False):
+                klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
+                out[klass] += 1
+                out[_LATENCY] += latency
+                out[_WAIT] += wait
+                stall += wait
+                if klass != _L1_HIT:
+                    stall += latency / mlp
+            out[_STALL] += stall
+            return stall
+        l1_sets, l2_sets = self._private_sets(core)
+        l1_ways = self.l1_geom[1]
+        l1_ns, l2_ns = self._l1_ns, self._l2_ns
+        l2_stall = l2_ns / mlp
+        read_mask, loads = self.read_mask, self.line_ops[_LOAD]
+        l1_hits, l2_hits = self.line_class[_L1_HIT], self.line_class[_L2_HIT]
+        l1_count, l2_count = float(out[_L1_HIT]), float(out[_L2_HIT])
+        latency_sum, wait_sum = float(out[_LATENCY]), float(out[_WAIT])
+        for line, mask in zip(lines, masks, strict=False):
+            l1set = l1_sets[line]
+            if line in l1set:
+                l1set.move_to_end(line)
+                l1_hits[line] += 1
+                l1_count += 1
+                latency_sum += l1_ns
+            else:
+                l2set = l2_sets[line]
+                if line in l2set:
+                    l2set.move_to_end(line)
+                    if len(l1set) >= l1_ways:
+                        l1set.popitem(last=False)  # an L1 victim stays in the L2
+                    l1set[line] = False
+                    l2_hits[line] += 1
+                    l2_count += 1
+                    latency_sum += l2_ns
+                    stall += l2_stall
+                else:
+                    klass, latency, wait = self._load_miss(core, line, mask, now, out)
+                    self.line_class[klass][line] += 1
+                    self.line_wait_ns[line] += wait
+                    out[klass] += 1  # never L1_HIT or L2_HIT
+                    latency_sum += latency
+                    wait_sum += wait
+                    stall += wait
+                    stall += latency / mlp
+            read_mask[line] |= mask
+            loads[line] += 1
+        out[_L1_HIT], out[_L2_HIT] = l1_count, l2_count
+        out[_LATENCY], out[_WAIT] = latency_sum, wait_sum
+        out[_STALL] += stall
         return stall
 
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None:
@@ -183,43 +259,56 @@ class ReferenceCoherence:
             self._insert_l3(domain, (start3 + j) % sets3, self._junk(), False)
         self.l3_ptr[domain] = (start3 + l3_lines) % sets3
 
+    def _private_sets(self, core: int) -> tuple[list[CacheSet], list[CacheSet]]:
+        """Per tracked line, its L1 set and its L2 set in ``core`` (built on first use)."""
+        sets = self._sets_by_core[core]
+        if sets is None:
+            l1, l2 = self.l1[core], self.l2[core]
+            sets = ([l1[i] for i in self.set1], [l2[i] for i in self.set2])
+            self._sets_by_core[core] = sets
+        return sets
+
     # ------------------------------------------------------------------ access paths
 
     def _access(
-        self, thread: int, line: int, op: int, mask: int, now: float, out: Any
+        self, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
-        core = thread // self.threads_per_core
-        if op == Op.LOAD:
+        """One access and its per-line statistics; the caller counts it in ``out``."""
+        if op == _LOAD:
             klass, latency, wait = self._load(core, line, mask, now, out)
             self.read_mask[line] |= mask
         else:
             klass, latency, wait = self._write(thread, core, line, op, mask, now, out)
             self.write_mask[line] |= mask
             self.last_writer[line] = thread
-        self.line_ops[line][op] += 1
-        self.line_class[line][klass] += 1
+        self.line_ops[op][line] += 1
+        self.line_class[klass][line] += 1
         self.line_wait_ns[line] += wait
-        out[klass] += 1
-        out[Out.LATENCY_NS] += latency
-        out[Out.WAIT_NS] += wait
         return klass, latency, wait
 
-    def _load(self, core: int, line: int, mask: int, now: float, out: Any) -> tuple[int, float, float]:
-        key = self.keys[line]
-        l1set = self.l1[core][key % self.l1_geom[0]]
+    def _load(
+        self, core: int, line: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        l1set = self.l1[core][self.set1[line]]
         if line in l1set:
             l1set.move_to_end(line)
-            return AccessClass.L1_HIT, self.tables.l1_ns, 0.0
-        l2set = self.l2[core][key % self.l2_geom[0]]
+            return _L1_HIT, self._l1_ns, 0.0
+        l2set = self.l2[core][self.set2[line]]
         if line in l2set:
             l2set.move_to_end(line)
-            self._insert_l1(core, key % self.l1_geom[0], line)
-            return AccessClass.L2_HIT, self.tables.l2_ns, 0.0
+            self._insert_l1(core, self.set1[line], line)
+            return _L2_HIT, self._l2_ns, 0.0
+        return self._load_miss(core, line, mask, now, out)
+
+    def _load_miss(
+        self, core: int, line: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        """A load that missed the core's L1 and L2."""
         domain = core // self.cores_per_domain
         klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
         if from_l3 == domain and self.victim_l3 and self.holders[line] == 0:
             # A victim L3 hands an unshared line over to the L2 (exclusive caching).
-            self.l3[domain][key % self.l3_geom[0]].pop(line)
+            self.l3[domain][self.set3[line]].pop(line)
         wait = 0.0
         if from_owner:
             self._downgrade_owner(line)
@@ -230,19 +319,18 @@ class ReferenceCoherence:
             self._attribute_hitm(line, mask, out)
         self._grant_shared(core, line)
         if self.inclusive and from_l3 != domain:
-            self._insert_l3(domain, key % self.l3_geom[0], line, False)
+            self._insert_l3(domain, self.set3[line], line, False)
         self._fill_private(core, line)
         return klass, latency, wait
 
     def _write(
         self, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
-        key = self.keys[line]
         bit = 1 << core
         domain = core // self.cores_per_domain
         home = self.homes[line]
-        if line in self.l2[core][key % self.l2_geom[0]]:
-            in_l1 = line in self.l1[core][key % self.l1_geom[0]]
+        if line in self.l2[core][self.set2[line]]:
+            in_l1 = line in self.l1[core][self.set1[line]]
             self._touch_private(core, line, in_l1)
             if self.owner[line] == core and self.ostate[line] in (_M, _E):
                 if self.ostate[line] == _E:
@@ -252,7 +340,7 @@ class ReferenceCoherence:
                 self.ostate[line] = _M
                 return self._hit_cost(thread, core, line, op, in_l1)
             others = self.holders[line] & ~bit
-            latency = self.tables.upgrade_ns
+            latency = self._upgrade_ns
             latency = max(latency, self._invalidation_latency(domain, others, home))
             owned_dirty = self.owner[line] == core and self.ostate[line] == _O
             wait = self._queue(line, now, latency) if others else 0.0
@@ -261,7 +349,7 @@ class ReferenceCoherence:
             self.owner[line] = core
             self.ostate[line] = _M
             self.dirty_mask[line] = (self.dirty_mask[line] | mask) if owned_dirty else mask
-            return AccessClass.UPGRADE, latency, wait
+            return _UPGRADE, latency, wait
         klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
         if dirty:
             self._attribute_hitm(line, mask, out)
@@ -276,28 +364,27 @@ class ReferenceCoherence:
         self.holders[line] = bit
         self.dirty_mask[line] = mask
         if self.inclusive and from_l3 != domain:
-            self._insert_l3(domain, key % self.l3_geom[0], line, False)
+            self._insert_l3(domain, self.set3[line], line, False)
         self._fill_private(core, line)
         return klass, latency, wait
 
     def _hit_cost(
         self, thread: int, core: int, line: int, op: int, in_l1: bool
     ) -> tuple[int, float, float]:
-        level_class = AccessClass.L1_HIT if in_l1 else AccessClass.L2_HIT
-        level_ns = self.tables.l1_ns if in_l1 else self.tables.l2_ns
-        if op != Op.RMW:
+        level_class = _L1_HIT if in_l1 else _L2_HIT
+        level_ns = self._l1_ns if in_l1 else self._l2_ns
+        if op != _RMW:
             return level_class, level_ns, 0.0
         writer = self.last_writer[line]
         if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
-            return AccessClass.SMT_SIBLING, self.tables.smt_sibling_ns, 0.0
-        return level_class, max(self.tables.atomic_local_ns, level_ns), 0.0
+            return _SMT_SIBLING, self._smt_sibling_ns, 0.0
+        return level_class, max(self._atomic_local_ns, level_ns), 0.0
 
     # ------------------------------------------------------------------ protocol helpers
 
     def _supplier(self, core: int, domain: int, line: int) -> tuple[int, float, bool, bool, int]:
         """Find who serves a miss: ``(class, latency, from_owner, dirty, l3_domain_or_-1)``."""
         home = self.homes[line]
-        tables = self.tables
         owner = self.owner[line]
         if owner >= 0:
             owner_domain = owner // self.cores_per_domain
@@ -305,13 +392,12 @@ class ReferenceCoherence:
             d = DIRTY if dirty else CLEAN
             klass = self._transfer_class[d][domain][owner_domain]
             return klass, self._transfer_ns[d][domain][owner_domain][home], True, dirty, -1
-        key = self.keys[line]
-        sets3 = self.l3_geom[0]
-        if line in self.l3[domain][key % sets3]:
-            self.l3[domain][key % sets3].move_to_end(line)
-            return AccessClass.L3_HIT, tables.l3_ns, False, False, domain
-        for other in self._domains_by_distance(domain):
-            l3set = self.l3[other][key % sets3]
+        index = self.set3[line]
+        if line in self.l3[domain][index]:
+            self.l3[domain][index].move_to_end(line)
+            return _L3_HIT, self._l3_ns, False, False, domain
+        for other in self._nearest_domains[domain]:
+            l3set = self.l3[other][index]
             if line in l3set:
                 dirty = l3set[line]
                 l3set.move_to_end(line)
@@ -323,8 +409,9 @@ class ReferenceCoherence:
     def _domains_by_distance(self, domain: int) -> list[int]:
         socket = domain // self.domains_per_socket
         n_domains = self.topology.n_domains
-        same = [d for d in range(n_domains) if d != domain and d // self.domains_per_socket == socket]
-        other = [d for d in range(n_domains) if d // self.domains_per_socket != socket]
+        per_socket = self.domains_per_socket
+        same = [d for d in range(n_domains) if d != domain and d // per_socket == socket]
+        other = [d for d in range(n_domains) if d // per_socket != socket]
         return same + other
 
     def _downgrade_owner(self, line: int) -> None:
@@ -348,9 +435,9 @@ class ReferenceCoherence:
 
     def _attribute_hitm(self, line: int, mask: int, out: Any) -> None:
         if mask & self.dirty_mask[line]:
-            out[Out.TRUE_SHARING_HITM] += 1
+            out[_TRUE_HITM] += 1
         else:
-            out[Out.FALSE_SHARING_HITM] += 1
+            out[_FALSE_HITM] += 1
             self.line_false_hitm[line] += 1
 
     def _queue(self, line: int, now: float, latency: float) -> float:
@@ -384,16 +471,15 @@ class ReferenceCoherence:
             self.owner[line] = -1
             self.ostate[line] = 0
         self.line_invalidations[line] += count
-        out[Out.INVALIDATIONS] += count
+        out[_INVALIDATIONS] += count
 
     def _drop_l3_copies(self, domain: int, line: int) -> None:
         """A write makes every L3 copy stale; an inclusive own-domain L3 keeps the tag."""
-        key = self.keys[line]
-        sets3 = self.l3_geom[0]
+        index = self.set3[line]
         for other in range(self.topology.n_domains):
             if other == domain and self.inclusive:
                 continue
-            self.l3[other][key % sets3].pop(line, None)
+            self.l3[other][index].pop(line, None)
 
     # ------------------------------------------------------------------ cache helpers
 
@@ -402,17 +488,15 @@ class ReferenceCoherence:
         return self._next_junk
 
     def _touch_private(self, core: int, line: int, in_l1: bool) -> None:
-        key = self.keys[line]
         if in_l1:
-            self.l1[core][key % self.l1_geom[0]].move_to_end(line)
+            self.l1[core][self.set1[line]].move_to_end(line)
         else:
-            self.l2[core][key % self.l2_geom[0]].move_to_end(line)
-            self._insert_l1(core, key % self.l1_geom[0], line)
+            self.l2[core][self.set2[line]].move_to_end(line)
+            self._insert_l1(core, self.set1[line], line)
 
     def _fill_private(self, core: int, line: int) -> None:
-        key = self.keys[line]
-        self._insert_l2(core, key % self.l2_geom[0], line)
-        self._insert_l1(core, key % self.l1_geom[0], line)
+        self._insert_l2(core, self.set2[line], line)
+        self._insert_l1(core, self.set1[line], line)
 
     def _insert_l1(self, core: int, index: int, line: int) -> None:
         cache_set = self.l1[core][index]
@@ -442,8 +526,7 @@ class ReferenceCoherence:
 
     def _evicted_from_l2(self, core: int, line: int) -> None:
         """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
-        key = self.keys[line]
-        self.l1[core][key % self.l1_geom[0]].pop(line, None)
+        self.l1[core][self.set1[line]].pop(line, None)
         self.holders[line] &= ~(1 << core)
         dirty = False
         if self.owner[line] == core:
@@ -451,7 +534,7 @@ class ReferenceCoherence:
             self.owner[line] = -1
             self.ostate[line] = 0
         domain = core // self.cores_per_domain
-        index = key % self.l3_geom[0]
+        index = self.set3[line]
         if self.inclusive:
             if dirty and line in self.l3[domain][index]:
                 self.l3[domain][index][line] = True
@@ -459,9 +542,8 @@ class ReferenceCoherence:
             self._insert_l3(domain, index, line, dirty)
 
     def _remove_private(self, core: int, line: int) -> None:
-        key = self.keys[line]
-        self.l1[core][key % self.l1_geom[0]].pop(line, None)
-        self.l2[core][key % self.l2_geom[0]].pop(line, None)
+        self.l1[core][self.set1[line]].pop(line, None)
+        self.l2[core][self.set2[line]].pop(line, None)
 
     def _back_invalidate(self, domain: int, line: int) -> None:
         """Inclusive L3 eviction: every core of the domain loses its copy."""
@@ -482,7 +564,7 @@ class ReferenceCoherence:
         def sets_of(caches: list[list[CacheSet]], with_dirty: bool) -> list[list[list[Any]]]:
             result = []
             for cache in caches:
-                rows = []
+                rows: list[list[Any]] = []
                 for cache_set in cache:
                     if with_dirty:
                         rows.append([(max(k, JUNK), bool(v) if k >= 0 else False)
@@ -503,14 +585,22 @@ class ReferenceCoherence:
             "l1": sets_of(self.l1, False),
             "l2": sets_of(self.l2, False),
             "l3": sets_of(self.l3, True),
-            "line_ops": [list(r) for r in self.line_ops],
-            "line_class": [list(r) for r in self.line_class],
+            "line_ops": [list(r) for r in zip(*self.line_ops, strict=True)],
+            "line_class": [list(r) for r in zip(*self.line_class, strict=True)],
             "line_invalidations": list(self.line_invalidations),
             "line_false_hitm": list(self.line_false_hitm),
             "line_wait_ns": list(self.line_wait_ns),
             "read_mask": list(self.read_mask),
             "write_mask": list(self.write_mask),
         }
+
+
+def _as_int_list(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
+    """Plain Python ints, converted once (NumPy scalar indexing is slow)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        result: list[int] = values.tolist()
+        return result
+    return [int(v) for v in values]
 
 
 def new_out() -> npt.NDArray[np.float64]:
