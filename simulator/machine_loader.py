@@ -26,7 +26,7 @@ Schema of a machine file (every key shown is required unless marked optional)::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
@@ -34,6 +34,17 @@ from typing import TypeVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from simulator.config_values import check_keys as _check_keys
+from simulator.config_values import describe_kind as _kind
+from simulator.config_values import expect_bool as _bool
+from simulator.config_values import expect_enum as _enum
+from simulator.config_values import expect_int as _int
+from simulator.config_values import expect_list as _list
+from simulator.config_values import expect_mapping as _mapping
+from simulator.config_values import expect_number as _number
+from simulator.config_values import expect_section as _section
+from simulator.config_values import expect_str as _str
+from simulator.config_values import join_key as _join
 from simulator.errors import ConfigError
 from simulator.machine_config import (
     CacheConfig,
@@ -400,95 +411,6 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
 # --------------------------------------------------------------------------------------------
 # Checked access to values
 # --------------------------------------------------------------------------------------------
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _kind(value: object) -> str:
-    """Describe a value in YAML terms for an error message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {value!r}"
-    if isinstance(value, int):
-        return f"integer {value!r}"
-    if isinstance(value, float):
-        return f"number {value!r}"
-    if isinstance(value, str):
-        return f"string {value!r}"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _mapping(path: str, value: object) -> Mapping[str, object]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"expected a mapping, got {_kind(value)}")
-    return value
-
-
-def _section(
-    value: object, path: str, keys: Sequence[str], optional: Collection[str] = ()
-) -> Mapping[str, object]:
-    """A mapping whose keys are exactly ``keys`` (those in ``optional`` may be absent)."""
-    data = _mapping(path, value)
-    _check_keys(data, path, keys, optional)
-    return data
-
-
-def _check_keys(
-    data: Mapping[str, object], path: str, keys: Sequence[str], optional: Collection[str] = ()
-) -> None:
-    for key in data:
-        if not isinstance(key, str) or key not in keys:
-            expected = ", ".join(keys)
-            raise ConfigError(_join(path, str(key)), f"unknown key (expected one of: {expected})")
-    for key in keys:
-        if key not in data and key not in optional:
-            raise ConfigError(_join(path, key), "missing required key")
-
-
-def _list(path: str, value: object) -> list[object]:
-    if not isinstance(value, list):
-        raise ConfigError(path, f"expected a list, got {_kind(value)}")
-    return value
-
-
-def _int(path: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(path, f"expected an integer, got {_kind(value)}")
-    return value
-
-
-def _number(path: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(path, f"expected a number, got {_kind(value)}")
-    return float(value)
-
-
-def _bool(path: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(path, f"expected true or false, got {_kind(value)}")
-    return value
-
-
-def _str(path: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(path, f"expected a string, got {_kind(value)}")
-    return value
-
-
-def _enum(path: str, value: object, enum_type: type[_E]) -> _E:
-    text = _str(path, value)
-    try:
-        return enum_type(text)
-    except ValueError:
-        choices = ", ".join(member.value for member in enum_type)
-        raise ConfigError(path, f"unknown value {text!r} (choose one of: {choices})") from None
 
 
 def _parse(path: str, value: object, parser: Callable[[object], _T], example: str) -> _T:
