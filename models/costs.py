@@ -9,7 +9,7 @@ unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from models.procarray import ScanCosts
@@ -32,11 +32,40 @@ class PgCosts:
     footprint_l3_bytes: int
     mostly_idle_sleep_ns: float
 
+    def scaled(self, work_scale: float) -> PgCosts:
+        """The same model with the base per-transaction work multiplied by ``work_scale``.
+
+        The base work is the backend's non-snapshot cycles of every statement kind and the
+        pgbench client's cycles (what ``--single-client-tps`` rescales, SPEC §3); scan cycles
+        per entry, footprints and the machine's scheduling costs are unchanged.
+        """
+        if work_scale == 1.0:
+            return self
+        statements = StatementCosts(*(value * work_scale for value in (
+            self.statements.select_only, self.statements.select1, self.statements.tpcb,
+            self.statements.statement_in_batch)))
+        return replace(self, statements=statements, client_cycles=self.client_cycles * work_scale)
+
 
 def load_costs(path: str | Path = DEFAULT_COSTS_FILE) -> PgCosts:
     """Read and validate a cost-model file."""
-    source = str(path)
+    return costs_from_dict(read_yaml(Path(path)), str(path))
+
+
+def read_costs_document(path: str | Path = DEFAULT_COSTS_FILE) -> dict[str, object]:
+    """The parsed cost-model file as plain YAML data (validated)."""
     data = read_yaml(Path(path))
+    costs_from_dict(data, str(path))
+    assert isinstance(data, dict)
+    return data
+
+
+def costs_from_dict(data: object, source: str | None = None) -> PgCosts:
+    """Validate a parsed cost-model document and build the model.
+
+    Raises:
+        ConfigError: an unknown, missing or ill-typed key (``key`` is its dotted path).
+    """
     top = _mapping(data, "", source, {"version", "backend", "client", "scan_cycles_per_entry",
                                       "footprint", "mostly_idle_sleep"})
     backend = _mapping(top["backend"], "backend", source,
@@ -59,7 +88,7 @@ def load_costs(path: str | Path = DEFAULT_COSTS_FILE) -> PgCosts:
         raise ConfigError("", str(exc), source) from None
 
 
-def _mapping(value: object, key: str, source: str, keys: set[str]) -> Mapping[str, object]:
+def _mapping(value: object, key: str, source: str | None, keys: set[str]) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise ConfigError(key, "must be a mapping", source)
     unknown = sorted(set(value) - keys)
@@ -72,7 +101,7 @@ def _mapping(value: object, key: str, source: str, keys: set[str]) -> Mapping[st
     return value
 
 
-def _cycles(value: object, key: str, source: str) -> float:
+def _cycles(value: object, key: str, source: str | None) -> float:
     text = str(value).strip()
     if not text.endswith("cycles"):
         raise ConfigError(key, f"must be a number of cycles such as '30000 cycles', got {value!r}",
@@ -80,7 +109,7 @@ def _cycles(value: object, key: str, source: str) -> float:
     return _number(text.removesuffix("cycles").strip(), key, source)
 
 
-def _number(value: object, key: str, source: str) -> float:
+def _number(value: object, key: str, source: str | None) -> float:
     try:
         number = float(str(value))
     except ValueError:
@@ -90,14 +119,14 @@ def _number(value: object, key: str, source: str) -> float:
     return number
 
 
-def _size(value: object, key: str, source: str) -> int:
+def _size(value: object, key: str, source: str | None) -> int:
     try:
         return parse_size_bytes(value)
     except ValueError as exc:
         raise ConfigError(key, str(exc), source) from None
 
 
-def _time(value: object, key: str, source: str) -> float:
+def _time(value: object, key: str, source: str | None) -> float:
     try:
         return parse_time_ns(value)
     except ValueError as exc:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from models.options import parse_options, resolve_options
 from models.point import IDLE_KINDS, PointConfig, run_point
 from models.snapshots import ALGORITHMS
 from models.workloads import WORKLOADS
@@ -15,12 +18,21 @@ class PostgresModel:
     workloads: tuple[str, ...] = WORKLOADS
     idle_kinds: tuple[str, ...] = IDLE_KINDS
 
+    def resolve_options(self, options: Mapping[str, object],
+                        source: str | None = None) -> dict[str, object]:
+        """Validate the ``options:`` section and fill every default (see :mod:`models.options`)."""
+        return resolve_options(options, source)
+
     def run_point(self, spec: PointSpec) -> PointOutput:
-        """Simulate one point with the global cost model."""
+        """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""
+        options = parse_options(spec.options)
         result = run_point(PointConfig(
             machine=spec.machine, algorithm=spec.algorithm, workload=spec.workload,
             clients=spec.clients, idle_clients=spec.idle_clients, idle_kind=spec.idle_kind,
-            duration_ns=spec.duration_ns, warmup_ns=spec.warmup_ns, seed=spec.seed))
+            duration_ns=spec.duration_ns, warmup_ns=spec.warmup_ns, seed=spec.seed,
+            batch=options.batch, think_time_ns=options.think_time_ns,
+            entries_per_chunk=options.entries_per_chunk,
+            costs=options.costs.scaled(spec.work_scale)))
         return PointOutput(row=result.row, lines=result.lines)
 
 

@@ -8,7 +8,8 @@ package never imports the model package.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Protocol
 
@@ -34,6 +35,10 @@ class PointSpec:
     duration_ns: float
     warmup_ns: float
     seed: int
+    options: Mapping[str, object] = field(default_factory=dict)
+    """The model's options as returned by :meth:`WorkloadModel.resolve_options`."""
+    work_scale: float = 1.0
+    """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +50,24 @@ class PointOutput:
 
 
 class WorkloadModel(Protocol):
-    """A workload model: validates names and simulates points."""
+    """A workload model: validates names and options and simulates points."""
 
     algorithms: tuple[str, ...]
     workloads: tuple[str, ...]
     idle_kinds: tuple[str, ...]
 
+    def resolve_options(self, options: Mapping[str, object],
+                        source: str | None = None) -> dict[str, object]:
+        """Validate the experiment's ``options`` and return them with every default filled in.
+
+        The result is plain YAML data (it is saved in ``config.resolved.yaml``) and resolving
+        it again returns it unchanged. Errors are :class:`ConfigError` with keys relative to
+        ``options``.
+        """
+        ...
+
     def run_point(self, spec: PointSpec) -> PointOutput:
-        """Simulate one point."""
+        """Simulate one point (``spec.options`` resolved, ``spec.work_scale`` applied)."""
         ...
 
 

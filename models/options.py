@@ -1,0 +1,123 @@
+"""The PostgreSQL model's options in an experiment (the ``options:`` section).
+
+Keys (all optional):
+
+* ``costs``: the global software cost model. Absent: ``configs/postgres-costs.yaml``. A string:
+  another cost-model file (relative to the experiment file). A mapping: overrides of single
+  values of the default model, e.g. ``{client: 20000 cycles}`` or, from the command line,
+  ``--set options.costs.backend.select_only="40000 cycles"``.
+* ``batch``: statements per round trip of the ``batched`` workload (default 1).
+* ``think_time``: client think time / network round trip between transactions (default ``0 us``).
+* ``entries_per_chunk``: procArray entries per scan chunk, the granularity at which other
+  backends' writes interleave with a scan (default 256; a simulation parameter, not PostgreSQL's).
+
+Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
+the resolved options alone reproduce a run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
+from simulator.config_values import check_keys, describe_kind, expect_int, join_key
+from simulator.errors import ConfigError
+from simulator.units import parse_time_ns
+
+OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk")
+DEFAULT_BATCH = 1
+DEFAULT_THINK_TIME = "0 us"
+DEFAULT_ENTRIES_PER_CHUNK = 256
+
+
+@dataclass(frozen=True, slots=True)
+class PgOptions:
+    """Resolved options as Python values."""
+
+    costs: PgCosts
+    batch: int
+    think_time_ns: float
+    entries_per_chunk: int
+
+
+def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
+    """Validate ``options`` and return them complete (plain YAML data, idempotent).
+
+    Raises:
+        ConfigError: an unknown key, a bad value or a bad cost model, named by its dotted path
+            under ``options``.
+    """
+    check_keys(options, "options", OPTION_KEYS, optional=OPTION_KEYS)
+    costs = _resolve_costs(options.get("costs"), source)
+    batch = expect_int("options.batch", options.get("batch", DEFAULT_BATCH))
+    if batch < 1:
+        raise ConfigError("options.batch", f"must be at least 1, got {batch}", source)
+    think_time = options.get("think_time", DEFAULT_THINK_TIME)
+    _think_time_ns(think_time, source)
+    chunk = expect_int("options.entries_per_chunk",
+                       options.get("entries_per_chunk", DEFAULT_ENTRIES_PER_CHUNK))
+    if chunk < 1:
+        raise ConfigError("options.entries_per_chunk", f"must be at least 1, got {chunk}", source)
+    return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk}
+
+
+def parse_options(resolved: Mapping[str, object]) -> PgOptions:
+    """Turn resolved options (see :func:`resolve_options`) into Python values."""
+    full = resolve_options(resolved)
+    batch, chunk = full["batch"], full["entries_per_chunk"]
+    assert isinstance(batch, int)
+    assert isinstance(chunk, int)
+    return PgOptions(costs=costs_from_dict(full["costs"]), batch=batch,
+                     think_time_ns=_think_time_ns(full["think_time"], None),
+                     entries_per_chunk=chunk)
+
+
+def _resolve_costs(value: object, source: str | None) -> dict[str, object]:
+    if value is None:
+        return read_costs_document(DEFAULT_COSTS_FILE)
+    if isinstance(value, str):
+        path = Path(value)
+        if not path.is_absolute() and source is not None:
+            path = Path(source).resolve().parent / path
+        return read_costs_document(path)
+    if not isinstance(value, Mapping):
+        raise ConfigError("options.costs", "expected a cost-model file name or a mapping of "
+                          f"overrides, got {describe_kind(value)}", source)
+    merged = read_costs_document(DEFAULT_COSTS_FILE)
+    _merge(merged, value, "options.costs", source)
+    try:
+        costs_from_dict(merged)
+    except ConfigError as exc:
+        raise ConfigError(join_key("options.costs", exc.key), exc.message, source) from None
+    return merged
+
+
+def _merge(base: dict[str, object], overrides: Mapping[str, object], path: str,
+           source: str | None) -> None:
+    """Deep-merge ``overrides`` into ``base``; keys must exist in ``base``."""
+    for key, value in overrides.items():
+        key_path = join_key(path, str(key))
+        if key not in base:
+            expected = ", ".join(str(k) for k in base)
+            raise ConfigError(key_path, f"unknown key (expected one of: {expected})", source)
+        current = base[key]
+        if isinstance(current, dict):
+            if not isinstance(value, Mapping):
+                raise ConfigError(key_path, f"expected a mapping, got {describe_kind(value)}",
+                                  source)
+            _merge(current, value, key_path, source)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def _think_time_ns(value: object, source: str | None) -> float:
+    try:
+        think = parse_time_ns(value)
+    except ValueError as exc:
+        raise ConfigError("options.think_time", str(exc), source) from None
+    if think < 0:
+        raise ConfigError("options.think_time", f"must not be negative, got {value!r}", source)
+    return think
