@@ -273,8 +273,20 @@ CONFIG_KINDS.append(
 
 
 def _register_simulator_commands() -> None:
-    from simulator import bench, ccbench
+    from simulator import bench, ccbench, regress, run_command
 
+    register_command("run", "run an experiment (default: pre14 vs post14 on gold5215-2s)",
+                     run_command.add_arguments, run_command.main)
+    register_command("plot", "draw the plots of a run's output directory again",
+                     run_command.add_plot_arguments, run_command.plot_main)
+    register_command("regress", "re-run a baseline's experiment; exit 1 if its curve moved",
+                     regress.add_arguments, regress.main)
+    CONFIG_KINDS.append(ConfigKind(
+        name="measurement manifest", recognised_by="a 'datasets' key",
+        matches=lambda data: "datasets" in data, check=run_command.check_manifest))
+    CONFIG_KINDS.append(ConfigKind(
+        name="experiment", recognised_by="experiment keys such as 'algorithms' or 'extends'",
+        matches=run_command.is_experiment, check=run_command.check_experiment))
     register_command("ccbench", "single-line latency micro-benchmarks of a machine",
                      ccbench.add_arguments, ccbench.main)
     register_command("bench", "measure the speed of the coherence kernel", bench.add_arguments,
