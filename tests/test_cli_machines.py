@@ -38,7 +38,7 @@ def test_machines_lists_every_shipped_machine(capsys: pytest.CaptureFixture[str]
     assert tr.split()[1:4] == ["1x16x4x2", "MOESI", "victim"]
 
 
-@pytest.mark.parametrize("name", ["gold5215-2s", "threadripper-3990x"])
+@pytest.mark.parametrize("name", shipped_machines())
 def test_check_config_accepts_shipped_files(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,7 +11,7 @@ from simulator.coherence.codes import OUT_SIZE
 from simulator.coherence.compiled import CompiledCoherence
 from simulator.coherence.reference import ReferenceCoherence
 from simulator.machine_config import L3Inclusion, MachineConfig, Protocol
-from simulator.machine_loader import load_machine
+from simulator.machine_loader import load_machine, shipped_machines
 from tests.toy_machines import toy_machine
 
 PROTOCOLS = list(Protocol)
@@ -93,6 +93,6 @@ def test_random_machines_and_traces_agree(
     _run_trace(machine, n_lines=48, steps=400, seed=seed)
 
 
-@pytest.mark.parametrize("name", ["gold5215-2s", "threadripper-3990x"])
+@pytest.mark.parametrize("name", shipped_machines())
 def test_shipped_machines_agree(name: str) -> None:
     _run_trace(load_machine(name), n_lines=300, steps=3000, seed=7)

@@ -29,11 +29,50 @@ Mutation = Callable[[dict[str, Any]], None]
 # --------------------------------------------------------------------------------------------
 
 
+# SPEC section 3: the shipped machine names are contracts. Per machine: sockets, L3 domains per
+# socket, cores per domain, threads per core, protocol, L3 inclusion, virtualized.
+SPEC_MACHINES: dict[str, tuple[int, int, int, int, Protocol, L3Inclusion, bool]] = {
+    "gold5215-2s": (2, 1, 10, 2, Protocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
+    "platinum8168-2s-vm": (2, 1, 24, 2, Protocol.MESIF, L3Inclusion.NON_INCLUSIVE, True),
+    "azure-f72s-v2": (2, 1, 18, 2, Protocol.MESIF, L3Inclusion.NON_INCLUSIVE, True),
+    "threadripper-3990x": (1, 16, 4, 2, Protocol.MOESI, L3Inclusion.VICTIM, False),
+    "e7-8890v3-4s": (4, 1, 18, 2, Protocol.MESIF, L3Inclusion.INCLUSIVE, False),
+    "westmere-ex-8s": (8, 1, 8, 2, Protocol.MESIF, L3Inclusion.INCLUSIVE, False),
+    "sapphire-rapids-2s": (2, 1, 56, 2, Protocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
+    "epyc-9654-2s": (2, 12, 8, 2, Protocol.MOESI, L3Inclusion.VICTIM, False),
+    "graviton3": (1, 1, 64, 1, Protocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
+}
+
+
 def test_shipped_machines_are_listed() -> None:
     names = shipped_machines()
     assert {"gold5215-2s", "threadripper-3990x"} <= set(names)
     assert names == sorted(names)
     assert machines_dir().is_dir()
+
+
+def test_shipped_machines_are_exactly_the_spec_names() -> None:
+    assert set(shipped_machines()) == set(SPEC_MACHINES)
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_MACHINES))
+def test_spec_machine_shape(name: str) -> None:
+    config = load_machine(name)
+    topo = config.topology
+    sockets, domains, cores, threads, protocol, inclusion, virtualized = SPEC_MACHINES[name]
+    assert (topo.sockets, topo.domains_per_socket, topo.cores_per_domain,
+            topo.threads_per_core) == (sockets, domains, cores, threads)
+    assert (config.protocol, config.l3_inclusion) == (protocol, inclusion)
+    assert config.virtualized is virtualized
+    # The description says whether the machine is virtualized.
+    assert ("virtualized" in config.description) is virtualized
+    # A hypervisor exit on wake-ups only on the virtual machines.
+    assert (config.scheduler.ipi_exit_ns > 0) is virtualized
+
+
+def test_only_the_azure_and_8168_machines_are_virtualized() -> None:
+    virtual = {name for name in shipped_machines() if load_machine(name).virtualized}
+    assert virtual == {"azure-f72s-v2", "platinum8168-2s-vm"}
 
 
 @pytest.mark.parametrize("name", shipped_machines())
@@ -100,6 +139,20 @@ def test_threadripper_3990x() -> None:
     assert tr.latency.remote_hitm is None
     assert tr.latency.local_hitm_ns == 20
     assert tr.latency.atomic_local_ns == pytest.approx(18 / 2.9)
+
+
+def test_westmere_remote_is_the_hop_weighted_average() -> None:
+    """The schema has no socket distance: 3 sockets at 1 hop (341 cycles), 4 at 2 (458) [S3]."""
+    wsm = load_machine("westmere-ex-8s")
+    expected_ns = (3 * 341 + 4 * 458) / 7 / wsm.clock_ghz
+    for keyed in (wsm.latency.remote_hitm, wsm.latency.remote_hit):
+        assert keyed is not None
+        for relation in HomeRelation:
+            value = keyed.get(relation)
+            assert value == pytest.approx(expected_ns, abs=0.5)
+    assert 341 / wsm.clock_ghz < expected_ns < 458 / wsm.clock_ghz
+    assert len(wsm.memory.home_nodes) == 8
+    assert wsm.memory.dram_near_ns < wsm.memory.dram_far_ns
 
 
 def test_load_by_path_equals_load_by_name() -> None:
