@@ -2,8 +2,10 @@
 
 This is the readable statement of the model and the oracle that the compiled kernel
 (:mod:`simulator.coherence.kernel`) is tested against: both must produce identical states,
-counts and costs for any access sequence. It favours clarity: caches are ``OrderedDict`` sets in
-LRU order (first = least recently used), sharer sets are Python int bitmasks.
+counts and costs for any access sequence. It favours clarity: cache sets are kept in LRU order
+(first = least recently used), an L1 set as a ``deque`` bounded by the ways (appending to a full
+set drops its least recently used line), an L2 or L3 set as an ``OrderedDict``; sharer sets are
+Python int bitmasks.
 
 The model, per line:
 
@@ -26,8 +28,8 @@ Left out: replacement policies other than LRU, prefetchers, write-combining, the
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,7 +60,10 @@ _INVALIDATIONS = int(Out.INVALIDATIONS)
 _FALSE_HITM, _TRUE_HITM = int(Out.FALSE_SHARING_HITM), int(Out.TRUE_SHARING_HITM)
 
 CacheSet = OrderedDict[int, bool]
-"""One cache set: line id → dirty flag (only meaningful in L3), in LRU order."""
+"""One L2 or L3 set: line id → dirty flag (only meaningful in L3), in LRU order."""
+
+L1Set = deque[int]
+"""One L1 set: line ids in LRU order, at most ``ways`` of them (``maxlen``)."""
 
 
 class ReferenceCoherence:
@@ -119,8 +124,9 @@ class ReferenceCoherence:
         self.dirty_mask = [0] * n_lines
         self.busy_until = [0.0] * n_lines
         # Caches.
-        self.l1: list[list[CacheSet]] = [
-            [OrderedDict() for _ in range(self.l1_geom[0])] for _ in range(topo.n_cores)
+        self.l1: list[list[L1Set]] = [
+            [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
+            for _ in range(topo.n_cores)
         ]
         self.l2: list[list[CacheSet]] = [
             [OrderedDict() for _ in range(self.l2_geom[0])] for _ in range(topo.n_cores)
@@ -128,7 +134,7 @@ class ReferenceCoherence:
         self.l3: list[list[CacheSet]] = [
             [OrderedDict() for _ in range(self.l3_geom[0])] for _ in range(topo.n_domains)
         ]
-        self._sets_by_core: list[tuple[list[CacheSet], list[CacheSet]] | None] = (
+        self._sets_by_core: list[tuple[list[L1Set], list[CacheSet]] | None] = (
             [None] * topo.n_cores)
         self.private_ptr = [0] * topo.n_cores
         self.l3_ptr = [0] * topo.n_domains
@@ -177,9 +183,11 @@ class ReferenceCoherence:
         behind a busy line does not overlap. The stall is also added to ``out``.
 
         Loads that hit the core's L1 or L2 are handled here directly (the same steps as
-        :meth:`_load`). The hit counts and the latency and wait sums are kept in locals, which
-        start from ``out``'s values and receive the same additions in the same order (a hit's
-        zero wait is not added), and are stored into ``out`` once.
+        :meth:`_load`). The latency and wait sums are kept in locals, which start from ``out``'s
+        values and receive the same additions in the same order (a hit's zero wait is not added),
+        and are stored into ``out`` once. L1 hits and misses are counted in ints, and the L1 and
+        L2 hit counts added to ``out`` once (counts are whole numbers, so this is exact); every
+        other access is an L2 hit.
         """
         lines = _as_int_list(lines)
         masks = _as_int_list(masks)
@@ -197,17 +205,17 @@ class ReferenceCoherence:
             out[_STALL] += stall
             return stall
         l1_sets, l2_sets = self._private_sets(core)
-        l1_ways = self.l1_geom[1]
         l1_ns, l2_ns = self._l1_ns, self._l2_ns
         l2_stall = l2_ns / mlp
         read_mask, loads = self.read_mask, self.line_ops[_LOAD]
         l1_hits, l2_hits = self.line_class[_L1_HIT], self.line_class[_L2_HIT]
-        l1_count, l2_count = float(out[_L1_HIT]), float(out[_L2_HIT])
+        l1_count = miss_count = 0
         latency_sum, wait_sum = float(out[_LATENCY]), float(out[_WAIT])
         for line, mask in zip(lines, masks, strict=False):
             l1set = l1_sets[line]
             if line in l1set:
-                l1set.move_to_end(line)
+                l1set.remove(line)
+                l1set.append(line)
                 l1_hits[line] += 1
                 l1_count += 1
                 latency_sum += l1_ns
@@ -215,11 +223,8 @@ class ReferenceCoherence:
                 l2set = l2_sets[line]
                 if line in l2set:
                     l2set.move_to_end(line)
-                    if len(l1set) >= l1_ways:
-                        l1set.popitem(last=False)  # an L1 victim stays in the L2
-                    l1set[line] = False
+                    l1set.append(line)  # a full set drops its LRU line, which stays in the L2
                     l2_hits[line] += 1
-                    l2_count += 1
                     latency_sum += l2_ns
                     stall += l2_stall
                 else:
@@ -227,13 +232,15 @@ class ReferenceCoherence:
                     self.line_class[klass][line] += 1
                     self.line_wait_ns[line] += wait
                     out[klass] += 1  # never L1_HIT or L2_HIT
+                    miss_count += 1
                     latency_sum += latency
                     wait_sum += wait
                     stall += wait
                     stall += latency / mlp
             read_mask[line] |= mask
             loads[line] += 1
-        out[_L1_HIT], out[_L2_HIT] = l1_count, l2_count
+        out[_L1_HIT] += l1_count
+        out[_L2_HIT] += len(lines) - l1_count - miss_count
         out[_LATENCY], out[_WAIT] = latency_sum, wait_sum
         out[_STALL] += stall
         return stall
@@ -259,7 +266,7 @@ class ReferenceCoherence:
             self._insert_l3(domain, (start3 + j) % sets3, self._junk(), False)
         self.l3_ptr[domain] = (start3 + l3_lines) % sets3
 
-    def _private_sets(self, core: int) -> tuple[list[CacheSet], list[CacheSet]]:
+    def _private_sets(self, core: int) -> tuple[list[L1Set], list[CacheSet]]:
         """Per tracked line, its L1 set and its L2 set in ``core`` (built on first use)."""
         sets = self._sets_by_core[core]
         if sets is None:
@@ -291,7 +298,8 @@ class ReferenceCoherence:
     ) -> tuple[int, float, float]:
         l1set = self.l1[core][self.set1[line]]
         if line in l1set:
-            l1set.move_to_end(line)
+            l1set.remove(line)
+            l1set.append(line)
             return _L1_HIT, self._l1_ns, 0.0
         l2set = self.l2[core][self.set2[line]]
         if line in l2set:
@@ -489,7 +497,9 @@ class ReferenceCoherence:
 
     def _touch_private(self, core: int, line: int, in_l1: bool) -> None:
         if in_l1:
-            self.l1[core][self.set1[line]].move_to_end(line)
+            l1set = self.l1[core][self.set1[line]]
+            l1set.remove(line)
+            l1set.append(line)
         else:
             self.l2[core][self.set2[line]].move_to_end(line)
             self._insert_l1(core, self.set1[line], line)
@@ -499,10 +509,8 @@ class ReferenceCoherence:
         self._insert_l1(core, self.set1[line], line)
 
     def _insert_l1(self, core: int, index: int, line: int) -> None:
-        cache_set = self.l1[core][index]
-        if len(cache_set) >= self.l1_geom[1]:
-            cache_set.popitem(last=False)  # an L1 victim stays in the L2
-        cache_set[line] = False
+        # A full set drops its LRU line (``maxlen``); an L1 victim stays in the L2.
+        self.l1[core][index].append(line)
 
     def _insert_l2(self, core: int, index: int, line: int) -> None:
         cache_set = self.l2[core][index]
@@ -526,7 +534,7 @@ class ReferenceCoherence:
 
     def _evicted_from_l2(self, core: int, line: int) -> None:
         """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
-        self.l1[core][self.set1[line]].pop(line, None)
+        _discard(self.l1[core][self.set1[line]], line)
         self.holders[line] &= ~(1 << core)
         dirty = False
         if self.owner[line] == core:
@@ -542,7 +550,7 @@ class ReferenceCoherence:
             self._insert_l3(domain, index, line, dirty)
 
     def _remove_private(self, core: int, line: int) -> None:
-        self.l1[core][self.set1[line]].pop(line, None)
+        _discard(self.l1[core][self.set1[line]], line)
         self.l2[core][self.set2[line]].pop(line, None)
 
     def _back_invalidate(self, domain: int, line: int) -> None:
@@ -561,18 +569,12 @@ class ReferenceCoherence:
     def canonical_state(self) -> dict[str, Any]:
         """The full state in an implementation-independent form (for equivalence tests)."""
 
-        def sets_of(caches: list[list[CacheSet]], with_dirty: bool) -> list[list[list[Any]]]:
-            result = []
-            for cache in caches:
-                rows: list[list[Any]] = []
-                for cache_set in cache:
-                    if with_dirty:
-                        rows.append([(max(k, JUNK), bool(v) if k >= 0 else False)
-                                     for k, v in cache_set.items()])
-                    else:
-                        rows.append([max(k, JUNK) for k in cache_set])
-                result.append(rows)
-            return result
+        def lines_of(caches: Sequence[Sequence[Iterable[int]]]) -> list[list[list[int]]]:
+            return [[[max(k, JUNK) for k in cache_set] for cache_set in cache] for cache in caches]
+
+        def lines_and_dirty_of(caches: list[list[CacheSet]]) -> list[list[list[Any]]]:
+            return [[[(max(k, JUNK), bool(v) if k >= 0 else False) for k, v in cache_set.items()]
+                     for cache_set in cache] for cache in caches]
 
         return {
             "owner": list(self.owner),
@@ -582,9 +584,9 @@ class ReferenceCoherence:
             "last_writer": list(self.last_writer),
             "dirty_mask": list(self.dirty_mask),
             "busy_until": list(self.busy_until),
-            "l1": sets_of(self.l1, False),
-            "l2": sets_of(self.l2, False),
-            "l3": sets_of(self.l3, True),
+            "l1": lines_of(self.l1),
+            "l2": lines_of(self.l2),
+            "l3": lines_and_dirty_of(self.l3),
             "line_ops": [list(r) for r in zip(*self.line_ops, strict=True)],
             "line_class": [list(r) for r in zip(*self.line_class, strict=True)],
             "line_invalidations": list(self.line_invalidations),
@@ -593,6 +595,12 @@ class ReferenceCoherence:
             "read_mask": list(self.read_mask),
             "write_mask": list(self.write_mask),
         }
+
+
+def _discard(cache_set: L1Set, line: int) -> None:
+    """Remove ``line`` from an L1 set if it is there."""
+    if line in cache_set:
+        cache_set.remove(line)
 
 
 def _as_int_list(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
