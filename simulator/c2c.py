@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -102,9 +103,10 @@ def _line_columns(lines: pd.DataFrame) -> pd.DataFrame:
             return pd.Series(0, index=lines.index, dtype="int64")
         return lines[column].fillna(0).astype("int64")
 
+    address = (pd.to_numeric(lines["address"], errors="coerce") if "address" in lines.columns
+               else pd.Series(float("nan"), index=lines.index))
     table = pd.DataFrame(index=lines.index)
-    table["cacheline"] = (lines["address"].map(_hex) if "address" in lines.columns
-                          else pd.Series("", index=lines.index))
+    table["cacheline"] = [f"{int(a):#x}" if pd.notna(a) else "" for a in address]
     table["label"] = lines["label"].fillna("").astype(str)
     table["rmt_hitm"] = count("remote_hitm")
     table["lcl_hitm"] = count("local_hitm")
@@ -114,16 +116,8 @@ def _line_columns(lines: pd.DataFrame) -> pd.DataFrame:
     for column in ("fields_read", "fields_written"):
         table[column] = (lines[column].fillna("").astype(str) if column in lines.columns
                          else pd.Series("", index=lines.index))
-    table["_address"] = (pd.to_numeric(lines["address"], errors="coerce")
-                         if "address" in lines.columns else 0)
+    table["_address"] = address
     return table
-
-
-def _hex(address: object) -> str:
-    try:
-        return f"{int(address):#x}"  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return ""
 
 
 def _point_groups(frame: pd.DataFrame, keys: list[str]) -> list[tuple[object, pd.DataFrame]]:
@@ -261,12 +255,12 @@ def _text_table(group: pd.DataFrame, headers: Mapping[str, str]) -> list[str]:
             for line in cells]
 
 
-def _cell(column: str, value: object) -> str:
+def _cell(column: str, value: Any) -> str:
     if column == "hitm_pct":
-        return f"{float(value):.2f}%"  # type: ignore[arg-type]
+        return f"{float(value):.2f}%"
     if column in _TEXT:
         return str(value) if str(value) else "-"
-    return str(int(value))  # type: ignore[call-overload]
+    return str(int(value))
 
 
 # --------------------------------------------------------------------------------------------
