@@ -291,6 +291,9 @@ def _register_simulator_commands() -> None:
                      ccbench.add_arguments, ccbench.main)
     register_command("bench", "measure the speed of the coherence kernel", bench.add_arguments,
                      bench.main)
+    from simulator import c2c
+    register_command("c2c", "per-line report of a run in perf c2c terms", c2c.add_arguments,
+                     c2c.main)
 
 
 _register_simulator_commands()
