@@ -7,6 +7,8 @@ module maps those bytes back to struct fields through the layout, so a per-line 
 
 from __future__ import annotations
 
+import pandas as pd
+
 from models.layout import Region
 from models.shmem import PgSharedMemory
 from simulator.machine import Machine
@@ -32,9 +34,14 @@ def fields_in_mask(region: Region, line: int, mask: int) -> list[str]:
     return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
 
 
-def describe_masks(shmem: PgSharedMemory, machine: Machine) -> tuple[list[str], list[str]]:
-    """Per tracked line, the comma-separated fields read and written so far."""
-    table = machine.line_table()
+def describe_masks(shmem: PgSharedMemory, machine: Machine,
+                   table: pd.DataFrame | None = None) -> tuple[list[str], list[str]]:
+    """Per tracked line, the comma-separated fields read and written so far.
+
+    ``table`` is the machine's :meth:`~simulator.machine.Machine.line_table` if already at hand.
+    """
+    if table is None:
+        table = machine.line_table()
     read: list[str] = []
     written: list[str] = []
     for address, read_mask, write_mask in zip(table["address"], table["bytes_read"],

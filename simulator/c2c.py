@@ -17,8 +17,8 @@ cores), ``fields_read`` and ``fields_written``.
 What it leaves out, compared with perf c2c: sampling (the simulator counts every access), the
 "Trace Event Information" and "Pareto" tables (offsets, code addresses, pids, cycles), the load
 and store hit-level breakdown columns, and perf's filter to lines with HITMs or stores (every
-tracked line is listed; zero lines sort last). The counts are totals over the whole simulated
-run, warm-up included.
+tracked line is listed; zero lines sort last). The counts are totals over the measured window
+of the simulated run (the warm-up is excluded).
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def format_report(table: pd.DataFrame, sort: str = "rmt",
     """
     out = ["=" * 60, "Shared Data Cache Line Table".center(60).rstrip(), "=" * 60,
            f"sorted by {_PCT_HEADERS[sort].removesuffix(' %')}; counts are totals over the "
-           "simulated run, warm-up included"]
+           "measured window"]
     keys = [k for k in POINT_KEYS if k in table.columns]
     headers = {**_HEADERS, "hitm_pct": _PCT_HEADERS[sort]}
     for _, group in _point_groups(table, keys):

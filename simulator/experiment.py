@@ -242,7 +242,8 @@ class Result:
         """The points that failed, with their error."""
         if "error" not in self.curve:
             return self.curve.iloc[0:0]
-        return self.curve[self.curve["error"].fillna("") != ""]
+        errors = self.curve["error"]
+        return self.curve[errors.notna() & (errors.astype(str) != "")]
 
     def plot(self, x: str | None = None, ax: Axes | None = None) -> Axes:
         """TPS against idle or active clients (log x), measurements overlaid if named."""

@@ -98,6 +98,10 @@ class _Engine(Protocol):
 
     def canonical_state(self) -> dict[str, Any]: ...
 
+    def line_counters(self) -> dict[str, Any]: ...
+
+    def reset_line_counters(self) -> None: ...
+
 
 class Machine:
     """A machine over a fixed set of tracked cache lines.
@@ -232,7 +236,7 @@ class Machine:
         ``invalidations``, ``wait_ns``, ``bytes_read`` and ``bytes_written`` (masks, bit i =
         byte i).
         """
-        state = self._engine.canonical_state()
+        state = self._engine.line_counters()
         ops = np.asarray(state["line_ops"], dtype=np.int64).reshape(self.n_lines, 3)
         classes = np.asarray(state["line_class"], dtype=np.int64).reshape(self.n_lines, N_CLASSES)
         frame = pd.DataFrame(
@@ -257,6 +261,10 @@ class Machine:
         frame["bytes_read"] = _as_uints(state["read_mask"])
         frame["bytes_written"] = _as_uints(state["write_mask"])
         return frame
+
+    def reset_line_counters(self) -> None:
+        """Start the per-line table afresh (e.g. at the end of a warm-up); states are kept."""
+        self._engine.reset_line_counters()
 
     def canonical_state(self) -> dict[str, object]:
         """Implementation-independent dump of the whole state (for tests and debugging)."""

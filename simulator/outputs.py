@@ -104,7 +104,7 @@ def ratio_pair(curve: pd.DataFrame) -> tuple[str, str] | None:
 
 def _successful(curve: pd.DataFrame) -> pd.DataFrame:
     if "error" in curve.columns:
-        curve = curve[curve["error"].fillna("") == ""]
+        curve = curve[~curve["error"].notna() | (curve["error"].astype(str) == "")]
     return curve[curve["tps"].notna()] if "tps" in curve.columns else curve.iloc[0:0]
 
 

@@ -215,7 +215,11 @@ def plot_transfers(curve: pd.DataFrame, ax: Axes | None = None, *,
         ax.plot(positions, curve["invalidations"].to_numpy(dtype=float), linestyle="none",
                 marker="x", color="black", label="invalidations")
     ax.set_ylabel("accesses per transaction")
-    ax.legend(fontsize="small", ncol=2)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small", ncol=2)
+    else:
+        ax.text(0.5, 0.5, "no transfers between caches", transform=ax.transAxes,
+                ha="center", va="center")
     return ax
 
 

@@ -329,11 +329,9 @@ def usl_beta_by_line(curve: pd.DataFrame, lines: pd.DataFrame, *,
     curve's fitted beta (NaN when the curve has no USL fit), so the lines' ``beta`` sum to the
     curve's.
 
-    Caveats: the per-line counts of a simulated point are totals over the whole run, warm-up
-    included, and include the accesses of mostly-idle clients, while ``transactions`` counts the
-    active clients' transactions completed in the measured window; so the transfers per
-    transaction overstate the window's by about (warm-up + duration) / duration. The shares are
-    unaffected when the curve's points share their warm-up and duration. The machine records
+    Caveats: the per-line counts of a simulated point cover the measured window (the warm-up
+    is excluded) and include the accesses of mostly-idle clients, while ``transactions`` counts
+    the active clients' transactions completed in that window. The machine records
     which fields a line's accesses touched but not counts per field, so ``fields_read`` and
     ``fields_written`` (the union over the curve's points) name the fields behind a line's share
     without splitting it further.

@@ -123,7 +123,7 @@ def test_check_config_bad_file_prints_one_line(
     [
         ("a: [1,\n", "malformed YAML at line"),
         ("- 1\n", "top level must be a mapping"),
-        ("clients: [1, 2]\n", "not a recognised configuration file"),
+        ("colour: blue\n", "not a recognised configuration file"),
         ("topology: {}\ntopology: {}\n", "topology: duplicate key (line 2)"),
     ],
 )

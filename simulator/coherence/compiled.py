@@ -229,9 +229,26 @@ class CompiledCoherence:
             "line_invalidations": self.view("line_invalidations").tolist(),
             "line_false_hitm": self.view("line_false_hitm").tolist(),
             "line_wait_ns": self.view("line_wait_ns").tolist(),
+            **self.line_counters(),
+        }
+
+    def line_counters(self) -> dict[str, Any]:
+        """The per-line counters of :meth:`canonical_state` alone (cheap: no cache contents)."""
+        return {
+            "line_ops": self.view("line_ops").tolist(),
+            "line_class": self.view("line_class").tolist(),
+            "line_invalidations": self.view("line_invalidations").tolist(),
+            "line_false_hitm": self.view("line_false_hitm").tolist(),
+            "line_wait_ns": self.view("line_wait_ns").tolist(),
             "read_mask": _unsigned(self.view("read_mask")),
             "write_mask": _unsigned(self.view("write_mask")),
         }
+
+    def reset_line_counters(self) -> None:
+        """Zero every per-line counter and byte mask (the coherence state is unchanged)."""
+        for name in ("line_ops", "line_class", "line_invalidations", "line_false_hitm",
+                     "line_wait_ns", "read_mask", "write_mask"):
+            self._flat(name)[:] = 0
 
 
 def _signed(mask: int) -> int:

@@ -587,6 +587,12 @@ class ReferenceCoherence:
             "l1": lines_of(self.l1),
             "l2": lines_of(self.l2),
             "l3": lines_and_dirty_of(self.l3),
+            **self.line_counters(),
+        }
+
+    def line_counters(self) -> dict[str, Any]:
+        """The per-line counters of :meth:`canonical_state` alone."""
+        return {
             "line_ops": [list(r) for r in zip(*self.line_ops, strict=True)],
             "line_class": [list(r) for r in zip(*self.line_class, strict=True)],
             "line_invalidations": list(self.line_invalidations),
@@ -595,6 +601,18 @@ class ReferenceCoherence:
             "read_mask": list(self.read_mask),
             "write_mask": list(self.write_mask),
         }
+
+    def reset_line_counters(self) -> None:
+        """Zero every per-line counter and byte mask (the coherence state is unchanged)."""
+        n_lines = len(self.owner)
+        for rows in (self.line_ops, self.line_class):
+            for row in rows:
+                row[:] = [0] * n_lines
+        self.line_invalidations[:] = [0] * n_lines
+        self.line_false_hitm[:] = [0] * n_lines
+        self.line_wait_ns[:] = [0.0] * n_lines
+        self.read_mask[:] = [0] * n_lines
+        self.write_mask[:] = [0] * n_lines
 
 
 def _discard(cache_set: L1Set, line: int) -> None:
