@@ -27,7 +27,7 @@ from typing import Any
 import simpy
 
 from models.backend import Backend, Category
-from models.tracked import Access
+from models.tracked import Access, Ops
 from simulator.coherence.codes import Op
 from simulator.engine import ProcessGenerator
 
@@ -52,7 +52,7 @@ class LWLock:
         protocol: ``"atomic"`` (9.5+) or ``"spinlock"`` (9.1).
     """
 
-    def __init__(self, name: str, word: list[Access], protocol: str) -> None:
+    def __init__(self, name: str, word: Ops, protocol: str) -> None:
         if protocol not in ("atomic", "spinlock"):
             raise ValueError(f"unknown LWLock protocol {protocol!r}")
         self.name = name
@@ -65,16 +65,18 @@ class LWLock:
         read = Access(line, Op.LOAD, mask, word[0].field)
         rmw = Access(line, Op.RMW, mask, word[0].field)
         if protocol == "atomic":
-            self._attempt = [read, rmw]
-            self._release = [rmw]
-            self._queue = [rmw, rmw]
+            self._attempt = Ops([read, rmw])
+            self._release = Ops([rmw])
+            self._queue = Ops([rmw, rmw])
         else:
             count = word[1] if len(word) > 1 else word[0]
             store_count = Access(count.line, Op.STORE, count.mask, count.field)
             store_mutex = Access(line, Op.STORE, mask, word[0].field)
-            self._attempt = [rmw, store_count, store_mutex]
-            self._release = [rmw, store_count, store_mutex]
-            self._queue = [rmw, store_mutex]
+            self._attempt = Ops([rmw, store_count, store_mutex])
+            self._release = Ops([rmw, store_count, store_mutex])
+            self._queue = Ops([rmw, store_mutex])
+
+        self._release_queue_lock = self._queue[:1]
 
     @property
     def held(self) -> bool:
@@ -117,6 +119,7 @@ class LWLock:
 
     def release(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
         """Release and hand the lock to the waiters that can now have it."""
+        yield from backend.sync()  # the lock is free from this instant (and sleepers wake)
         if mode is LockMode.SHARED:
             if self.shared_holders <= 0:
                 raise RuntimeError(f"{self.name}: shared release without a holder")
@@ -128,7 +131,7 @@ class LWLock:
         woken = self._hand_off()
         yield from backend.ops(self._release, category, lock_line=True)
         if woken:
-            yield from backend.ops(self._queue[:1], Category.LOCK_WAIT, lock_line=True)
+            yield from backend.ops(self._release_queue_lock, Category.LOCK_WAIT, lock_line=True)
             yield from backend.compute(WAKE_CYCLES * woken, category)
 
     def _hand_off(self) -> int:

@@ -10,6 +10,9 @@ Keys (all optional):
 * ``think_time``: client think time / network round trip between transactions (default ``0 us``).
 * ``entries_per_chunk``: procArray entries per scan chunk, the granularity at which other
   backends' writes interleave with a scan (default 256; a simulation parameter, not PostgreSQL's).
+* ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
+  (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
+  simulation, see :mod:`models.backend`).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
@@ -27,10 +30,11 @@ from simulator.config_values import check_keys, describe_kind, expect_int, join_
 from simulator.errors import ConfigError
 from simulator.units import parse_time_ns
 
-OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk")
+OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "run_ahead")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
 DEFAULT_ENTRIES_PER_CHUNK = 256
+DEFAULT_RUN_AHEAD = "0 us"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,7 @@ class PgOptions:
     batch: int
     think_time_ns: float
     entries_per_chunk: int
+    run_ahead_ns: float
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -56,12 +61,15 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if batch < 1:
         raise ConfigError("options.batch", f"must be at least 1, got {batch}", source)
     think_time = options.get("think_time", DEFAULT_THINK_TIME)
-    _think_time_ns(think_time, source)
+    _time_ns("options.think_time", think_time, source)
+    run_ahead = options.get("run_ahead", DEFAULT_RUN_AHEAD)
+    _time_ns("options.run_ahead", run_ahead, source)
     chunk = expect_int("options.entries_per_chunk",
                        options.get("entries_per_chunk", DEFAULT_ENTRIES_PER_CHUNK))
     if chunk < 1:
         raise ConfigError("options.entries_per_chunk", f"must be at least 1, got {chunk}", source)
-    return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk}
+    return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
+            "run_ahead": run_ahead}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -71,8 +79,9 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
     assert isinstance(batch, int)
     assert isinstance(chunk, int)
     return PgOptions(costs=costs_from_dict(full["costs"]), batch=batch,
-                     think_time_ns=_think_time_ns(full["think_time"], None),
-                     entries_per_chunk=chunk)
+                     think_time_ns=_time_ns("options.think_time", full["think_time"], None),
+                     entries_per_chunk=chunk,
+                     run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None))
 
 
 def _resolve_costs(value: object, source: str | None) -> dict[str, object]:
@@ -113,11 +122,11 @@ def _merge(base: dict[str, object], overrides: Mapping[str, object], path: str,
             base[key] = copy.deepcopy(value)
 
 
-def _think_time_ns(value: object, source: str | None) -> float:
+def _time_ns(key: str, value: object, source: str | None) -> float:
     try:
-        think = parse_time_ns(value)
+        ns = parse_time_ns(value)
     except ValueError as exc:
-        raise ConfigError("options.think_time", str(exc), source) from None
-    if think < 0:
-        raise ConfigError("options.think_time", f"must not be negative, got {value!r}", source)
-    return think
+        raise ConfigError(key, str(exc), source) from None
+    if ns < 0:
+        raise ConfigError(key, f"must not be negative, got {value!r}", source)
+    return ns

@@ -31,7 +31,7 @@ class PostgresModel:
             clients=spec.clients, idle_clients=spec.idle_clients, idle_kind=spec.idle_kind,
             duration_ns=spec.duration_ns, warmup_ns=spec.warmup_ns, seed=spec.seed,
             batch=options.batch, think_time_ns=options.think_time_ns,
-            entries_per_chunk=options.entries_per_chunk,
+            entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
             costs=options.costs.scaled(spec.work_scale)))
         return PointOutput(row=result.row, lines=result.lines)
 

@@ -19,13 +19,13 @@ counts the accesses of the same window (of every client, mostly-idle ones includ
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import simpy
 
-from models.backend import CATEGORIES, Backend, Category, TxnRecord
+from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category, TxnRecord
 from models.costs import PgCosts, load_costs
 from models.fields import describe_masks
 from models.procarray import ProcArray
@@ -60,6 +60,7 @@ class PointConfig:
     batch: int = 1
     think_time_ns: float = 0.0
     entries_per_chunk: int = 256
+    run_ahead_ns: float = DEFAULT_RUN_AHEAD_NS
     costs: PgCosts = field(default_factory=load_costs)
     backend: MachineBackend = "compiled"
 
@@ -80,6 +81,8 @@ class PointConfig:
             raise ValueError("duration must be positive; warm-up and think time not negative")
         if self.entries_per_chunk < 1:
             raise ValueError("entries_per_chunk must be at least 1")
+        if not self.run_ahead_ns >= 0:
+            raise ValueError(f"run_ahead_ns must not be negative, got {self.run_ahead_ns}")
 
 
 @dataclass(slots=True)
@@ -114,7 +117,8 @@ class _Simulation:
             active = k >= config.idle_clients
             task = (self.scheduler.new_task(f"backend{k}") if active or runs_idle else None)
             self.backends.append(Backend(self.env, None, machine_config.clock_ghz, k,
-                                         self.shmem.pgprocno_for_connection(k), task))
+                                         self.shmem.pgprocno_for_connection(k), task,
+                                         run_ahead_ns=config.run_ahead_ns))
         procs = self.shmem.procs
         launchers = [procs.autovacuum_launcher_pgprocno]
         if procs.logical_launcher_pgprocno is not None:
@@ -133,6 +137,8 @@ class _Simulation:
                                config.costs.footprint_l3_bytes)
         self.workload: Workload = workload(config.workload, config.batch)
         self.clients: list[_Client] = []
+        self.inboxes: dict[int, simpy.Event] = {}
+        """Per running backend, the event its server loop sleeps on (a message sets it)."""
 
     # ------------------------------------------------------------------ processes
 
@@ -140,6 +146,8 @@ class _Simulation:
         config = self.config
         rng = self.env.rng
         for backend in self.running:
+            self.inboxes[backend.connection] = self.env.event()
+            self.env.process(self._serve(backend))
             active = backend.connection >= config.idle_clients
             client = _Client(mostly_idle=not active)
             self.clients.append(client)
@@ -164,37 +172,35 @@ class _Simulation:
         for statements in work.round_trips:
             if client_task is not None:
                 yield from client_task.run(costs.client_cycles / backend.clock_ghz)
-                request = env.event()
-                response = env.event()
-                env.process(self._serve(backend, statements, request, response))
-                request.succeed()
+            response = env.event()
+            # The message wakes the backend up (its server loop renews the inbox on waking,
+            # before it answers, so the next round trip finds a fresh one).
+            self.inboxes[backend.connection].succeed((statements, response))
+            if client_task is not None:
                 yield from client_task.block_until(response)
             else:
-                request = env.event()
-                response = env.event()
-                env.process(self._serve(backend, statements, request, response))
-                request.succeed()
                 yield response
         record = backend.end_transaction()
         for _ in range(work.transactions_per_pass):
             client.records.append((start_ns, env.now, record))
 
-    def _serve(self, backend: Backend, statements: Sequence[object], request: object,
-               response: object) -> ProcessGenerator:
-        import simpy
-
-        assert isinstance(request, simpy.Event)
-        assert isinstance(response, simpy.Event)
+    def _serve(self, backend: Backend) -> ProcessGenerator:
+        """The backend's server loop: sleep until a message, run its statements, answer."""
         task = backend.task
         assert task is not None
-        start, before = self.env.now, _sched(task)
-        yield from task.block_until(request)  # the message wakes the backend up
-        backend.record.times_ns[Category.SCHEDULING] += _sched(task) - before
-        del start
-        for statement in statements:
-            yield from statement(self.context, backend)  # type: ignore[operator]
-        response.succeed()
-        task.release()
+        env = self.env
+        connection = backend.connection
+        while True:
+            before = _sched(task)
+            message = yield from task.block_until(self.inboxes[connection])
+            self.inboxes[connection] = env.event()
+            statements, response = message
+            backend.record.times_ns[Category.SCHEDULING] += _sched(task) - before
+            for statement in statements:
+                yield from statement(self.context, backend)
+            yield from backend.flush()  # the answer leaves at the backend's logical time
+            response.succeed()
+            task.release()
 
     def _active_client(self, thread: Task, backend: Backend, client: _Client,
                        phase_ns: float) -> ProcessGenerator:

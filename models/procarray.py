@@ -18,7 +18,7 @@ from typing import ClassVar
 from models.backend import Backend, Category
 from models.lwlock import LockMode, LWLock
 from models.shmem import PgSharedMemory, PinnedPage
-from models.tracked import Access, TrackedMemory
+from models.tracked import Ops, TrackedMemory
 from simulator.coherence.codes import Op
 from simulator.engine import ProcessGenerator
 
@@ -37,11 +37,7 @@ class ProcArray:
 
     def __init__(self, shmem: PgSharedMemory, backends: Sequence[Backend],
                  extra_pgprocnos: Sequence[int]) -> None:
-        entries: list[int] = []
-        for backend in backends:
-            shmem.procarray_add(entries, backend.pgprocno)
-        for pgprocno in extra_pgprocnos:
-            shmem.procarray_add(entries, pgprocno)
+        entries = shmem.procarray_build([*(b.pgprocno for b in backends), *extra_pgprocnos])
         self.entries = entries
         position = {pgprocno: index for index, pgprocno in enumerate(entries)}
         for backend in backends:
@@ -88,20 +84,21 @@ class SnapshotAlgorithm(ABC):
         self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
         self.pages = [_PageAccesses(tracked, page, self.lock_protocol)
                       for page in (shmem.btree_root, shmem.btree_inner)]
-        self._own: dict[int, dict[str, list[Access]]] = {}
+        self._own: dict[int, dict[str, Ops]] = {}
 
     # ------------------------------------------------------------------ setup
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the lines of every backend that runs (and the scans); called once."""
         for backend in backends:
-            self._own[backend.connection] = self.own_accesses(backend)
+            with self.tracked.registering_for(backend.connection):
+                self._own[backend.connection] = self.own_accesses(backend)
 
     @abstractmethod
-    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+    def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """The backend's own stores by name (``xmin``, ``lxid``, ``end``, ...)."""
 
-    def own(self, backend: Backend, name: str) -> list[Access]:
+    def own(self, backend: Backend, name: str) -> Ops:
         """Precomputed accesses ``name`` of a backend."""
         return self._own[backend.connection][name]
 
@@ -114,7 +111,7 @@ class SnapshotAlgorithm(ABC):
             word += self.tracked.access(region_view, 0, "shared", Op.STORE)
         return LWLock(name, word, self.lock_protocol)
 
-    def _vc(self, field: str, op: Op) -> list[Access]:
+    def _vc(self, field: str, op: Op) -> Ops:
         return self.tracked.access(self.shmem.variable_cache, 0, field, op)
 
     # ------------------------------------------------------------------ the interface
@@ -141,6 +138,7 @@ class SnapshotAlgorithm(ABC):
         """``GetNewTransactionId``: XidGenLock exclusive, advance nextXid, publish the xid."""
         yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
         yield from backend.ops(self.own(backend, "assign_xid"), Category.OTHER)
+        yield from backend.sync()
         backend.xid = self.procarray.next_xid
         self.procarray.next_xid += 1
         self.procarray.xid_holders[backend.index] = backend
@@ -150,6 +148,7 @@ class SnapshotAlgorithm(ABC):
         """Commit of a transaction with an xid: ProcArrayLock exclusive, clear, counters."""
         yield from self.proc_array_lock.acquire(backend, LockMode.EXCLUSIVE, Category.COMMIT)
         yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+        yield from backend.sync()
         self._completed(backend)
         yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
 
@@ -177,14 +176,14 @@ class _PageAccesses:
     """
 
     def __init__(self, tracked: TrackedMemory, page: PinnedPage, protocol: str) -> None:
-        def rmw(region: object, field: str) -> list[Access]:
+        def rmw(region: object, field: str) -> Ops:
             from models.layout import Region
 
             assert isinstance(region, Region)
             return tracked.access(region, 0, field, Op.RMW)
 
-        def load(region: object, field: str) -> list[Access]:
-            return [Access(a.line, Op.LOAD, a.mask, a.field) for a in rmw(region, field)]
+        def load(region: object, field: str) -> Ops:
+            return rmw(region, field).with_op(Op.LOAD)
 
         mapping = rmw(page.mapping_lock, page.mapping_lock_field)
         header = rmw(page.descriptor, page.header_field)

@@ -9,6 +9,7 @@ client freelist. Sources as in :mod:`models.shmem` ("ref §n" = sections of
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -233,6 +234,18 @@ class PgSharedMemory:
     def free_list(self) -> ProcFreeList:
         """A fresh client freelist, for connect/disconnect churn."""
         return ProcFreeList(self.procs.max_connections)
+
+    def procarray_build(self, pgprocnos: Sequence[int]) -> list[int]:
+        """The procArray after ``ProcArrayAdd`` of each pgprocno in turn (no removals).
+
+        The same list as repeated :meth:`procarray_add`, in O(N log N): sorted versions end up
+        sorted whatever the order of the adds, 9.1 in the order of the adds.
+        """
+        if len(set(pgprocnos)) != len(pgprocnos):
+            raise ValueError("a pgprocno is added twice to the procArray")
+        if len(pgprocnos) > self.procs.procarray_max_procs:
+            raise IndexError("procArray is full")
+        return sorted(pgprocnos) if self.procarray_sorted else list(pgprocnos)
 
     def procarray_add(self, entries: list[int], pgprocno: int) -> int:
         """ProcArrayAdd on a list of pgprocnos; returns the index written.

@@ -28,7 +28,7 @@ import simpy
 from models.backend import Backend, Category
 from models.lwlock import WAKE_CYCLES, LockMode
 from models.procarray import SnapshotAlgorithm
-from models.tracked import Access, ScanPlan
+from models.tracked import NO_OPS, Access, Ops, ScanPlan
 from simulator.coherence.codes import Op
 from simulator.engine import ProcessGenerator
 
@@ -56,16 +56,16 @@ class Pre14(SnapshotAlgorithm):
                                                            Op.RMW))
         super().prepare(backends)
 
-    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+    def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGXACT fields (shared line) and own PGPROC fields (private line)."""
         t, pgxact, pgproc, me = self.tracked, self.shmem.pgxact, self.shmem.pgproc, backend.pgprocno
         assert pgxact is not None
 
-        def store(region: object, *fields: str) -> list[Access]:
+        def store(region: object, *fields: str) -> Ops:
             from models.layout import Region
 
             assert isinstance(region, Region)
-            return [a for f in fields for a in t.access(region, me, f, Op.STORE)]
+            return Ops(a for f in fields for a in t.access(region, me, f, Op.STORE))
 
         return {
             "xmin": store(pgxact, "xmin"),
@@ -97,6 +97,7 @@ class Pre14(SnapshotAlgorithm):
             backend, LockMode.EXCLUSIVE, Category.COMMIT)
         if taken:
             yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+            yield from backend.sync()
             self._completed(backend)
             yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
         else:
@@ -119,6 +120,7 @@ class PgxactSplit(SnapshotAlgorithm):
         self.after_scan = self.tracked.access(shm.procarray, 0, "replication_slot_xmin", Op.LOAD)
         self.vc_read = (self._vc("latestCompletedXid", Op.LOAD) + self._vc("oldestXid", Op.LOAD)
                         + self._vc("xactCompletionCount", Op.LOAD))
+        self.reuse_check = self.vc_read[-1:]
         self.xid_extras = {i: self.tracked.access(shm.status_flags, i, None, Op.LOAD)  # type: ignore[arg-type]
                            + self.tracked.access(shm.subxid_states, i, None, Op.LOAD)  # type: ignore[arg-type]
                            for i in range(n)}
@@ -126,13 +128,13 @@ class PgxactSplit(SnapshotAlgorithm):
                                                            Op.RMW))
         super().prepare(backends)
 
-    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+    def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (private) and the entry's slot in the dense arrays."""
         t, shm, me = self.tracked, self.shmem, backend.pgprocno
         assert shm.xids is not None
 
-        def pgproc(op: Op, *fields: str) -> list[Access]:
-            return [a for f in fields for a in t.access(shm.pgproc, me, f, op)]
+        def pgproc(op: Op, *fields: str) -> Ops:
+            return Ops(a for f in fields for a in t.access(shm.pgproc, me, f, op))
 
         xid_slot_store = t.access(shm.xids, backend.index, None, Op.STORE)
         return {
@@ -174,7 +176,7 @@ class PgxactSplit(SnapshotAlgorithm):
                     seen.add(access.line)
                     extras.append(access)
         tail = self.after_scan if backend.xmin_set else self.after_scan + self.own(backend, "xmin")
-        yield from backend.ops(extras + tail, GET)
+        yield from backend.ops(Ops(extras) + tail if extras else tail, GET)
         backend.xmin_set = True
         backend.snapshot_completion_count = self.procarray.completion_count
 
@@ -184,6 +186,7 @@ class PgxactSplit(SnapshotAlgorithm):
             backend, LockMode.EXCLUSIVE, Category.COMMIT)
         if taken:
             yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
+            yield from backend.sync()
             self._completed(backend)
             yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
         else:
@@ -201,9 +204,9 @@ class Post14(PgxactSplit):
         cached = backend.snapshot_completion_count
         if cached:
             reuse = cached == self.procarray.completion_count
-            check = self.vc_read[-1:]  # R xactCompletionCount (the VariableCache line)
+            check = self.reuse_check  # R xactCompletionCount (the VariableCache line)
             if reuse:
-                store = [] if backend.xmin_set else self.own(backend, "xmin")
+                store = NO_OPS if backend.xmin_set else self.own(backend, "xmin")
                 yield from backend.ops(check + store, GET)
                 backend.xmin_set = True
                 backend.record.reused_snapshots += 1
@@ -235,12 +238,12 @@ class Pg91(SnapshotAlgorithm):
                             + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
         super().prepare(backends)
 
-    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+    def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """All of a 9.1 backend's published fields are on its H line(s) of PGPROC."""
         t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
 
-        def store(*fields: str) -> list[Access]:
-            return [a for f in fields for a in t.access(pgproc, me, f, Op.STORE)]
+        def store(*fields: str) -> Ops:
+            return Ops(a for f in fields for a in t.access(pgproc, me, f, Op.STORE))
 
         return {
             "xmin": store("xmin"),
@@ -281,19 +284,19 @@ class Csn(SnapshotAlgorithm):
         self.oldest_active = self._vc("oldestActiveXid", Op.LOAD)
         self.counter = self._vc("nextCommitSeqNo", Op.LOAD)
         self.latest = self._vc("latestCompletedXid", Op.LOAD)
-        self.commit_counter = (self._vc("latestCompletedXid", Op.RMW)
-                               + self._vc("nextCommitSeqNo", Op.RMW))
+        self.commit_cas = self._vc("latestCompletedXid", Op.RMW)
+        self.commit_fetch_add = self._vc("nextCommitSeqNo", Op.RMW)
         log = shm.csn_log
         self.log_stores = [self.tracked.access(log, slot, None, Op.STORE)
                            for slot in range(log.count)]
         super().prepare(backends)
 
-    def own_accesses(self, backend: Backend) -> dict[str, list[Access]]:
+    def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (14 layout plus ``snapshotcsn``)."""
         t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
 
-        def store(*fields: str) -> list[Access]:
-            return [a for f in fields for a in t.access(pgproc, me, f, Op.STORE)]
+        def store(*fields: str) -> Ops:
+            return Ops(a for f in fields for a in t.access(pgproc, me, f, Op.STORE))
 
         return {
             "xmin": store("xmin"),
@@ -307,13 +310,13 @@ class Csn(SnapshotAlgorithm):
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """R oldestActiveXid (W xmin, R again), R nextCommitSeqNo (W own csn), R xmax."""
         backend.record.full_snapshots += 1
-        steps = list(self.oldest_active)
+        steps = self.oldest_active
         if not backend.xmin_set:
-            steps += self.own(backend, "xmin") + self.oldest_active
-        steps += self.counter
+            steps = steps + self.own(backend, "xmin") + self.oldest_active
+        steps = steps + self.counter
         if not backend.xmin_set:
-            steps += self.own(backend, "snapshotcsn")
-        steps += self.latest
+            steps = steps + self.own(backend, "snapshotcsn")
+        steps = steps + self.latest
         yield from backend.ops(steps, GET)
         backend.xmin_set = True
 
@@ -338,7 +341,7 @@ class Csn(SnapshotAlgorithm):
         log_store = self.log_stores[self.shmem.csn_log_slot(backend.xid)]
         category = Category.COMMIT
         yield from self.commit_seq_no_lock.acquire(backend, LockMode.SHARED, category)
-        for step in (self.commit_counter[:1], log_store, self.commit_counter[1:], log_store):
+        for step in (self.commit_cas, log_store, self.commit_fetch_add, log_store):
             if step is log_store:
                 yield from self.csn_log_lock.acquire(backend, LockMode.SHARED, category)
                 yield from backend.ops(step, category)
@@ -346,6 +349,7 @@ class Csn(SnapshotAlgorithm):
             else:
                 yield from backend.ops(step, category, lock_line=True)
         yield from self.commit_seq_no_lock.release(backend, LockMode.SHARED, category)
+        yield from backend.sync()
         self._completed(backend)
         yield from self.end_transaction(backend)
 
@@ -359,17 +363,18 @@ class _GroupClear:
     releases and wakes the members, which sleep on their semaphores meanwhile.
     """
 
-    def __init__(self, algorithm: Pre14 | PgxactSplit, head: list[Access]) -> None:
+    def __init__(self, algorithm: Pre14 | PgxactSplit, head: Ops) -> None:
         self.algorithm = algorithm
         self.head = head
+        self.read_head = head.with_op(Op.LOAD)
         self.members: list[Backend] = []
         self.done: dict[int, simpy.Event] = {}
 
     def join(self, backend: Backend) -> ProcessGenerator:
         algorithm = self.algorithm
-        push = (algorithm.own(backend, "group_member")
-                + [Access(a.line, Op.LOAD, a.mask, a.field) for a in self.head] + self.head)
+        push = algorithm.own(backend, "group_member") + self.read_head + self.head
         yield from backend.ops(push, Category.COMMIT, lock_line=True)
+        yield from backend.sync()
         leader = not self.members
         self.members.append(backend)
         if not leader:
@@ -383,9 +388,12 @@ class _GroupClear:
         group, self.members = self.members, []
         for member in group:
             yield from backend.ops(algorithm.own(member, "end_xid"), Category.COMMIT)
+            yield from backend.sync()
             algorithm._completed(member)
         yield from lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
         followers = [m for m in group if m is not backend]
+        if followers:
+            yield from backend.flush()  # the followers wake at the leader's logical time
         for member in followers:
             yield from backend.ops(algorithm.own(member, "group_member"), Category.COMMIT)
             self.done.pop(member.connection).succeed()

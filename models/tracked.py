@@ -7,12 +7,19 @@ perform while they are being set up (:meth:`TrackedMemory.access`, :meth:`Tracke
 each registration returns a precomputed handle of machine line indices and byte masks. Once every
 model is set up, :meth:`TrackedMemory.build_machine` creates the :class:`~simulator.machine.Machine`
 over exactly the registered lines, labelled in perf c2c style from the layout.
+
+A line is *private* when it was only registered for one backend's own accesses (inside
+:meth:`TrackedMemory.registering_for`): no other backend ever touches it while its owner runs, so
+the order of its accesses relative to other processes' does not matter
+(:attr:`Ops.private`, used by ``models.backend`` to skip a synchronisation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +42,88 @@ class Access:
     mask: int
     field: str
     """``region.field`` touched, for reports."""
+
+
+class Ops(Sequence[Access]):
+    """An immutable sequence of accesses, with the arrays the machine takes built once.
+
+    ``lines``, ``ops`` and ``masks`` (signed int64 byte masks) feed
+    :meth:`~simulator.machine.Machine.sequence` directly. Concatenating two ``Ops`` gives a new
+    one, remembered by the left operand: the hot paths concatenate the same long-lived pieces
+    again and again (a lock word, then an own store) and get the same object back.
+    """
+
+    __slots__ = ("_accesses", "_memory", "_private", "_sums", "lines", "masks", "ops")
+
+    def __init__(self, accesses: Iterable[Access] = (),
+                 memory: TrackedMemory | None = None) -> None:
+        self._accesses = tuple(accesses)
+        self._memory = memory
+        self._private: bool | None = None
+        self.lines = np.fromiter((a.line for a in self._accesses), dtype=np.int64,
+                                 count=len(self._accesses))
+        self.ops = np.fromiter((int(a.op) for a in self._accesses), dtype=np.int64,
+                               count=len(self._accesses))
+        self.masks = np.fromiter((_signed(a.mask) for a in self._accesses), dtype=np.int64,
+                                 count=len(self._accesses))
+        self._sums: dict[int, tuple[Ops, Ops]] = {}
+
+    def __len__(self) -> int:
+        return len(self._accesses)
+
+    def __iter__(self) -> Iterator[Access]:
+        return iter(self._accesses)
+
+    @overload
+    def __getitem__(self, index: int) -> Access: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Ops: ...
+
+    def __getitem__(self, index: int | slice) -> Access | Ops:
+        if isinstance(index, slice):
+            return Ops(self._accesses[index], self._memory)
+        return self._accesses[index]
+
+    @property
+    def private(self) -> bool:
+        """Whether every line is private to one backend (known once the machine is built)."""
+        if self._private is None:
+            memory = self._memory
+            if memory is None or memory.private_lines is None:
+                return False
+            self._private = bool(memory.private_lines[self.lines].all())
+        return self._private
+
+    def __add__(self, other: Sequence[Access]) -> Ops:
+        memory = self._memory if self._memory is not None else getattr(other, "_memory", None)
+        if not isinstance(other, Ops):
+            return Ops((*self._accesses, *other), memory)
+        known = self._sums.get(id(other))
+        if known is not None and known[0] is other:
+            return known[1]
+        result = Ops((*self._accesses, *other._accesses), memory)
+        self._sums[id(other)] = (other, result)
+        return result
+
+    def __repr__(self) -> str:
+        return f"Ops({list(self._accesses)!r})"
+
+    def with_op(self, op: Op) -> Ops:
+        """The same lines and bytes with another operation (e.g. the load before a CAS)."""
+        return Ops((Access(a.line, op, a.mask, a.field) for a in self._accesses), self._memory)
+
+
+_SHARED = -1
+"""User of a line registered outside any backend's own accesses, or for several backends."""
+
+NO_OPS = Ops()
+"""The empty sequence."""
+
+
+def _signed(mask: int) -> int:
+    mask &= (1 << 64) - 1
+    return mask - (1 << 64) if mask >= 1 << 63 else mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,29 +160,47 @@ class TrackedMemory:
         self.shmem = shmem
         self._index: dict[int, int] = {}
         self._numbers: list[int] = []
+        self._users: list[int] = []
+        """Per line: the backend it was registered for, or :data:`_SHARED`."""
+        self._current_user: int | None = None
         self.machine: Machine | None = None
+        self.private_lines: npt.NDArray[np.bool_] | None = None
+        """Per line, whether it is private to one backend (set by :meth:`build_machine`)."""
 
     @property
     def n_lines(self) -> int:
         """Lines registered so far."""
         return len(self._numbers)
 
+    @contextlib.contextmanager
+    def registering_for(self, user: int) -> Iterator[None]:
+        """Register the accesses of the block as the own accesses of backend ``user``."""
+        self._current_user = user
+        try:
+            yield
+        finally:
+            self._current_user = None
+
     def line_index(self, line_number: int) -> int:
         """Machine index of a line (registering it if new)."""
         index = self._index.get(line_number)
+        user = _SHARED if self._current_user is None else self._current_user
         if index is None:
             if self.machine is not None:
                 raise RuntimeError("the machine is built: no new lines can be tracked")
             index = len(self._numbers)
             self._index[line_number] = index
             self._numbers.append(line_number)
+            self._users.append(user)
+        elif self._users[index] != user:
+            self._users[index] = _SHARED
         return index
 
-    def access(self, region: Region, index: int, field: str | None, op: Op) -> list[Access]:
+    def access(self, region: Region, index: int, field: str | None, op: Op) -> Ops:
         """The accesses of one field of one element (two if it straddles lines)."""
         label = f"{region.name}.{field}" if field else region.name
-        return [Access(self.line_index(line), op, mask, label)
-                for line, mask in region.field_span(index, field)]
+        return Ops((Access(self.line_index(line), op, mask, label)
+                    for line, mask in region.field_span(index, field)), self)
 
     def scan(self, parts: Iterable[tuple[Region, Iterable[int], Iterable[str] | None]],
              entries: int, entries_per_chunk: int, pattern: str) -> ScanPlan:
@@ -128,7 +235,7 @@ class TrackedMemory:
                     else:
                         masks[slot] |= mask
         lines = np.fromiter(order.keys(), dtype=np.int64, count=len(order))
-        signed = [m - (1 << 64) if m >= 1 << 63 else m for m in masks]
+        signed = [_signed(m) for m in masks]
         return ScanPlan(lines, np.asarray(signed, dtype=np.int64), tuple(chunk_starts),
                         entries_per_chunk, entries, pattern)
 
@@ -139,4 +246,5 @@ class TrackedMemory:
         addresses = [n * LINE_BYTES for n in self._numbers]
         labels = [self.shmem.label_for_line(n) for n in self._numbers]
         self.machine = Machine(config, addresses, labels=labels, backend=backend)
+        self.private_lines = np.array([user != _SHARED for user in self._users], dtype=np.bool_)
         return self.machine

@@ -94,6 +94,10 @@ class _Engine(Protocol):
         out: Any,
     ) -> float: ...
 
+    def sequence(
+        self, thread: int, lines: IntArray, ops: IntArray, masks: IntArray, now: float, out: Any
+    ) -> tuple[float, float]: ...
+
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None: ...
 
     def canonical_state(self) -> dict[str, Any]: ...
@@ -178,6 +182,37 @@ class Machine:
         klass, latency, wait = self._engine.access(thread, line, int(op), mask, now, target)
         return AccessResult(AccessClass(klass), latency, wait)
 
+    def sequence(
+        self,
+        thread: int,
+        lines: IntArray,
+        ops: IntArray,
+        masks: IntArray,
+        now: float = 0.0,
+        out: FloatArray | None = None,
+        *,
+        check: bool = True,
+    ) -> tuple[float, float]:
+        """Dependent operations issued back to back by one thread, in one call.
+
+        Operation ``k`` starts at ``now`` plus the costs of operations ``0..k-1`` (latency and
+        queueing), exactly as successive :meth:`access` calls would; returns the total cost and
+        the part of it spent queueing (ns). ``lines``, ``ops`` (:class:`Op` values) and
+        ``masks`` are int64 arrays of equal length; masks use the kernel's signed form (see
+        the kernel's signed int64 form). Checked unless ``check=False`` (for arrays validated
+        once by the caller): the thread; lines and ops in range; equal lengths.
+        """
+        if check:
+            self._check_thread(thread)
+            if not len(lines) == len(ops) == len(masks):
+                raise ValueError("lines, ops and masks must have the same length")
+            if len(lines) and (int(lines.min()) < 0 or int(lines.max()) >= self.n_lines):
+                raise IndexError(f"sequence touches a line outside 0..{self.n_lines - 1}")
+            if len(ops) and (int(ops.min()) < 0 or int(ops.max()) > int(Op.RMW)):
+                raise ValueError("ops must be Op values")
+        target = self.totals if out is None else out
+        return self._engine.sequence(thread, lines, ops, masks, now, target)
+
     def scan(
         self,
         thread: int,
@@ -188,13 +223,17 @@ class Machine:
         pattern: Literal["stream", "indirect"] = "stream",
         now: float = 0.0,
         out: FloatArray | None = None,
+        check: bool = True,
     ) -> float:
         """Independent accesses to ``lines`` in order; returns the stall in ns.
 
         Each access beyond an L1 hit costs ``latency / mlp`` where ``mlp`` is the machine's
         overlap for the ``pattern``; waits behind busy lines add in full. Counters go to ``out``
-        or :attr:`totals`, as for :meth:`access`.
+        or :attr:`totals`, as for :meth:`access`. ``check=False`` skips the argument checks for
+        contiguous int64 arrays validated once by the caller.
         """
+        if not check and masks is not None and out is not None:
+            return self._engine.scan(thread, lines, masks, int(op), self._mlp[pattern], now, out)
         self._check_thread(thread)
         lines = np.ascontiguousarray(lines, dtype=np.int64)
         if len(lines) and (lines.min() < 0 or lines.max() >= self.n_lines):

@@ -213,6 +213,25 @@ class Task:
             raise ValueError(f"task {self.name!r}: work must be >= 0 ns, got {work_ns!r}")
         return self._run(float(work_ns), smt_scaled)
 
+    def run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+        """Execute work and memory stalls together, as one segment: ``yield from``.
+
+        The same as ``run(work_ns)`` followed by ``run(stall_ns, smt_scaled=False)`` except that
+        it takes one timeout (the SMT rate is sampled once, at its start) and, when a slice ends
+        inside it, the stall is consumed before the work.
+
+        Raises:
+            ValueError: a negative amount.
+        """
+        if not (work_ns >= 0.0 and stall_ns >= 0.0):
+            raise ValueError(f"task {self.name!r}: work and stall must be >= 0 ns, got "
+                             f"{work_ns!r} and {stall_ns!r}")
+        if stall_ns == 0.0:
+            return self._run(float(work_ns), True)
+        if work_ns == 0.0:
+            return self._run(float(stall_ns), False)
+        return self._run_mixed(float(work_ns), float(stall_ns))
+
     def block_until(self, event: simpy.Event) -> ProcessGenerator:
         """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
 
@@ -282,6 +301,49 @@ class Task:
                 work_ns -= left * rate
                 if work_ns <= _EPS_NS:
                     return
+        finally:
+            self._active = False
+
+    def _run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+        """:meth:`run_mixed`: segments cut at slice ends; within a segment stall goes first."""
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            if self.thread is None:
+                yield from self._wake()
+            sched = self._sched
+            holder = sched._holder
+            timeout = sched.env.timeout
+            while True:
+                left = sched._slice_ns - self._slice_used
+                if left <= 0.0:
+                    yield from self._end_slice()
+                    continue
+                rate = 1.0
+                for sibling in self._siblings:
+                    if holder[sibling] is not None:
+                        rate = sched._smt_rate
+                        break
+                work_wall = work_ns / rate
+                wall = stall_ns + work_wall
+                if wall <= left:
+                    yield timeout(wall)
+                    self._slice_used += wall
+                    self.stall_ns += stall_ns
+                    self.cpu_ns += work_wall
+                    return
+                yield timeout(left)
+                stalled = min(stall_ns, left)
+                self._charge(stalled, False)
+                stall_ns -= stalled
+                if left > stalled:
+                    self._charge(left - stalled, True)
+                    work_ns -= (left - stalled) * rate
+                if stall_ns <= _EPS_NS and work_ns <= _EPS_NS:
+                    return
+                stall_ns = max(stall_ns, 0.0)
+                work_ns = max(work_ns, 0.0)
         finally:
             self._active = False
 

@@ -34,8 +34,11 @@ def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> N
     out_ref = np.zeros(OUT_SIZE)
     out_comp = np.zeros(OUT_SIZE)
     now = 0.0
+    clock = 0.0
     for step in range(steps):
-        now += float(rng.integers(0, 200))
+        clock += float(rng.integers(0, 200))
+        # Processes run ahead of the clock by up to a quantum: request times are out of order.
+        now = clock + float(rng.integers(0, 600))
         kind = rng.random()
         thread = int(rng.integers(0, n_threads))
         if kind < 0.05:
@@ -50,6 +53,14 @@ def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> N
             a = ref.scan(thread, lines, [int(m) for m in masks], op, 3.0, now, out_ref)
             b = comp.scan(thread, lines, masks, op, 3.0, now, out_comp)
             assert a == b, f"scan stall differs at step {step}"
+        elif kind < 0.25:
+            size = int(rng.integers(1, 6))
+            lines = rng.integers(0, n_lines, size=size).astype(np.int64)
+            ops = rng.integers(0, 3, size=size).astype(np.int64)
+            masks = rng.integers(-2**63, 2**63 - 1, size=size, dtype=np.int64)  # any bit
+            got_ref_seq = ref.sequence(thread, lines, ops, masks, now, out_ref)
+            got_comp_seq = comp.sequence(thread, lines, ops, masks, now, out_comp)
+            assert got_ref_seq == got_comp_seq, f"sequence differs at step {step}"
         else:
             line = int(rng.integers(0, n_lines))
             op = int(rng.integers(0, 3))

@@ -57,3 +57,35 @@ def test_queueing_time_grows_with_the_number_of_threads() -> None:
     handoff = load_machine("gold5215-2s").latency.local_hitm_ns
     # Each op waits for the K - 1 handoffs queued ahead of it.
     assert waits == pytest.approx([handoff * (k - 1) for k in (2, 4, 8)], rel=0.05)
+
+
+@pytest.mark.parametrize("backend", ["compiled", "reference"])
+def test_out_of_order_request_is_served_first_and_charged_the_delay_it_causes(
+        backend: str) -> None:
+    """Processes run ahead of the clock by up to a quantum, so a transfer can be processed
+    after one booked for a later time. FIFO by time serves it first: with nothing ahead of it
+    it waits only for the shift it imposes on the later transfer (total queueing is the same
+    as in time order); with no overlap it does not wait at all."""
+    machine = Machine(load_machine("gold5215-2s"), [0], backend=backend)  # type: ignore[arg-type]
+    a, b, c, d = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(4))
+    h = load_machine("gold5215-2s").latency.local_hitm_ns
+    machine.access(a, 0, Op.RMW, now=0.0)  # a owns the line
+    assert machine.access(b, 0, Op.RMW, now=10_000.0).wait_ns == 0.0  # booked at 10 us
+    assert machine.access(c, 0, Op.RMW, now=1_000.0).wait_ns == 0.0  # free at 1 us
+    # Issued h/4 before the 10 us transfer: served first, that one would wait 3h/4.
+    overlapping = machine.access(d, 0, Op.RMW, now=10_000.0 - h / 4)
+    assert overlapping.wait_ns == pytest.approx(0.75 * h)
+    # In time order it is a plain FIFO: behind both transfers booked around 10 us.
+    behind = machine.access(a, 0, Op.RMW, now=10_000.0 + h / 2)
+    assert behind.wait_ns == pytest.approx(1.5 * h)
+
+
+@pytest.mark.parametrize("backend", ["compiled", "reference"])
+def test_in_order_requests_form_a_fifo_queue(backend: str) -> None:
+    machine = Machine(load_machine("gold5215-2s"), [0], backend=backend)  # type: ignore[arg-type]
+    threads = [machine.topology.thread_by_name(f"s0.d0.c{c}.t0") for c in range(5)]
+    h = load_machine("gold5215-2s").latency.local_hitm_ns
+    machine.access(threads[0], 0, Op.RMW, now=0.0)
+    waits = [machine.access(t, 0, Op.RMW, now=1_000.0 + k).wait_ns
+             for k, t in enumerate(threads[1:])]
+    assert waits == pytest.approx([0.0, h - 1, 2 * h - 2, 3 * h - 3])

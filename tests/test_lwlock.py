@@ -36,10 +36,10 @@ def holder(env: SimEnvironment, lock: LWLock, b: Backend, mode: LockMode, start:
     yield env.timeout(start)
     yield from b.compute(10, Category.OTHER)
     yield from lock.acquire(b, mode, Category.OTHER)
-    log.append(("got", env.now, b.connection))
+    log.append(("got", b.now, b.connection))
     yield from b.compute(hold_ns * b.clock_ghz, Category.OTHER)
     yield from lock.release(b, mode, Category.OTHER)
-    log.append(("rel", env.now, b.connection))
+    log.append(("rel", b.now, b.connection))
 
 
 def test_exclusive_excludes_and_waiters_get_the_lock_in_fifo_order() -> None:

@@ -599,6 +599,7 @@ def _cross_socket_pair(algorithm: str) -> PgHarness:
 
     def place(backend: Backend) -> ProcessGenerator:
         yield from backend.compute(1.0, Category.OTHER)
+        yield from backend.flush()  # spend it now: the backend takes a thread
 
     h.env.process(place(a))
     h.env.run(until=10_000)

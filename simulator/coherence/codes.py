@@ -107,3 +107,5 @@ EMPTY = -1
 """Tag of an empty cache way."""
 JUNK = -2
 """Tag of a way holding an untracked line (private footprint of other work)."""
+CALENDAR_SLOTS = 32
+"""Reservations of recent ownership transfers kept per line by the hot-line queue."""

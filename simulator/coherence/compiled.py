@@ -15,7 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.coherence import kernel
-from simulator.coherence.codes import EMPTY, INCLUSION_CODES, JUNK, N_CLASSES, PROTOCOL_CODES
+from simulator.coherence.codes import (
+    CALENDAR_SLOTS,
+    EMPTY,
+    INCLUSION_CODES,
+    JUNK,
+    N_CLASSES,
+    PROTOCOL_CODES,
+)
 from simulator.latency import LatencyTables
 from simulator.machine_config import MachineConfig
 from simulator.topology import Topology
@@ -59,12 +66,15 @@ class CompiledCoherence:
             "l3_tag": n_domains * s3 * w3, "l3_dirty": n_domains * s3 * w3,
             "private_ptr": n_cores, "l3_ptr": n_domains,
             "set1": n_lines, "set2": n_lines, "set3": n_lines, "core_domain": n_cores,
+            "cal_count": n_lines,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
             "l1_stamp": n_cores * s1 * w1, "l2_stamp": n_cores * s2 * w2,
             "l3_stamp": n_domains * s3 * w3, "counters": 2,
-            "busy_until": n_lines, "line_wait_ns": n_lines, "scalars": kernel.N_SCALARS,
+            "cal_start": n_lines * CALENDAR_SLOTS,
+            "cal_end": n_lines * CALENDAR_SLOTS,
+            "line_wait_ns": n_lines, "scalars": kernel.N_SCALARS,
             "transfer_ns": tables.transfer_ns.size, "dram_ns": tables.dram_ns.size,
             "transfer_class": tables.transfer_class.size, "dram_class": tables.dram_class.size,
         }
@@ -161,6 +171,20 @@ class CompiledCoherence:
         )
         return int(klass), float(latency), float(wait)
 
+    def sequence(
+        self,
+        thread: int,
+        lines: npt.NDArray[np.int64],
+        ops: npt.NDArray[np.int64],
+        masks: npt.NDArray[np.int64],
+        now: float,
+        out: npt.NDArray[np.float64],
+    ) -> tuple[float, float]:
+        """Dependent operations back to back; returns ``(total cost, total wait)``."""
+        total, waited = kernel.sequence(self.p, self.i32, self.i64, self.f64, thread, lines, ops,
+                                        masks, now, out)
+        return float(total), float(waited)
+
     def scan(
         self,
         thread: int,
@@ -220,7 +244,7 @@ class CompiledCoherence:
                         for line in range(n_lines)],
             "last_writer": self.view("last_writer").tolist(),
             "dirty_mask": _unsigned(self.view("dirty_mask")),
-            "busy_until": self.view("busy_until").tolist(),
+            "calendar": self._calendars(),
             "l1": sets_of("l1", topo.n_cores, False),
             "l2": sets_of("l2", topo.n_cores, False),
             "l3": sets_of("l3", topo.n_domains, True),
@@ -231,6 +255,14 @@ class CompiledCoherence:
             "line_wait_ns": self.view("line_wait_ns").tolist(),
             **self.line_counters(),
         }
+
+    def _calendars(self) -> list[list[tuple[float, float]]]:
+        slots = CALENDAR_SLOTS
+        counts = self.view("cal_count")
+        starts = self._flat("cal_start").reshape(self.n_lines, slots)
+        ends = self._flat("cal_end").reshape(self.n_lines, slots)
+        return [[(float(starts[line, k]), float(ends[line, k])) for k in range(counts[line])]
+                for line in range(self.n_lines)]
 
     def line_counters(self) -> dict[str, Any]:
         """The per-line counters of :meth:`canonical_state` alone (cheap: no cache contents)."""

@@ -44,7 +44,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numba import njit
 
-from simulator.coherence.codes import EMPTY, JUNK, N_CLASSES
+from simulator.coherence.codes import CALENDAR_SLOTS, EMPTY, JUNK, N_CLASSES
 
 # ---------------------------------------------------------------------------- parameter layout
 # Header slots of the int64 parameter vector.
@@ -58,13 +58,13 @@ P_OFFSETS = 16
 I32_SEGMENTS = (
     "owner", "ostate", "last_writer", "home", "holders", "n_holders", "l1_way", "l2_way",
     "l3_way", "l1_tag", "l2_tag", "l3_tag", "l3_dirty", "private_ptr", "l3_ptr", "set1", "set2",
-    "set3", "core_domain",
+    "set3", "core_domain", "cal_count",
 )
 I64_SEGMENTS = (
     "keys", "dirty_mask", "read_mask", "write_mask", "line_ops", "line_class",
     "line_invalidations", "line_false_hitm", "l1_stamp", "l2_stamp", "l3_stamp", "counters",
 )
-F64_SEGMENTS = ("busy_until", "line_wait_ns", "scalars", "transfer_ns", "dram_ns")
+F64_SEGMENTS = ("cal_start", "cal_end", "line_wait_ns", "scalars", "transfer_ns", "dram_ns")
 P_SEGMENTS = ("transfer_class", "dram_class")
 I32_BASE = P_OFFSETS
 I64_BASE = I32_BASE + len(I32_SEGMENTS) + 1
@@ -139,10 +139,10 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
         p, i32, i64, f64,
         p[a], p[a + 1], p[a + 2], p[a + 3], p[a + 4], p[a + 5], p[a + 6], p[a + 7],
         p[a + 8], p[a + 9], p[a + 10], p[a + 11], p[a + 12], p[a + 13], p[a + 14], p[a + 15],
-        p[a + 16], p[a + 17], p[a + 18],
+        p[a + 16], p[a + 17], p[a + 18], p[a + 19],
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
-        p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4],
+        p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5],
         p[d], p[d + 1],
     )
 
@@ -405,9 +405,44 @@ def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
 
 @_jit(inline=True)
 def _queue(v: Any, line: int, now: float, latency: float) -> float:
-    start = max(now, float(v.f64[_u(v.busy_until + line)]))
-    v.f64[_u(v.busy_until + line)] = start + latency
-    return start - now
+    """Serialize a transfer of ``latency`` with the line's others; return its wait.
+
+    See :meth:`simulator.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO by
+    logical time, with the delay an out-of-order request imposes charged to it).
+    """
+    base = line * CALENDAR_SLOTS
+    count = v.i32[_u(v.cal_count + line)]
+    if count == CALENDAR_SLOTS:  # full: forget the oldest reservation
+        for index in range(count - 1):
+            v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index + 1)]
+            v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index + 1)]
+        count -= 1
+    start = now
+    ahead = 0
+    while ahead < count and v.f64[_u(v.cal_start + base + ahead)] <= start:
+        start = max(start, v.f64[_u(v.cal_end + base + ahead)])
+        ahead += 1
+    wait = start - now
+    shifted_end = start + latency
+    for index in range(ahead, count):
+        booked = v.f64[_u(v.cal_start + base + index)]
+        if booked >= shifted_end:
+            break
+        wait += shifted_end - booked
+        shifted_end = v.f64[_u(v.cal_end + base + index)] + (shifted_end - booked)
+    position = count
+    for index in range(ahead, count):
+        if v.f64[_u(v.cal_start + base + index)] >= start + latency:
+            position = index
+            break
+        start = max(start, v.f64[_u(v.cal_end + base + index)])
+    for index in range(count, position, -1):
+        v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index - 1)]
+        v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index - 1)]
+    v.f64[_u(v.cal_start + base + position)] = start
+    v.f64[_u(v.cal_end + base + position)] = start + latency
+    v.i32[_u(v.cal_count + line)] = count + 1
+    return wait
 
 
 @_jit(inline=True)
@@ -616,6 +651,32 @@ def access(
     out[O_WAIT] += wait
     out[O_STALL] += latency + wait
     return klass, latency, wait
+
+
+@_jit()
+def sequence(
+    p: Any, i32: Any, i64: Any, f64: Any, thread: int, lines: Any, ops: Any, masks: Any,
+    now: float, out: Any,
+) -> tuple[float, float]:
+    """Dependent operations back to back, as :func:`access` on each.
+
+    Operation ``k`` is issued at ``now`` plus the costs of the operations before it; returns
+    ``(total cost, total wait)``.
+    """
+    v = _views(p, i32, i64, f64)
+    core = thread // v.tpc
+    total = 0.0
+    waited = 0.0
+    for index in range(lines.shape[0]):
+        klass, latency, wait = _access(v, thread, core, lines[index], ops[index], masks[index],
+                                       now + total, out)
+        out[klass] += 1.0
+        out[O_LATENCY] += latency
+        out[O_WAIT] += wait
+        out[O_STALL] += latency + wait
+        total += latency + wait
+        waited += wait
+    return total, waited
 
 
 @_jit()

@@ -11,8 +11,9 @@ The model, per line:
 
 * A directory entry: the owner core and its state (M, E, O or F; no owner means only S copies or
   none), the set of cores holding a valid copy, the last writing hardware thread, the bytes dirtied
-  since the owner took the line (``dirty_mask``, for false-sharing attribution) and the time until
-  which the line's ownership is busy (``busy_until``: a hot line is a FIFO queue).
+  since the owner took the line (``dirty_mask``, for false-sharing attribution) and the line's
+  *calendar*: the reserved intervals of its recent ownership transfers (a hot line is a queue;
+  see :meth:`ReferenceCoherence._queue`).
 * Per core a private L1d and L2 shared by its SMT threads (L1 ⊆ L2; an L1 hit does not refresh
   the L2's LRU order, as in hardware); per L3 domain an L3 with an inclusion policy.
 
@@ -36,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.coherence.codes import (
+    CALENDAR_SLOTS,
     JUNK,
     N_CLASSES,
     OUT_SIZE,
@@ -122,7 +124,9 @@ class ReferenceCoherence:
         self.holders = [0] * n_lines
         self.last_writer = [-1] * n_lines
         self.dirty_mask = [0] * n_lines
-        self.busy_until = [0.0] * n_lines
+        self.calendar: list[list[tuple[float, float]]] = [[] for _ in range(n_lines)]
+        """Per line, reserved ``(start, end)`` intervals sorted by start (at most
+        :data:`CALENDAR_SLOTS`)."""
         # Caches.
         self.l1: list[list[L1Set]] = [
             [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
@@ -167,6 +171,29 @@ class ReferenceCoherence:
         out[_STALL] += latency + wait
         return klass, latency, wait
 
+    def sequence(
+        self,
+        thread: int,
+        lines: Sequence[int] | npt.NDArray[np.int64],
+        ops: Sequence[int] | npt.NDArray[np.int64],
+        masks: Sequence[int] | npt.NDArray[np.int64],
+        now: float,
+        out: Any,
+    ) -> tuple[float, float]:
+        """Operations issued back to back: each starts when the previous one completes.
+
+        Exactly :meth:`access` on each, at ``now`` plus the costs so far; returns the total
+        cost (latencies and waits) and the total wait.
+        """
+        total = 0.0
+        waited = 0.0
+        for line, op, mask in zip(_as_int_list(lines), _as_int_list(ops), _as_masks(masks),
+                                  strict=True):
+            _, latency, wait = self.access(thread, line, op, mask, now + total, out)
+            total += latency + wait
+            waited += wait
+        return total, waited
+
     def scan(
         self,
         thread: int,
@@ -190,7 +217,7 @@ class ReferenceCoherence:
         other access is an L2 hit.
         """
         lines = _as_int_list(lines)
-        masks = _as_int_list(masks)
+        masks = _as_masks(masks)
         core = thread // self.threads_per_core
         stall = 0.0
         if op != _LOAD:
@@ -449,10 +476,44 @@ class ReferenceCoherence:
             self.line_false_hitm[line] += 1
 
     def _queue(self, line: int, now: float, latency: float) -> float:
-        """Serialize an ownership transfer behind earlier ones; return the wait."""
-        start = max(now, self.busy_until[line])
-        self.busy_until[line] = start + latency
-        return start - now
+        """Serialize an ownership transfer with the line's others; return its wait.
+
+        A hot line is a single server, FIFO by logical time. Its recent transfers are kept as
+        reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
+        full, the oldest is forgotten). Requests usually arrive in time order: the transfer
+        then starts when every reservation ahead of it (started at or before the running start)
+        ends, which is the plain FIFO queue. Because processes run ahead of the simulation clock
+        by up to a quantum (see ``models.backend``), a request can arrive after reservations
+        made for *later* times. FIFO would serve it first and push those later transfers back;
+        they are already charged, so the request is charged their delays instead: its wait is
+        its FIFO wait plus the shift it imposes on each later reservation it overlaps (total
+        queueing time is conserved). Its own reservation takes the first free gap from its FIFO
+        start (the line's occupancy is conserved too). In time order this is exactly FIFO.
+        """
+        calendar = self.calendar[line]
+        if len(calendar) == CALENDAR_SLOTS:
+            del calendar[0]
+        start = now
+        ahead = 0
+        while ahead < len(calendar) and calendar[ahead][0] <= start:
+            start = max(start, calendar[ahead][1])
+            ahead += 1
+        wait = start - now
+        shifted_end = start + latency
+        for booked_start, booked_end in calendar[ahead:]:
+            if booked_start >= shifted_end:
+                break
+            wait += shifted_end - booked_start
+            shifted_end = booked_end + (shifted_end - booked_start)
+        position = len(calendar)
+        for index in range(ahead, len(calendar)):
+            booked_start, booked_end = calendar[index]
+            if booked_start >= start + latency:
+                position = index
+                break
+            start = max(start, booked_end)
+        calendar.insert(position, (start, start + latency))
+        return wait
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
         latency = 0.0
@@ -583,7 +644,7 @@ class ReferenceCoherence:
                         for h in self.holders],
             "last_writer": list(self.last_writer),
             "dirty_mask": list(self.dirty_mask),
-            "busy_until": list(self.busy_until),
+            "calendar": [list(entries) for entries in self.calendar],
             "l1": lines_of(self.l1),
             "l2": lines_of(self.l2),
             "l3": lines_and_dirty_of(self.l3),
@@ -627,6 +688,14 @@ def _as_int_list(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
         result: list[int] = values.tolist()
         return result
     return [int(v) for v in values]
+
+
+def _as_masks(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
+    """Byte masks as unsigned Python ints (the kernel stores them as signed int64)."""
+    return [mask & _ALL_MASK for mask in _as_int_list(values)]
+
+
+_ALL_MASK = (1 << 64) - 1
 
 
 def new_out() -> npt.NDArray[np.float64]:
