@@ -26,6 +26,7 @@ from pathlib import Path
 from simulator.errors import ConfigError, SnapsimError
 from simulator.machine_config import MachineConfig
 from simulator.machine_loader import load_machine, machine_from_dict, read_yaml, shipped_machines
+from simulator.tables import format_table
 
 __all__ = [
     "COMMANDS",
@@ -198,13 +199,6 @@ def _machine_row(config: MachineConfig) -> tuple[str, ...]:
     )
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned text table with two spaces between columns (no trailing blanks)."""
-    widths = [max(len(row[i]) for row in (headers, *rows)) for i in range(len(headers))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in (headers, *rows)]
-
-
 # --------------------------------------------------------------------------------------------
 # snapsim check-config
 # --------------------------------------------------------------------------------------------
@@ -273,7 +267,7 @@ CONFIG_KINDS.append(
 
 
 def _register_simulator_commands() -> None:
-    from simulator import bench, ccbench, regress, run_command
+    from simulator import bench, calibrate, ccbench, regress, run_command, validate
 
     register_command("run", "run an experiment (default: pre14 vs post14 on gold5215-2s)",
                      run_command.add_arguments, run_command.main)
@@ -281,6 +275,10 @@ def _register_simulator_commands() -> None:
                      run_command.add_plot_arguments, run_command.plot_main)
     register_command("regress", "re-run a baseline's experiment; exit 1 if its curve moved",
                      regress.add_arguments, regress.main)
+    register_command("validate", "run the model on published measurements and report errors",
+                     validate.add_arguments, validate.main)
+    register_command("calibrate", "fit global model parameters to published measurements",
+                     calibrate.add_arguments, calibrate.main)
     CONFIG_KINDS.append(ConfigKind(
         name="measurement manifest", recognised_by="a 'datasets' key",
         matches=lambda data: "datasets" in data, check=run_command.check_manifest))

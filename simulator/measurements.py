@@ -32,7 +32,8 @@ from simulator.machine_loader import read_yaml
 
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                     "clients", "idle_clients", "measured_tps")
-_TOP_KEYS = ("version", "thresholds", "machines", "datasets")
+_TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets")
+_RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
@@ -117,6 +118,8 @@ class Manifest:
     max_abs_rel_error: float
     calibration: Mapping[str, CalibrationPoint]
     """Machine name → the point giving its single-client TPS."""
+    run: Mapping[str, float]
+    """Simulation settings of ``snapsim validate`` (``duration_ms``, ``warmup_ms``, ``seed``)."""
 
     def dataset(self, name: str) -> Dataset:
         """The dataset called ``name``.
@@ -162,7 +165,15 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
 
 def _build(data: object, path: Path) -> Manifest:
     top = expect_mapping("", data)
-    check_keys(top, "", _TOP_KEYS, optional=("version", "thresholds", "machines"))
+    check_keys(top, "", _TOP_KEYS, optional=("version", "thresholds", "machines", "run"))
+    run_section = expect_mapping("run", top.get("run") or {})
+    check_keys(run_section, "run", _RUN_KEYS, optional=_RUN_KEYS)
+    run = {key: (float(expect_int("run.seed", value)) if key == "seed"
+                 else _fraction(f"run.{key}", value) if key == "duration_ms"
+                 else expect_number(f"run.{key}", value))
+           for key, value in run_section.items()}
+    if run.get("warmup_ms", 0.0) < 0:
+        raise ConfigError("run.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
     thresholds = expect_mapping("thresholds", top.get("thresholds", {}))
     check_keys(thresholds, "thresholds", _THRESHOLD_KEYS, optional=_THRESHOLD_KEYS)
     limits = {key: _fraction(f"thresholds.{key}", thresholds.get(key, default))
@@ -189,7 +200,8 @@ def _build(data: object, path: Path) -> Manifest:
             idle_clients=expect_int(f"{key}.single_client_tps.idle_clients",
                                     point["idle_clients"]))
     return Manifest(path=path, datasets=datasets, median_abs_rel_error=limits[_THRESHOLD_KEYS[0]],
-                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], calibration=calibration)
+                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], calibration=calibration,
+                    run=run)
 
 
 def _dataset(name: str, value: object, base: Path) -> Dataset:

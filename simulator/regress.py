@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.cli import format_table
 from simulator.config_values import check_keys, expect_mapping, expect_number
 from simulator.errors import ConfigError
 from simulator.experiment import run
@@ -37,6 +36,7 @@ from simulator.experiment_file import (
 )
 from simulator.machine_loader import read_yaml
 from simulator.sweep import atomic_path
+from simulator.tables import format_table
 
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "tps": {"rel": 0.02},
