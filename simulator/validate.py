@@ -172,13 +172,23 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
         ok = group[group["predicted_tps"].notna()]
         if ok.empty:
             continue
-        predicted = ok.drop(columns=["measured_tps"]).rename(columns={"predicted_tps": "tps"})
-        measured = ok[["algorithm", "clients", "idle_clients", "measured_tps", "series"]]
-        figure = plt.figure(figsize=(8, 5))
+        # One panel per active-client count when idle connections vary: curves of 1 and 48
+        # clients differ by 30x and would flatten each other on one linear axis.
+        panels = ([ok[ok["clients"] == c] for c in sorted(ok["clients"].unique())]
+                  if ok["idle_clients"].nunique() > 1 else [ok])
+        figure = plt.figure(figsize=(8, 4.5 * len(panels)))
         try:
-            ax = plot_tps(predicted.drop_duplicates(["series", "clients", "idle_clients"]),
-                          ax=figure.add_subplot(), measurements=measured)
-            ax.set_title(f"{dataset}: predicted (solid) vs measured (dashed)")
+            for index, panel in enumerate(panels, start=1):
+                predicted = (panel.drop(columns=["measured_tps"])
+                             .rename(columns={"predicted_tps": "tps"})
+                             .drop_duplicates(["series", "clients", "idle_clients"]))
+                measured = panel[["algorithm", "clients", "idle_clients", "measured_tps",
+                                  "series"]]
+                ax = plot_tps(predicted, ax=figure.add_subplot(len(panels), 1, index),
+                              measurements=measured)
+                clients = panel["clients"].unique()
+                suffix = f", {clients[0]} active" if len(panels) > 1 else ""
+                ax.set_title(f"{dataset}{suffix}: predicted (solid) vs measured (dashed)")
             figure.tight_layout()
             path = directory / f"validation_{dataset}.png"
             with atomic_path(path) as tmp:
