@@ -13,7 +13,9 @@ sets up the algorithm and the machine over the lines it touches, and runs SimPy:
 
 Transactions are measured in ``[warmup, warmup + duration)`` by their completion time; ``tps``
 counts the active clients' transactions, ``mostly_idle_tps`` the others'. The per-line table
-counts the accesses of the same window (of every client, mostly-idle ones included).
+counts the accesses of the same window (of every client, mostly-idle ones included). A window
+in which no active client completes a transaction (with thousands of clients a transaction can
+take longer than a short window) is an error, :class:`NoTransactionError`, never a TPS of 0.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ from simulator.scheduler import CpuScheduler, Task
 IDLE_KINDS = ("idle", "mostly-idle")
 START_SPREAD_NS = 50_000.0
 """Active clients start uniformly within this window (about two select-only transactions)."""
+
+
+class NoTransactionError(RuntimeError):
+    """The measured window holds no completed transaction of an active client: no TPS to report."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +258,12 @@ class _Simulation:
                         idle_count += 1
                     else:
                         active.append((t0, t1, record))
+        if not active:
+            raise NoTransactionError(
+                f"no active client completed a transaction in the measured window "
+                f"({config.duration_ns / 1e6:g} ms after {config.warmup_ns / 1e6:g} ms of "
+                f"warm-up): with {config.clients} clients a transaction takes longer; increase "
+                f"duration_ms and warmup_ms")
         window_s = config.duration_ns * 1e-9
         row: dict[str, object] = {
             "machine": config.machine.name,

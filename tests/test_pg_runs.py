@@ -203,3 +203,23 @@ def test_run_point_is_deterministic(algorithm: str, overrides: dict[str, object]
             assert value == other, key
     pd.testing.assert_frame_equal(first.lines, second.lines)
     pd.testing.assert_frame_equal(first.transactions, second.transactions)
+
+
+def test_a_window_without_a_completed_transaction_is_an_error_not_zero_tps() -> None:
+    """20 clients on 40 threads cannot finish a ~30 us transaction in a 5 us window after no
+    warm-up: the point must fail with a message naming the fix, not report 0 TPS."""
+    from models.point import NoTransactionError
+
+    with pytest.raises(NoTransactionError, match="increase duration_ms and warmup_ms"):
+        point("pre14", clients=20, duration_ns=5e3, warmup_ns=0.0)
+
+
+def test_a_failing_window_is_recorded_by_the_sweep() -> None:
+    """Through the experiment API the point's error lands in the curve instead of a TPS."""
+    import simulator
+
+    result = simulator.run(simulator.Experiment(
+        machine="gold5215-2s", algorithms=("pre14",), clients=(20,), duration_ms=0.005,
+        warmup_ms=0.0), jobs=1, progress=False)
+    row = result.curve.iloc[0]
+    assert "NoTransactionError" in str(row["error"])
