@@ -84,3 +84,43 @@ def test_victim_l3_hands_unshared_lines_back_to_the_l2() -> None:
     assert machine.access(0, 0, Op.LOAD).access_class == AccessClass.L3_HIT
     l3 = machine.canonical_state()["l3"][0]  # type: ignore[index]
     assert all(entry[0] != 0 for cache_set in l3 for entry in cache_set)
+
+
+# -- LRU, not FIFO: a line used again survives where a FIFO would evict it -----------------------
+# toy_machine(l1=(4, 2), l2=(8, 2)): line key k lives in L1 set k % 4 and L2 set k % 8, 2 ways each.
+
+KEYS = (0, 4, 8, 12, 16)
+
+
+def _lru_machine(backend: str) -> tuple[Machine, dict[int, int]]:
+    machine = Machine(toy_machine(l1=(4, 2), l2=(8, 2)), [k * 64 for k in KEYS],
+                      backend=backend)  # type: ignore[arg-type]
+    return machine, {k: i for i, k in enumerate(KEYS)}
+
+
+@pytest.mark.parametrize("backend", ["compiled", "reference"])
+def test_l1_evicts_the_least_recently_used_line_not_the_oldest(backend: str) -> None:
+    m, line = _lru_machine(backend)
+    for key in (0, 4):  # L1 set 0 holds [0, 4]
+        m.access(0, line[key], Op.LOAD)
+    assert m.access(0, line[0], Op.LOAD).access_class == AccessClass.L1_HIT  # LRU order [4, 0]
+    m.access(0, line[8], Op.LOAD)  # evicts 4 (LRU); a FIFO would evict 0
+    assert m.access(0, line[0], Op.LOAD).access_class == AccessClass.L1_HIT
+    assert m.access(0, line[4], Op.LOAD).access_class == AccessClass.L2_HIT
+    m.check_invariants()
+
+
+@pytest.mark.parametrize("backend", ["compiled", "reference"])
+def test_l2_evicts_the_least_recently_used_line_not_the_oldest(backend: str) -> None:
+    m, line = _lru_machine(backend)
+    for key in (0, 8):  # L2 set 0 holds [0, 8]
+        m.access(0, line[key], Op.LOAD)
+    for key in (4, 12):  # push 0 and 8 out of L1 set 0 (they stay in L2 set 0)
+        m.access(0, line[key], Op.LOAD)
+    assert m.access(0, line[0], Op.LOAD).access_class == AccessClass.L2_HIT  # L2 order [8, 0]
+    assert m.access(0, line[16], Op.LOAD).access_class == AccessClass.DRAM_LOCAL  # evicts 8
+    l2_set0 = {x for x in m.canonical_state()["l2"][0][0] if x >= 0}  # type: ignore[index]
+    assert l2_set0 == {line[0], line[16]}  # a FIFO would have kept 8 and dropped 0
+    assert m.access(0, line[0], Op.LOAD).access_class == AccessClass.L1_HIT
+    assert m.access(0, line[8], Op.LOAD).access_class == AccessClass.L3_HIT  # the L2 victim
+    m.check_invariants()

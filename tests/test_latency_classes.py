@@ -217,3 +217,70 @@ def test_tr_cross_ccx_latency_depends_on_home(
     tr: Machine, writer: int, reader: int, expected: float
 ) -> None:
     assert _cross_ccx(tr, writer, reader) == expected
+
+
+# -- the remaining classes on the 3990X (one socket, 16 CCX, MOESI, victim L3) ------------------
+
+
+def test_tr_cas_on_line_owned_by_smt_sibling_costs_sibling_latency(tr: Machine) -> None:
+    tr.access(thread(tr, "s0.d0.c3.t0"), 0, Op.RMW)
+    result = tr.access(thread(tr, "s0.d0.c3.t1"), 0, Op.RMW)
+    assert result.access_class == AccessClass.SMT_SIBLING
+    assert result.latency_ns == tr.config.latency.smt_sibling_ns == 6.5
+
+
+def test_tr_l2_hit_after_l1_eviction(tr: Machine) -> None:
+    l1_sets, l1_ways = tr.config.l1d.sets, tr.config.l1d.ways
+    m = Machine(tr.config, [k * l1_sets * 64 for k in range(l1_ways + 1)], backend=tr.backend)
+    t = thread(m, "s0.d0.c0.t0")
+    assert m.access(t, 0, Op.LOAD).access_class == AccessClass.DRAM_LOCAL
+    for line in range(1, l1_ways + 1):  # same L1 set, different L2 sets
+        m.access(t, line, Op.LOAD)
+    result = m.access(t, 0, Op.LOAD)
+    assert result.access_class == AccessClass.L2_HIT
+    assert result.latency_ns == tr.config.l2.latency_ns == pytest.approx(12 / 2.9)
+
+
+def test_tr_clean_line_only_in_the_victim_l3(tr: Machine) -> None:
+    first, second = thread(tr, "s0.d0.c0.t0"), thread(tr, "s0.d0.c1.t0")
+    tr.access(first, 0, Op.LOAD)
+    tr.pollute(tr.topology.core_of(first), private_bytes=2 * tr.config.l2.size_bytes)
+    state = tr.canonical_state()
+    assert state["holders"][0] == []  # type: ignore[index]
+    assert any(entry[0] == 0 for s in state["l3"][0] for entry in s)  # type: ignore[index]
+    result = tr.access(second, 0, Op.LOAD)
+    assert result.access_class == AccessClass.L3_HIT
+    assert result.latency_ns == tr.config.l3.latency_ns == pytest.approx(39 / 2.9)
+
+
+@pytest.mark.parametrize(
+    ("reader", "line", "klass", "expected"),
+    [
+        ("s0.d0.c0.t0", 0, AccessClass.DRAM_LOCAL, 90.0),  # CCX 0 is near node 0
+        ("s0.d8.c0.t0", 0, AccessClass.DRAM_REMOTE, 100.0),  # CCX 8 is near node 1 only
+        ("s0.d8.c0.t0", 1, AccessClass.DRAM_LOCAL, 90.0),
+        ("s0.d0.c0.t0", 1, AccessClass.DRAM_REMOTE, 100.0),
+    ],
+)
+def test_tr_dram_read_near_and_far(
+    tr: Machine, reader: str, line: int, klass: AccessClass, expected: float
+) -> None:
+    assert tr.homes[line] == line
+    result = tr.access(thread(tr, reader), line, Op.LOAD)
+    assert result.access_class == klass
+    assert result.latency_ns == expected
+
+
+def test_tr_store_on_shared_by_three_cores_invalidates_all_three(tr: Machine) -> None:
+    sharers = ["s0.d0.c1.t0", "s0.d0.c2.t0", "s0.d1.c0.t0"]  # two in CCX 0, one in CCX 1
+    for name in sharers:
+        tr.access(thread(tr, name), 0, Op.LOAD)
+    writer = thread(tr, "s0.d0.c3.t0")
+    result = tr.access(writer, 0, Op.STORE)
+    assert tr.class_counts()["invalidations"] == 3
+    state = tr.canonical_state()
+    assert state["holders"][0] == [tr.topology.core_of(writer)]  # type: ignore[index]
+    # MOESI leaves no owner after clean sharing (E -> S), so the data comes from DRAM (90 ns,
+    # near); invalidating the CCX-1 sharer (cross-CCX clean, both near the home: 87 ns) overlaps.
+    assert result.access_class == AccessClass.DRAM_LOCAL
+    assert result.latency_ns == max(90.0, 87.0)
