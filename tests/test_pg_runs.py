@@ -11,11 +11,13 @@ up as a total in ``[c·T, c·(T+1)]``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
 import pytest
 
+from models.costs import load_costs
 from models.point import PointConfig, PointResult, run_point
 from simulator.machine_config import MachineConfig
 from simulator.machine_loader import load_machine
@@ -223,3 +225,95 @@ def test_a_failing_window_is_recorded_by_the_sweep() -> None:
         warmup_ms=0.0), jobs=1, progress=False)
     row = result.curve.iloc[0]
     assert "NoTransactionError" in str(row["error"])
+
+
+# ----------------------------------------------------- clients, warm-up, cost model, breakdown
+
+
+def test_idle_connections_are_procarray_entries_that_never_run() -> None:
+    """Scope "idle connections (present in the proc array, never run)": with 1 active client and
+    100 idle ones the pgxact_split scan reads xids[] for N = 101 + 2 launchers entries, exactly
+    ceil(4N/64) = 7 lines (128-B aligned), which nobody writes; no idle transaction is counted."""
+    result = point("pgxact_split", idle_clients=100)
+    row = numbers(result)
+    xids = result.lines.loc[result.lines["label"].str.startswith("xids[")]
+    assert len(xids) == math.ceil(4 * 103 / 64) == 7
+    assert (xids["loads"] > 0).all()
+    assert xids["stores"].sum() == 0
+    assert row["mostly_idle_tps"] == 0
+    assert row["tps"] == row["transactions"] / 1e-3  # the 1 ms window, active client only
+
+
+def test_mostly_idle_transactions_have_their_own_column() -> None:
+    """Scope: ``tps`` counts the active clients' transactions and ``mostly_idle_tps`` the
+    sleepers'. 2000 connections loop ``\\sleep 100ms; SELECT 1`` with uniform random phases, so
+    each completes one SELECT 1 per ~100 ms: 2000 x 3 ms / 100 ms = 60 expected in the window
+    (binomial, sd ~8; seeded, so the check is deterministic)."""
+    result = point("post14", idle_clients=2000, idle_kind="mostly-idle",
+                   duration_ns=3e6, warmup_ns=5e5)
+    row = numbers(result)
+    assert row["tps"] == row["transactions"] / 3e-3 == len(result.transactions) / 3e-3
+    expected = 2000 * 3e-3 / 0.1 / 3e-3  # per second
+    assert row["mostly_idle_tps"] == pytest.approx(expected, rel=0.35)
+
+
+def test_line_table_excludes_the_warm_up() -> None:
+    """post14 select-only scans ``xids[]`` only on a backend's first snapshot: with a warm-up the
+    measured window (and its line table) holds no scan; without one it does."""
+    warmed = point("post14", clients=2)
+    cold = point("post14", clients=2, warmup_ns=0.0)
+    warm_xids = warmed.lines.loc[warmed.lines["label"].str.startswith("xids[")]
+    cold_xids = cold.lines.loc[cold.lines["label"].str.startswith("xids[")]
+    assert warm_xids["loads"].sum() == 0
+    assert cold_xids["loads"].sum() > 0
+    assert numbers(cold)["full_snapshots"] > 0
+
+
+def test_cost_model_is_cycles_scaled_by_the_machine_clock() -> None:
+    """Scope: the non-snapshot work is a global cost model in cycles, the same numbers on every
+    machine, turned into time by the clock. The same machine at 5 GHz instead of 2.5 runs the
+    select-only statement's 30000 cycles in 6 us instead of 12: ``other_us`` drops by exactly
+    6 us (its memory operations are the same L1/L2 hits, given in ns)."""
+    costs = load_costs()
+    assert costs.statements.select_only == 30000
+    fast = dataclasses.replace(GOLD, clock_ghz=5.0)
+    base = numbers(point("post14"))
+    quick = numbers(run_point(PointConfig(machine=fast, algorithm="post14", duration_ns=1e6,
+                                          warmup_ns=2e5)))
+    saved_us = costs.statements.select_only * (1 / 2.5 - 1 / 5.0) / 1e3
+    assert base["other_us"] - quick["other_us"] == pytest.approx(saved_us, rel=1e-9)
+
+
+def test_footprint_evicts_the_backends_lines_from_its_private_cache() -> None:
+    """Scope: the non-snapshot work has a memory footprint that evicts private-cache lines. One
+    post14 client touches only its own lines; without a footprint every access is an L1 hit, with
+    the 64 KiB footprint (2x the L1, 1/16 of the L2) each line it touches comes back from its L2
+    once per transaction: l2_hit per transaction = the number of lines touched, 8 (ProcArrayLock,
+    VariableCache, the root and inner buffer descriptors and their two mapping-partition locks,
+    the two own PGPROC lines holding lxid/xmin and delayChkpt/recoveryConflictPending)."""
+    with_footprint = point("post14")
+    none = dataclasses.replace(load_costs(), footprint_private_bytes=0, footprint_l3_bytes=0)
+    without = numbers(point("post14", costs=none))
+    row = numbers(with_footprint)
+    lines = with_footprint.lines
+    touched = lines.loc[(lines["loads"] + lines["stores"] + lines["rmws"]) > 0]
+    assert row["l2_hit"] == len(touched) == 8
+    assert without["l2_hit"] == 0
+    assert without["l1_hit"] == row["l1_hit"] + row["l2_hit"]
+
+
+@pytest.mark.parametrize(("algorithm", "overrides"), [
+    ("pre14", {"clients": 4, "idle_clients": 200}),
+    ("post14", {"workload": "tpcb", "clients": 4}),
+])
+def test_time_shares_add_up_to_one(algorithm: str, overrides: dict[str, object]) -> None:
+    """The breakdown's shares (get_snapshot, lock_wait, commit, other, scheduling) partition the
+    backends' time: they sum to 1, each in [0, 1], and match the per-transaction µs columns."""
+    row = numbers(point(algorithm, **overrides))
+    categories = ("get_snapshot", "lock_wait", "commit", "other", "scheduling")
+    shares = [row[f"share_{c}"] for c in categories]
+    assert all(0.0 <= s <= 1.0 for s in shares)
+    assert sum(shares) == pytest.approx(1.0, abs=1e-12)
+    total_us = sum(row[f"{c}_us"] for c in categories)
+    for category, share in zip(categories, shares, strict=True):
+        assert row[f"{category}_us"] / total_us == pytest.approx(share, rel=1e-9)

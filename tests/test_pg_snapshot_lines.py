@@ -33,10 +33,11 @@ from models.backend import Backend, Category
 from models.costs import PgCosts, load_costs
 from models.fields import describe_masks
 from models.layout import Region
+from models.lwlock import LockMode
 from models.procarray import ProcArray, SnapshotAlgorithm
 from models.shmem import PgSharedMemory, build_shared_memory
 from models.snapshots import ALGORITHMS
-from models.tracked import Access, ScanPlan, TrackedMemory
+from models.tracked import Ops, ScanPlan, TrackedMemory
 from models.workloads import Context, Statement, workload
 from simulator.coherence.codes import Op
 from simulator.engine import ProcessGenerator, SimEnvironment
@@ -71,7 +72,7 @@ class RecordingBackend(Backend):
         assert self.machine is not None
         return int(self.machine.line_numbers[index])
 
-    def ops(self, accesses: Sequence[Access], category: Category,
+    def ops(self, accesses: Ops, category: Category,
             lock_line: bool = False) -> ProcessGenerator:
         self.log.extend((self.connection, self._number(a.line), a.op, a.field)
                         for a in accesses)
@@ -784,3 +785,59 @@ def test_pg14_full_snapshot_skips_own_and_newer_xids(algorithm: str, holder: str
              h.line(h.shmem.subxid_states, holder_backend.index, None)}
     assert not flags & delta.read
     assert len(delta.read - h.own_pgproc_lines(me)) == pg14_full_formula(entries(h))
+
+
+# ------------------------------------------------- 9.6+ group clear of xids at commit (ref §3.2)
+
+
+@pytest.mark.parametrize("algorithm", ["pre14", "pgxact_split", "post14"])
+def test_commit_with_xid_joins_the_group_clear_when_the_lock_is_busy(algorithm: str) -> None:
+    """Ref §3.2 (9.6-13 and 14): ``LWLockConditionalAcquire(ProcArrayLock, LW_EXCLUSIVE)`` fails
+    while A holds the lock shared, so B and C push themselves on ``procArrayGroupFirst`` (a CAS
+    each on the PROC_HDR line). B, first, leads: it waits for the lock exclusively, detaches the
+    list (one more RMW), clears *both* entries (C's xid slot is written by B), releases and wakes
+    C, which slept meanwhile and never took ProcArrayLock beyond its one failed attempt."""
+    h = build_harness(algorithm, 5, active=(2, 3, 4))
+    a, b, c = h.running
+    alg = h.algorithm
+    lock = alg.proc_array_lock
+    h.run(alg.assign_xid(b), alg.assign_xid(c))
+    assert {b.xid, c.xid} == {1000, 1001}
+    completions = h.procarray.completion_count
+    h.log.clear()
+    release_at = 50_000.0
+    finished: dict[int, float] = {}
+
+    def holder() -> ProcessGenerator:
+        yield from lock.acquire(a, LockMode.SHARED, Category.OTHER)
+        yield from a.sleep(h.env.timeout(release_at), Category.OTHER)
+        yield from lock.release(a, LockMode.SHARED, Category.OTHER)
+
+    def committer(backend: Backend, delay: float) -> ProcessGenerator:
+        yield h.env.timeout(delay)
+        yield from alg.end_transaction_with_xid(backend)
+        finished[backend.connection] = h.env.now
+
+    h.run(holder(), committer(b, 5_000.0), committer(c, 10_000.0))
+    assert b.xid == c.xid == 0
+    assert h.procarray.latest_completed_xid == 1001
+    assert h.procarray.completion_count == completions + 2
+    assert not lock.held
+    assert min(finished.values()) >= release_at  # nobody committed while A held the lock
+    assert c.record.times_ns[Category.LOCK_WAIT] > 0  # C slept on its semaphore
+
+    group_line = h.line(h.shmem.proc_hdr, 0, "procArrayGroupFirst")
+    rmws = [conn for conn, line, op, _ in h.log if line == group_line and op is Op.RMW]
+    assert sorted(rmws) == sorted([b.connection, c.connection, b.connection])
+    lock_rmws = [conn for conn, line, op, _ in h.log if line == h.lock_line and op is Op.RMW]
+    assert lock_rmws.count(c.connection) == 1  # the failed conditional attempt only
+    if algorithm == "pre14":
+        c_xid_line = h.line(h.shmem.pgxact, c.pgprocno, "xid")
+        xid_field = "PGXACT.xid"
+    else:
+        c_xid_line = h.line(h.shmem.xids, c.index, None)
+        xid_field = "xids"
+    xid_clears = [(conn, line) for conn, line, op, name in h.log
+                  if op is Op.STORE and name == xid_field]
+    assert (b.connection, c_xid_line) in xid_clears  # the leader clears the member's entry
+    assert all(conn == b.connection for conn, _ in xid_clears)

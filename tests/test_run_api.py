@@ -55,7 +55,7 @@ def test_same_seed_same_curve() -> None:
     first = simulator.run(Experiment(**TINY)).curve  # type: ignore[arg-type]
     second = simulator.run(Experiment(**TINY)).curve  # type: ignore[arg-type]
     assert "wall_s" not in first.columns  # wall-clock time lives in Result.timings
-    pd.testing.assert_frame_equal(first, second)
+    pd.testing.assert_frame_equal(first, second, check_exact=True)  # identical, not close
 
 
 def test_point_seed_depends_on_identity_not_order() -> None:
