@@ -173,7 +173,18 @@ BAD_INPUTS = [
     ("negative duration", "duration_ms: -1\n", [], "duration_ms: must be positive"),
     ("unknown nested key", "options: {costs: {clinet: 1 cycles}}\n", [],
      "options.costs.clinet: unknown key"),
+    ("unknown idle kind", "idle_kind: sleepy\n", [], "choose from idle, mostly-idle"),
+    ("negative idle clients", "idle_clients: [0, -5]\n", [], "idle_clients: must be integers >= 0"),
     ("bad flag list", "{}\n", ["--clients", "1,a"], "--clients: expected comma-separated"),
+    ("empty --clients", "{}\n", ["--clients", ","], "--clients: must list at least one integer"),
+    ("empty list via --set", "{}\n", ["--set", "clients=[]"], "clients: must be a non-empty list"),
+    ("wrong type via --set", "{}\n", ["--set", "duration_ms=fast"],
+     "duration_ms: expected a number, got string 'fast'"),
+    ("negative --duration-ms", "{}\n", ["--duration-ms", "-1"], "duration_ms: must be positive"),
+    ("unknown --machine", "{}\n", ["--machine", "gold9999"], "(shipped: azure-f72s-v2, "),
+    ("unknown --algorithms", "{}\n", ["--algorithms", "pre14,pre15"], "choose from pg91, pre14"),
+    ("unknown nested --set key", "{}\n", ["--set", "options.costs.backend.select_onlyy=1"],
+     "options.costs.backend.select_onlyy: unknown key (expected one of: select_only"),
     ("bad --set key", "{}\n", ["--set", "durationms=1"], "durationms: unknown key"),
     ("negative jobs", "{}\n", ["--jobs", "0"], "--jobs: must be at least 1"),
 ]
@@ -193,6 +204,17 @@ def test_bad_input_exits_2_with_one_line_and_keeps_earlier_results(
     assert len(err) == 1, err
     assert err[0].startswith("snapsim: error: ")
     assert message in err[0]
+    assert {p.name: digest(p) for p in clean_run.iterdir() if p.is_file()} == before
+
+
+def test_unwritable_output_directory_exits_2_and_keeps_earlier_results(
+        clean_run: Path, small: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = {p.name: digest(p) for p in clean_run.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert snapsim(str(small), "--out", str(clean_run / "curve.csv" / "out")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("snapsim: error: --out: cannot write to")
     assert {p.name: digest(p) for p in clean_run.iterdir() if p.is_file()} == before
 
 
