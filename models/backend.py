@@ -231,10 +231,16 @@ class Backend:
         total_work, total_stall = sum(work), sum(stall)
         env = self.env
         start = env.now
-        sched_before = task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
-        yield from task.run_mixed(total_work, total_stall)
-        scheduling = (task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
-                      - sched_before)
+        wall = task.start_segment(total_work, total_stall)
+        if wall >= 0.0:  # no scheduling on the way: one timeout (the common case)
+            if wall > 0.0:
+                yield env.timeout(wall)
+            scheduling = 0.0
+        else:
+            sched_before = task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
+            yield from task.run_mixed(total_work, total_stall)
+            scheduling = (task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
+                          - sched_before)
         stretch = ((env.now - start - scheduling - total_stall) / total_work
                    if total_work > 0.0 else 0.0)
         times = self.record.times_ns

@@ -48,25 +48,48 @@ class Ops(Sequence[Access]):
     """An immutable sequence of accesses, with the arrays the machine takes built once.
 
     ``lines``, ``ops`` and ``masks`` (signed int64 byte masks) feed
-    :meth:`~simulator.machine.Machine.sequence` directly. Concatenating two ``Ops`` gives a new
-    one, remembered by the left operand: the hot paths concatenate the same long-lived pieces
-    again and again (a lock word, then an own store) and get the same object back.
+    :meth:`~simulator.machine.Machine.sequence` directly; they are built on first use, so the
+    many intermediate sequences of a model's set-up cost no arrays. Concatenating two ``Ops``
+    gives a new one, remembered by the left operand: the hot paths concatenate the same
+    long-lived pieces again and again (a lock word, then an own store) and get the same object
+    back.
     """
 
-    __slots__ = ("_accesses", "_memory", "_private", "_sums", "lines", "masks", "ops")
+    __slots__ = ("_accesses", "_arrays", "_memory", "_private", "_sums")
 
     def __init__(self, accesses: Iterable[Access] = (),
                  memory: TrackedMemory | None = None) -> None:
         self._accesses = tuple(accesses)
         self._memory = memory
         self._private: bool | None = None
-        self.lines = np.fromiter((a.line for a in self._accesses), dtype=np.int64,
-                                 count=len(self._accesses))
-        self.ops = np.fromiter((int(a.op) for a in self._accesses), dtype=np.int64,
-                               count=len(self._accesses))
-        self.masks = np.fromiter((_signed(a.mask) for a in self._accesses), dtype=np.int64,
-                                 count=len(self._accesses))
-        self._sums: dict[int, tuple[Ops, Ops]] = {}
+        self._arrays: tuple[IntArray, IntArray, IntArray] | None = None
+        self._sums: dict[int, tuple[Ops, Ops]] | None = None
+
+    def _build(self) -> tuple[IntArray, IntArray, IntArray]:
+        accesses = self._accesses
+        arrays = (np.array([a.line for a in accesses], dtype=np.int64),
+                  np.array([int(a.op) for a in accesses], dtype=np.int64),
+                  np.array([_signed(a.mask) for a in accesses], dtype=np.int64))
+        self._arrays = arrays
+        return arrays
+
+    @property
+    def lines(self) -> IntArray:
+        """Machine line index of every access."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[0]
+
+    @property
+    def ops(self) -> IntArray:
+        """:class:`Op` value of every access."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[1]
+
+    @property
+    def masks(self) -> IntArray:
+        """Byte mask of every access, in the kernel's signed int64 form."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[2]
 
     def __len__(self) -> int:
         return len(self._accesses)
@@ -99,11 +122,14 @@ class Ops(Sequence[Access]):
         memory = self._memory if self._memory is not None else getattr(other, "_memory", None)
         if not isinstance(other, Ops):
             return Ops((*self._accesses, *other), memory)
-        known = self._sums.get(id(other))
+        sums = self._sums
+        if sums is None:
+            sums = self._sums = {}
+        known = sums.get(id(other))
         if known is not None and known[0] is other:
             return known[1]
         result = Ops((*self._accesses, *other._accesses), memory)
-        self._sums[id(other)] = (other, result)
+        sums[id(other)] = (other, result)
         return result
 
     def __repr__(self) -> str:
