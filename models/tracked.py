@@ -189,6 +189,8 @@ class TrackedMemory:
         self._users: list[int] = []
         """Per line: the backend it was registered for, or :data:`_SHARED`."""
         self._current_user: int | None = None
+        self._known: dict[tuple[int, int, str | None, Op], Ops] = {}
+        """:meth:`access` results by (region, element, field, operation)."""
         self.machine: Machine | None = None
         self.private_lines: npt.NDArray[np.bool_] | None = None
         """Per line, whether it is private to one backend (set by :meth:`build_machine`)."""
@@ -223,10 +225,25 @@ class TrackedMemory:
         return index
 
     def access(self, region: Region, index: int, field: str | None, op: Op) -> Ops:
-        """The accesses of one field of one element (two if it straddles lines)."""
+        """The accesses of one field of one element (two if it straddles lines).
+
+        Asking again returns the same object (set-up asks for the same shared fields once per
+        backend); its lines are registered for the current user again, as new ones would be.
+        """
+        key = (id(region), index, field, op)
+        known = self._known.get(key)
+        if known is not None:
+            user = _SHARED if self._current_user is None else self._current_user
+            users = self._users
+            for access in known:
+                if users[access.line] != user:
+                    users[access.line] = _SHARED
+            return known
         label = f"{region.name}.{field}" if field else region.name
-        return Ops((Access(self.line_index(line), op, mask, label)
-                    for line, mask in region.field_span(index, field)), self)
+        ops = Ops([Access(self.line_index(line), op, mask, label)
+                   for line, mask in region.field_span(index, field)], self)
+        self._known[key] = ops
+        return ops
 
     def scan(self, parts: Iterable[tuple[Region, Iterable[int], Iterable[str] | None]],
              entries: int, entries_per_chunk: int, pattern: str) -> ScanPlan:
