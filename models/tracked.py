@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import overload
 
 import numpy as np
@@ -168,15 +168,22 @@ class ScanPlan:
     entries_per_chunk: int
     entries: int
     pattern: str
+    _chunks: list[tuple[IntArray, IntArray, int]] = field(
+        default_factory=list, init=False, repr=False, compare=False)
 
-    def chunks(self) -> Iterable[tuple[IntArray, IntArray, int]]:
-        """``(lines, masks, entries)`` per chunk."""
+    def chunks(self) -> Sequence[tuple[IntArray, IntArray, int]]:
+        """``(lines, masks, entries)`` per chunk (built once: a scan runs for every snapshot)."""
+        cached = self._chunks
+        if cached:
+            return cached
         bounds = (*self.chunk_starts, len(self.lines))
         remaining = self.entries
         for k in range(len(self.chunk_starts)):
             entries = min(self.entries_per_chunk, remaining)
             remaining -= entries
-            yield self.lines[bounds[k]:bounds[k + 1]], self.masks[bounds[k]:bounds[k + 1]], entries
+            cached.append((self.lines[bounds[k]:bounds[k + 1]],
+                           self.masks[bounds[k]:bounds[k + 1]], entries))
+        return cached
 
 
 class TrackedMemory:
