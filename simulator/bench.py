@@ -31,12 +31,14 @@ a busy machine inflates less than wall time.
   second, in the pre14 runs above.
 * ``slowdown_pre14_n15000_128t`` and ``peak_rss_mb`` (group ``n15000``): 15000 active clients
   on ``westmere-ex-8s`` (64 cores, 128 threads), simulated for ``--n15000-duration-ms``
-  (default 5), each run in a fresh Python process; ``peak_rss_mb`` is that process's peak
-  resident set (``ru_maxrss``: interpreter, libraries and the point).
+  (default 20: the clients' first transactions, with 30000 tasks on 128 threads, take that
+  long), each run in a fresh Python process; ``peak_rss_mb`` is that process's peak resident set
+  (``ru_maxrss``: interpreter, libraries and the point).
 * ``sweep_speedup_2_workers`` (group ``sweep``): wall time of a 12-point sweep (pre14 and post14,
   48 clients, 0/100/1000/2500/5000/10000 idle connections, ``--sweep-duration-ms``, default 2)
   with ``jobs=1`` over the same sweep with ``jobs=2`` (forked local workers, pool start-up
-  included).
+  included). ``conditions.sweep_cpus_2_workers`` is the CPU time the two workers got per wall
+  second (2.0 on an idle machine): the speedup cannot exceed it.
 * ``scaling_exponent_pre14`` (group ``scaling``): least-squares slope of log(wall time per point)
   against log(connections) for pre14, 48 active clients, 100, 300, 1000, 3000 and 10000
   connections (median wall per point, then the fit).
@@ -85,7 +87,7 @@ ACTIVE_128T = 15000
 SWEEP_IDLE = (0, 100, 1000, 2500, 5000, 10000)
 SCALING_CONNECTIONS = (100, 300, 1000, 3000, 10000)
 DURATION_MS = 10.0
-N15000_DURATION_MS = 5.0
+N15000_DURATION_MS = 20.0
 SWEEP_DURATION_MS = 2.0
 
 
@@ -288,17 +290,19 @@ def sweep_figures(settings: Settings, report: Callable[[str, float, float], None
     """Wall time of the sweep with one worker over the same with two."""
     experiment = sweep_experiment(settings)
     start = time.perf_counter()
-    ratios = []
+    ratios, cpus = [], []
     for _ in range(settings.repeats):
         walls = []
         for jobs in (1, 2):
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), _cpu_seconds()
             result = run(experiment, jobs=jobs)
             walls.append(time.perf_counter() - began)
             if not result.failures.empty:
                 raise RuntimeError(f"sweep point failed: {result.failures['error'].iloc[0]}")
+        cpus.append((_cpu_seconds() - cpu) / walls[1])
         ratios.append(walls[0] / walls[1])
-    figures = {"sweep_speedup_2_workers": statistics.median(ratios)}
+    figures = {"sweep_speedup_2_workers": statistics.median(ratios),
+               "sweep_cpus_2_workers": statistics.median(cpus)}
     report("sweep_speedup_2_workers", figures["sweep_speedup_2_workers"],
            time.perf_counter() - start)
     return figures
@@ -382,11 +386,17 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
         "scaling": scaling_figures, "validate": validate_figures}
     if any(group in groups for group in measure):
         warm_kernel()
+    conditions: dict[str, object] = {}
     for group, function in measure.items():
         if group in groups:
             figures.update(function(settings, report))
+    if "sweep_cpus_2_workers" in figures:  # a condition of the sweep figure, not a figure
+        cpus = figures.pop("sweep_cpus_2_workers")
+        assert isinstance(cpus, float)
+        conditions["sweep_cpus_2_workers"] = round(cpus, 3)
     wall = time.perf_counter() - started
     figures["conditions"] = {
+        **conditions,
         "cpus": os.cpu_count() or 0,
         "load_average_1min_before": round(load_before, 2),
         "load_average_1min_after": round(os.getloadavg()[0], 2),

@@ -34,6 +34,7 @@ def test_bench_json_has_every_default_figure(capsys: pytest.CaptureFixture[str])
     assert conditions["scale"] == 0.01
     assert "validate" not in conditions["groups"]
     assert conditions["cpu_share"] > 0
+    assert conditions["sweep_cpus_2_workers"] > 0
     # One progress line per figure on stderr.
     assert all(f"bench: {name} = " in captured.err for name in figures)
 
