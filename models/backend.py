@@ -176,7 +176,17 @@ class Backend:
         """
         task = self._task()
         if self._pending > self.run_ahead_ns and not accesses.private:
-            yield from self.flush()
+            # flush(), its common case inlined (one timeout, no scheduling)
+            total_work, total_stall = sum(self._work), sum(self._stall)
+            env = self.env
+            start = env.now
+            wall = task.start_segment(total_work, total_stall)
+            if wall >= 0.0:
+                if wall > 0.0:
+                    yield env.timeout(wall)
+                self._settle(start, total_work, total_stall, 0.0)
+            else:
+                yield from self._scheduled_flush(start, total_work, total_stall)
         if task.thread is None:  # woken from a sleep: get a thread first
             yield from task.run(0.0)
         total, waited = self._machine().sequence(
