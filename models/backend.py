@@ -176,7 +176,17 @@ class Backend:
         """
         task = self._task()
         if self._pending > self.run_ahead_ns and not accesses.private:
-            yield from self.flush()
+            # flush(), its common case inlined (one timeout, no scheduling)
+            total_work, total_stall = sum(self._work), sum(self._stall)
+            env = self.env
+            start = env.now
+            wall = task.start_segment(total_work, total_stall)
+            if wall >= 0.0:
+                if wall > 0.0:
+                    yield env.timeout(wall)
+                self._settle(start, total_work, total_stall, 0.0)
+            else:
+                yield from self._scheduled_flush(start, total_work, total_stall)
         if task.thread is None:  # woken from a sleep: get a thread first
             yield from task.run(0.0)
         total, waited = self._machine().sequence(
@@ -195,22 +205,34 @@ class Backend:
         """Run a precomputed scan chunk by chunk: instructions, then the chunk's memory stall."""
         task = self._task()
         machine = self._machine()
+        env = self.env
         counters = self.record.counters
         slot = _INDEX[category]
+        work_by, stall_by = self._work, self._stall
         ns_per_entry = cycles_per_entry / self.clock_ghz
+        pattern = plan.pattern
         for lines, masks, entries in plan.chunks():
             work = entries * ns_per_entry
-            self._work[slot] += work
+            work_by[slot] += work
             self._pending += work
             if len(lines):
                 if self._pending > self.run_ahead_ns:
-                    yield from self.flush()
+                    # flush(), its common case inlined (one timeout, no scheduling)
+                    total_work, total_stall = sum(work_by), sum(stall_by)
+                    start = env.now
+                    wall = task.start_segment(total_work, total_stall)
+                    if wall >= 0.0:
+                        if wall > 0.0:
+                            yield env.timeout(wall)
+                        self._settle(start, total_work, total_stall, 0.0)
+                    else:
+                        yield from self._scheduled_flush(start, total_work, total_stall)
                 if task.thread is None:
                     yield from task.run(0.0)
                 stall = machine.scan(task.thread, lines, masks,  # type: ignore[arg-type]
-                                     pattern=plan.pattern,  # type: ignore[arg-type]
-                                     now=self.env.now + self._pending, out=counters, check=False)
-                self._stall[slot] += stall
+                                     pattern=pattern,  # type: ignore[arg-type]
+                                     now=env.now + self._pending, out=counters, check=False)
+                stall_by[slot] += stall
                 self._pending += stall
 
     def sync(self) -> ProcessGenerator:
@@ -226,16 +248,32 @@ class Backend:
         """Spend the pending time now (one scheduler run) and charge it to its categories."""
         if self._pending <= 0.0:
             return
-        task = self._task()
-        work, stall = self._work, self._stall
-        total_work, total_stall = sum(work), sum(stall)
+        total_work, total_stall = sum(self._work), sum(self._stall)
         env = self.env
         start = env.now
+        wall = self._task().start_segment(total_work, total_stall)
+        if wall >= 0.0:  # no scheduling on the way: one timeout (the common case)
+            if wall > 0.0:
+                yield env.timeout(wall)
+            self._settle(start, total_work, total_stall, 0.0)
+        else:
+            yield from self._scheduled_flush(start, total_work, total_stall)
+
+    def _scheduled_flush(self, start: float, total_work: float,
+                         total_stall: float) -> ProcessGenerator:
+        """:meth:`flush` through the scheduler (a wake-up, a slice end or a run-queue wait)."""
+        task = self._task()
         sched_before = task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
         yield from task.run_mixed(total_work, total_stall)
         scheduling = (task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
                       - sched_before)
-        stretch = ((env.now - start - scheduling - total_stall) / total_work
+        self._settle(start, total_work, total_stall, scheduling)
+
+    def _settle(self, start: float, total_work: float, total_stall: float,
+                scheduling: float) -> None:
+        """Charge a flush that began at ``start`` to its categories; nothing is pending after."""
+        work, stall = self._work, self._stall
+        stretch = ((self.env.now - start - scheduling - total_stall) / total_work
                    if total_work > 0.0 else 0.0)
         times = self.record.times_ns
         if scheduling:

@@ -17,12 +17,17 @@ from simulator.machine_config import LINE_BYTES
 
 def fields_in_mask(region: Region, line: int, mask: int) -> list[str]:
     """Names of the region's fields (leaf fields first) with a byte in ``mask`` on ``line``."""
-    names: list[str] = []
     line_start = line * LINE_BYTES
-    for index in region.elements_on_line(line):
-        base = region.element_address(index)
+    starts = tuple(region.element_address(i) - line_start for i in region.elements_on_line(line))
+    return list(_fields_at(region, starts, mask)) if mask else []
+
+
+def _fields_at(region: Region, element_starts: tuple[int, ...], mask: int) -> tuple[str, ...]:
+    """:func:`fields_in_mask` for elements starting at these byte offsets from the line start."""
+    names: list[str] = []
+    for base in element_starts:
         for name, (offset, size) in region.element.fields.items():
-            start = base + offset - line_start
+            start = base + offset
             stop = start + size
             lo, hi = max(start, 0), min(stop, LINE_BYTES)
             if lo >= hi:
@@ -31,7 +36,7 @@ def fields_in_mask(region: Region, line: int, mask: int) -> list[str]:
             if mask & field_mask and name not in names:
                 names.append(name)
     # Keep the most specific names: drop "content_lock" when "content_lock.state" is listed.
-    return [n for n in names if not any(o != n and o.startswith(n + ".") for o in names)]
+    return tuple(n for n in names if not any(o != n and o.startswith(n + ".") for o in names))
 
 
 def describe_masks(shmem: PgSharedMemory, machine: Machine,
@@ -44,11 +49,26 @@ def describe_masks(shmem: PgSharedMemory, machine: Machine,
         table = machine.line_table()
     read: list[str] = []
     written: list[str] = []
+    known: dict[tuple[int, tuple[int, ...], int], tuple[str, ...]] = {}
+    """Fields by (region, element starts relative to the line, mask): arrays repeat them."""
+
+    def names(region: Region, starts: tuple[int, ...], mask: int) -> tuple[str, ...]:
+        if not mask:
+            return ()
+        key = (id(region), starts, mask)
+        found = known.get(key)
+        if found is None:
+            found = known[key] = _fields_at(region, starts, mask)
+        return found
+
     for address, read_mask, write_mask in zip(table["address"], table["bytes_read"],
                                               table["bytes_written"], strict=True):
         line = int(address) // LINE_BYTES
-        regions = shmem.memory.regions_on_line(line)
-        read.append(", ".join(f for r in regions for f in fields_in_mask(r, line, int(read_mask))))
-        written.append(", ".join(f for r in regions
-                                 for f in fields_in_mask(r, line, int(write_mask))))
+        line_start = line * LINE_BYTES
+        layout = [(region, tuple(region.element_address(i) - line_start
+                                 for i in region.elements_on_line(line)))
+                  for region in shmem.memory.regions_on_line(line)]
+        read.append(", ".join(f for r, starts in layout for f in names(r, starts, int(read_mask))))
+        written.append(", ".join(f for r, starts in layout
+                                 for f in names(r, starts, int(write_mask))))
     return read, written

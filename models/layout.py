@@ -34,6 +34,7 @@ Line labels (perf-c2c style), produced by :meth:`Region.label_for_line`:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -364,6 +365,8 @@ class SharedMemory:
     base: int = 0
     free: int = field(init=False)
     _regions: list[Region] = field(init=False, default_factory=list)
+    _bases: list[int] = field(init=False, default_factory=list)
+    """Start address of each region, in allocation order (ascending: a bump allocator)."""
 
     def __post_init__(self) -> None:
         if self.base < 0:
@@ -418,7 +421,10 @@ class SharedMemory:
             struct.size if stride is None else stride,
             element_names if element_names is not None else _EMPTY_NAMES,
         )
+        if self._bases and region.base < self._bases[-1]:
+            raise ValueError(f"region {name!r} starts below the previous region")
         self._regions.append(region)
+        self._bases.append(region.base)
         self.free = region.end
         return region
 
@@ -450,7 +456,19 @@ class SharedMemory:
 
     def regions_on_line(self, line: int) -> list[Region]:
         """Registered regions with at least one byte on ``line``, in address order."""
-        return sorted((r for r in self._regions if r.contains_line(line)), key=lambda r: r.base)
+        start = line * LINE_BYTES
+        # Regions are placed in ascending, non-overlapping order: those starting before the
+        # line's end, walked back until one ends before the line's start.
+        k = bisect.bisect_left(self._bases, start + LINE_BYTES)
+        found: list[Region] = []
+        while k > 0:
+            k -= 1
+            region = self._regions[k]
+            if region.end <= start:
+                break
+            found.append(region)
+        found.reverse()
+        return found
 
     def label_for_line(self, line: int) -> str:
         """perf-c2c-style label of a line; an unallocated line is labelled by its hex address."""

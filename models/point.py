@@ -65,7 +65,7 @@ class PointConfig:
     seed: int = 0
     batch: int = 1
     think_time_ns: float = 0.0
-    entries_per_chunk: int = 256
+    entries_per_chunk: int = 1024
     run_ahead_ns: float = DEFAULT_RUN_AHEAD_NS
     costs: PgCosts = field(default_factory=load_costs)
     backend: MachineBackend = "compiled"

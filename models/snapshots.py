@@ -65,7 +65,7 @@ class Pre14(SnapshotAlgorithm):
             from models.layout import Region
 
             assert isinstance(region, Region)
-            return Ops(a for f in fields for a in t.access(region, me, f, Op.STORE))
+            return Ops((a for f in fields for a in t.access(region, me, f, Op.STORE)), t)
 
         return {
             "xmin": store(pgxact, "xmin"),
@@ -134,7 +134,7 @@ class PgxactSplit(SnapshotAlgorithm):
         assert shm.xids is not None
 
         def pgproc(op: Op, *fields: str) -> Ops:
-            return Ops(a for f in fields for a in t.access(shm.pgproc, me, f, op))
+            return Ops((a for f in fields for a in t.access(shm.pgproc, me, f, op)), t)
 
         xid_slot_store = t.access(shm.xids, backend.index, None, Op.STORE)
         return {
@@ -243,7 +243,7 @@ class Pg91(SnapshotAlgorithm):
         t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
 
         def store(*fields: str) -> Ops:
-            return Ops(a for f in fields for a in t.access(pgproc, me, f, Op.STORE))
+            return Ops((a for f in fields for a in t.access(pgproc, me, f, Op.STORE)), t)
 
         return {
             "xmin": store("xmin"),
@@ -296,7 +296,7 @@ class Csn(SnapshotAlgorithm):
         t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
 
         def store(*fields: str) -> Ops:
-            return Ops(a for f in fields for a in t.access(pgproc, me, f, Op.STORE))
+            return Ops((a for f in fields for a in t.access(pgproc, me, f, Op.STORE)), t)
 
         return {
             "xmin": store("xmin"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import overload
 
 import numpy as np
@@ -48,25 +48,48 @@ class Ops(Sequence[Access]):
     """An immutable sequence of accesses, with the arrays the machine takes built once.
 
     ``lines``, ``ops`` and ``masks`` (signed int64 byte masks) feed
-    :meth:`~simulator.machine.Machine.sequence` directly. Concatenating two ``Ops`` gives a new
-    one, remembered by the left operand: the hot paths concatenate the same long-lived pieces
-    again and again (a lock word, then an own store) and get the same object back.
+    :meth:`~simulator.machine.Machine.sequence` directly; they are built on first use, so the
+    many intermediate sequences of a model's set-up cost no arrays. Concatenating two ``Ops``
+    gives a new one, remembered by the left operand: the hot paths concatenate the same
+    long-lived pieces again and again (a lock word, then an own store) and get the same object
+    back.
     """
 
-    __slots__ = ("_accesses", "_memory", "_private", "_sums", "lines", "masks", "ops")
+    __slots__ = ("_accesses", "_arrays", "_memory", "_private", "_sums")
 
     def __init__(self, accesses: Iterable[Access] = (),
                  memory: TrackedMemory | None = None) -> None:
         self._accesses = tuple(accesses)
         self._memory = memory
         self._private: bool | None = None
-        self.lines = np.fromiter((a.line for a in self._accesses), dtype=np.int64,
-                                 count=len(self._accesses))
-        self.ops = np.fromiter((int(a.op) for a in self._accesses), dtype=np.int64,
-                               count=len(self._accesses))
-        self.masks = np.fromiter((_signed(a.mask) for a in self._accesses), dtype=np.int64,
-                                 count=len(self._accesses))
-        self._sums: dict[int, tuple[Ops, Ops]] = {}
+        self._arrays: tuple[IntArray, IntArray, IntArray] | None = None
+        self._sums: dict[int, tuple[Ops, Ops]] | None = None
+
+    def _build(self) -> tuple[IntArray, IntArray, IntArray]:
+        accesses = self._accesses
+        arrays = (np.array([a.line for a in accesses], dtype=np.int64),
+                  np.array([int(a.op) for a in accesses], dtype=np.int64),
+                  np.array([_signed(a.mask) for a in accesses], dtype=np.int64))
+        self._arrays = arrays
+        return arrays
+
+    @property
+    def lines(self) -> IntArray:
+        """Machine line index of every access."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[0]
+
+    @property
+    def ops(self) -> IntArray:
+        """:class:`Op` value of every access."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[1]
+
+    @property
+    def masks(self) -> IntArray:
+        """Byte mask of every access, in the kernel's signed int64 form."""
+        arrays = self._arrays
+        return (arrays if arrays is not None else self._build())[2]
 
     def __len__(self) -> int:
         return len(self._accesses)
@@ -99,11 +122,14 @@ class Ops(Sequence[Access]):
         memory = self._memory if self._memory is not None else getattr(other, "_memory", None)
         if not isinstance(other, Ops):
             return Ops((*self._accesses, *other), memory)
-        known = self._sums.get(id(other))
+        sums = self._sums
+        if sums is None:
+            sums = self._sums = {}
+        known = sums.get(id(other))
         if known is not None and known[0] is other:
             return known[1]
         result = Ops((*self._accesses, *other._accesses), memory)
-        self._sums[id(other)] = (other, result)
+        sums[id(other)] = (other, result)
         return result
 
     def __repr__(self) -> str:
@@ -142,15 +168,22 @@ class ScanPlan:
     entries_per_chunk: int
     entries: int
     pattern: str
+    _chunks: list[tuple[IntArray, IntArray, int]] = field(
+        default_factory=list, init=False, repr=False, compare=False)
 
-    def chunks(self) -> Iterable[tuple[IntArray, IntArray, int]]:
-        """``(lines, masks, entries)`` per chunk."""
+    def chunks(self) -> Sequence[tuple[IntArray, IntArray, int]]:
+        """``(lines, masks, entries)`` per chunk (built once: a scan runs for every snapshot)."""
+        cached = self._chunks
+        if cached:
+            return cached
         bounds = (*self.chunk_starts, len(self.lines))
         remaining = self.entries
         for k in range(len(self.chunk_starts)):
             entries = min(self.entries_per_chunk, remaining)
             remaining -= entries
-            yield self.lines[bounds[k]:bounds[k + 1]], self.masks[bounds[k]:bounds[k + 1]], entries
+            cached.append((self.lines[bounds[k]:bounds[k + 1]],
+                           self.masks[bounds[k]:bounds[k + 1]], entries))
+        return cached
 
 
 class TrackedMemory:
@@ -163,6 +196,8 @@ class TrackedMemory:
         self._users: list[int] = []
         """Per line: the backend it was registered for, or :data:`_SHARED`."""
         self._current_user: int | None = None
+        self._known: dict[tuple[int, int, str | None, Op], Ops] = {}
+        """:meth:`access` results by (region, element, field, operation)."""
         self.machine: Machine | None = None
         self.private_lines: npt.NDArray[np.bool_] | None = None
         """Per line, whether it is private to one backend (set by :meth:`build_machine`)."""
@@ -197,10 +232,25 @@ class TrackedMemory:
         return index
 
     def access(self, region: Region, index: int, field: str | None, op: Op) -> Ops:
-        """The accesses of one field of one element (two if it straddles lines)."""
+        """The accesses of one field of one element (two if it straddles lines).
+
+        Asking again returns the same object (set-up asks for the same shared fields once per
+        backend); its lines are registered for the current user again, as new ones would be.
+        """
+        key = (id(region), index, field, op)
+        known = self._known.get(key)
+        if known is not None:
+            user = _SHARED if self._current_user is None else self._current_user
+            users = self._users
+            for access in known:
+                if users[access.line] != user:
+                    users[access.line] = _SHARED
+            return known
         label = f"{region.name}.{field}" if field else region.name
-        return Ops((Access(self.line_index(line), op, mask, label)
-                    for line, mask in region.field_span(index, field)), self)
+        ops = Ops([Access(self.line_index(line), op, mask, label)
+                   for line, mask in region.field_span(index, field)], self)
+        self._known[key] = ops
+        return ops
 
     def scan(self, parts: Iterable[tuple[Region, Iterable[int], Iterable[str] | None]],
              entries: int, entries_per_chunk: int, pattern: str) -> ScanPlan:

@@ -7,6 +7,11 @@ overridden) with two additions that every model component needs:
   deterministic: the same seed gives the same draws in the same order.
 * ``recorder``: a :class:`~simulator.recorder.Recorder` collecting result rows in plain lists.
 
+It also counts the events it processes (:attr:`SimEnvironment.events_processed`, and
+:attr:`SimEnvironment.events_total` over every environment of the process, which ``snapsim bench``
+reads), at no cost per event: :meth:`SimEnvironment.run` reads SimPy's event-id counter when it
+returns.
+
 **Time unit.** One unit of simulated time is one **nanosecond**: ``env.now`` is in ns, and every
 ``env.timeout(delay)`` takes its delay in ns (``env.timeout(1_000)`` is one microsecond). Times are
 floats; latencies such as 0.5 ns are allowed.
@@ -16,8 +21,9 @@ Processes are generator functions; :data:`ProcessGenerator` is their type.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Generator
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import simpy
@@ -41,9 +47,34 @@ class SimEnvironment(simpy.Environment):
     Attributes:
         rng: the only source of randomness of the simulation; deterministic for a given seed.
         recorder: collects result rows per named table.
+        events_processed: events processed by :meth:`run` so far (scheduled minus still queued).
     """
+
+    events_total: ClassVar[int] = 0
+    """Events processed by :meth:`run` in every environment of this process (for benchmarks)."""
 
     def __init__(self, seed: int | np.random.SeedSequence, initial_time: float = 0.0) -> None:
         super().__init__(initial_time)
         self.rng: np.random.Generator = np.random.default_rng(seed)
         self.recorder: Recorder = Recorder()
+        self.events_processed = 0
+
+    def run(self, until: simpy.core.SimTime | simpy.Event | None = None) -> Any:
+        """:meth:`simpy.Environment.run`, counting the events it processes."""
+        before = self._ids_used() - len(self._queue)
+        try:
+            return super().run(until)
+        finally:
+            processed = self._ids_used() - len(self._queue) - before
+            self.events_processed += processed
+            SimEnvironment.events_total += processed
+
+    def _ids_used(self) -> int:
+        """Events scheduled so far.
+
+        SimPy numbers events with an ``itertools.count`` (ties break by that id): read it and
+        restart it at the same id, so that later ids do not change.
+        """
+        used = next(self._eid)
+        self._eid = itertools.count(used)
+        return used

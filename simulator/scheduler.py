@@ -232,6 +232,38 @@ class Task:
             return self._run(float(stall_ns), False)
         return self._run_mixed(float(work_ns), float(stall_ns))
 
+    def start_segment(self, work_ns: float, stall_ns: float) -> float:
+        """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
+
+        When the task holds its thread, no process of it is inside ``run``/``block_until``,
+        and the work (at the SMT rate sampled now) and the stall fit in what is left of its
+        slice, the segment is charged now and its wall time returned: the caller waits that
+        long (one ``env.timeout``, none if 0), exactly as ``yield from task.run_mixed(work_ns,
+        stall_ns)`` would, without its generator. Otherwise nothing changes and -1.0 is
+        returned: use :meth:`run_mixed`. Amounts must not be negative.
+        """
+        if self.thread is None or self._active:
+            return -1.0
+        sched = self._sched
+        left = sched._slice_ns - self._slice_used
+        if left <= 0.0:
+            return -1.0
+        rate = 1.0
+        if work_ns > 0.0:
+            holder = sched._holder
+            for sibling in self._siblings:
+                if holder[sibling] is not None:
+                    rate = sched._smt_rate
+                    break
+        work_wall = work_ns / rate
+        wall = stall_ns + work_wall
+        if wall > left:
+            return -1.0
+        self._slice_used += wall
+        self.stall_ns += stall_ns
+        self.cpu_ns += work_wall
+        return wall
+
     def block_until(self, event: simpy.Event) -> ProcessGenerator:
         """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
 

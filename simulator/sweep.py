@@ -17,6 +17,7 @@ before this module starts any thread) and spawned elsewhere. Dask runs use an ex
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -81,12 +82,34 @@ class PointRecord:
         return bool(self.error)
 
 
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (reference counting goes on) for a block.
+
+    A point builds its objects (shared memory, tracked accesses, processes) once and keeps them
+    to its end, so every collection would walk all of them again for little garbage: measured,
+    collections took half of the time of 15000 clients on 128 threads, while pausing them grew
+    the peak memory by about 8 %. The collector resumes (if it was on) when the block ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def execute(task: PointTask) -> PointRecord:
-    """Simulate one point; an exception becomes the record's ``error`` (``Type: message``)."""
+    """Simulate one point; an exception becomes the record's ``error`` (``Type: message``).
+
+    The point runs with the cyclic garbage collector paused (:func:`paused_gc`).
+    """
     start = time.perf_counter()
     identity = task.identity()
     try:
-        output = workload_model(task.model).run_point(task.spec)
+        with paused_gc():
+            output = workload_model(task.model).run_point(task.spec)
     except Exception as exc:  # a failing point is recorded and the sweep goes on
         return PointRecord(key=task.key, index=task.index, row=identity,
                            wall_s=time.perf_counter() - start,

@@ -841,3 +841,22 @@ def test_commit_with_xid_joins_the_group_clear_when_the_lock_is_busy(algorithm: 
                   if op is Op.STORE and name == xid_field]
     assert (b.connection, c_xid_line) in xid_clears  # the leader clears the member's entry
     assert all(conn == b.connection for conn, _ in xid_clears)
+
+
+@pytest.mark.parametrize(("algorithm", "private", "shared"), [
+    ("pre14", ("lxid", "group_member"), ("xmin", "end", "assign_xid", "end_xid")),
+    ("post14", ("xmin", "lxid", "end", "group_member"), ("my_slot", "assign_xid", "end_xid")),
+    ("csn", ("lxid",), ()),
+    ("pg91", (), ("xmin", "end")),  # 9.1's scan reads the xid/xmin line of every PGPROC
+])
+def test_own_pgproc_stores_are_private(algorithm: str, private: tuple[str, ...],
+                                       shared: tuple[str, ...]) -> None:
+    """Stores to a backend's own PGPROC lines nobody else reads need no synchronisation."""
+    h = build_harness(algorithm, connections=6, active=(2, 5))
+    for backend in h.backends:
+        if backend.task is None:
+            continue
+        for name in private:
+            assert h.algorithm.own(backend, name).private, (backend.connection, name)
+        for name in shared:
+            assert not h.algorithm.own(backend, name).private, (backend.connection, name)

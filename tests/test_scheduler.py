@@ -491,3 +491,50 @@ def test_from_machine_uses_topology_costs_and_virtualization() -> None:
         machine.scheduler.ipi_exit_ns if machine.virtualized else 0.0
     )
     assert sched.wakeup_cost_ns == expected
+
+
+@pytest.mark.parametrize(("work", "stall"), [(300.0, 0.0), (0.0, 200.0), (300.0, 200.0)])
+def test_start_segment_charges_what_run_mixed_charges(work: float, stall: float) -> None:
+    """With a busy SMT sibling and room in the slice, both ways end at the same time, equally
+    charged."""
+    outcomes = []
+    for fast in (False, True):
+        env, sched = make((1, 1, 1, 2), smt_throughput=1.2)
+        task, sibling = sched.new_task("t"), sched.new_task("sibling")
+        env.process(hold(env, sibling, 0.0, 10 * US))
+
+        def body(task: Task = task, fast: bool = fast, env: SimEnvironment = env
+                 ) -> ProcessGenerator:
+            yield from task.run(100.0)  # take a thread
+            wall = task.start_segment(work, stall) if fast else -1.0
+            if wall >= 0.0:
+                yield env.timeout(wall)
+            else:
+                assert not fast
+                yield from task.run_mixed(work, stall)
+            outcomes.append((env.now, task.cpu_ns, task.stall_ns, task._slice_used))
+
+        env.process(body())
+        env.run()
+    assert outcomes[0] == outcomes[1]
+    # The sibling took its thread after the first run(100) started; the segment ran beside it.
+    assert outcomes[0][1] == pytest.approx(100.0 + work / 0.6)
+
+
+def test_start_segment_declines_what_needs_scheduling() -> None:
+    env, sched = make(time_slice_ns=1 * US)
+    task = sched.new_task("t")
+    assert task.start_segment(10.0, 0.0) == -1.0  # holds no thread: it must wake up first
+    results = []
+
+    def body() -> ProcessGenerator:
+        yield from task.run(600.0)
+        results.append(task.start_segment(500.0, 0.0))  # beyond the slice's end
+        results.append(task.start_segment(300.0, 100.0))  # fits
+        results.append(task.start_segment(200.0, 0.0))  # the slice is used up to its end
+
+    env.process(body())
+    env.run()
+    assert results == [-1.0, 400.0, -1.0]
+    assert task.cpu_ns == 900.0
+    assert task.stall_ns == 100.0
