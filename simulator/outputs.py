@@ -77,8 +77,7 @@ def write_plots(curve: pd.DataFrame, directory: Path,
     if ok.empty:
         return []
     written = [
-        _figure(directory / "tps.png", lambda ax: plotting.plot_tps(ok, ax=ax,
-                                                                     measurements=measured)),
+        _tps_figure(directory / "tps.png", ok, measured),
         _figure(directory / "transfers.png", lambda ax: plotting.plot_transfers(ok, ax=ax)),
         _figure(directory / "breakdown.png", lambda ax: plotting.plot_breakdown(ok, ax=ax)),
     ]
@@ -111,6 +110,28 @@ def _successful(curve: pd.DataFrame) -> pd.DataFrame:
 def _write(path: Path, writer: Callable[[Path], object]) -> Path:
     with atomic_path(path) as tmp:
         writer(tmp)
+    return path
+
+
+def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None) -> Path:
+    """TPS plot, one panel per active-client count when idle clients vary."""
+    import matplotlib.pyplot as plt
+
+    from simulator import plotting
+
+    panels = plotting.tps_panels(curve, measured)
+    figure: Figure = plt.figure(figsize=(8, 5 if len(panels) == 1 else 4 * len(panels)))
+    try:
+        for index, (title, part, measurements) in enumerate(panels, start=1):
+            ax = plotting.plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
+                                   measurements=measurements)
+            if title:
+                ax.set_title(title)
+        figure.tight_layout()
+        with atomic_path(path) as tmp:
+            figure.savefig(tmp, format="png", dpi=110)
+    finally:
+        plt.close(figure)
     return path
 
 

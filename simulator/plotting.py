@@ -2,6 +2,8 @@
 
 - :func:`plot_tps`: TPS against active or idle clients, one line per algorithm and series, with
   optional measured points (same colour per algorithm, hollow markers, dashed lines).
+- :func:`tps_panels`: how to split a curve into panels so that curves of very different scale
+  (1 and 48 active clients against idle connections) each get their own y axis.
 - :func:`plot_transfers`: accesses per transaction by access class, one stacked bar per point.
 - :func:`plot_breakdown`: time per transaction by category (the model's ``<category>_us``
   columns), one stacked bar per point.
@@ -28,7 +30,7 @@ from simulator.experiment import POINT_KEYS, ratio_curve
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_breakdown", "plot_ratio", "plot_tps", "plot_transfers"]
+__all__ = ["plot_breakdown", "plot_ratio", "plot_tps", "plot_transfers", "tps_panels"]
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
 """Markers of the series of one algorithm, in order."""
@@ -138,6 +140,26 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return ax
+
+
+def tps_panels(curve: pd.DataFrame, measurements: pd.DataFrame | None = None
+               ) -> list[tuple[str, pd.DataFrame, pd.DataFrame | None]]:
+    """``(title suffix, curve, measurements)`` per panel of a TPS figure.
+
+    When TPS is drawn against idle clients (:func:`plot_tps`'s default x) for several active
+    client counts, one panel per count: their TPS differ by orders of magnitude, and on one
+    linear axis the small ones lie flat on zero. Otherwise a single panel with everything.
+    """
+    if _default_x(curve) != "idle_clients" or curve["clients"].nunique() < 2:
+        return [("", curve, measurements)]
+    panels: list[tuple[str, pd.DataFrame, pd.DataFrame | None]] = []
+    for clients in sorted(curve["clients"].unique()):
+        measured = (None if measurements is None
+                    else measurements[measurements["clients"] == clients])
+        title = f"{clients} active client{'' if clients == 1 else 's'}"
+        panels.append((title, curve[curve["clients"] == clients],
+                       measured if measured is None or not measured.empty else None))
+    return panels
 
 
 def _plot_measurements(ax: Axes, measurements: pd.DataFrame, x: str,

@@ -165,29 +165,24 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from simulator.plotting import plot_tps
+    from simulator.plotting import plot_tps, tps_panels
 
     written = []
     for dataset, group in table.groupby("dataset", sort=False):
         ok = group[group["predicted_tps"].notna()]
         if ok.empty:
             continue
-        # One panel per active-client count when idle connections vary: curves of 1 and 48
-        # clients differ by 30x and would flatten each other on one linear axis.
-        panels = ([ok[ok["clients"] == c] for c in sorted(ok["clients"].unique())]
-                  if ok["idle_clients"].nunique() > 1 else [ok])
+        predicted = (ok.drop(columns=["measured_tps"])
+                     .rename(columns={"predicted_tps": "tps"})
+                     .drop_duplicates(["series", "clients", "idle_clients"]))
+        measured = ok[["algorithm", "clients", "idle_clients", "measured_tps", "series"]]
+        panels = tps_panels(predicted, measured)
         figure = plt.figure(figsize=(8, 4.5 * len(panels)))
         try:
-            for index, panel in enumerate(panels, start=1):
-                predicted = (panel.drop(columns=["measured_tps"])
-                             .rename(columns={"predicted_tps": "tps"})
-                             .drop_duplicates(["series", "clients", "idle_clients"]))
-                measured = panel[["algorithm", "clients", "idle_clients", "measured_tps",
-                                  "series"]]
-                ax = plot_tps(predicted, ax=figure.add_subplot(len(panels), 1, index),
-                              measurements=measured)
-                clients = panel["clients"].unique()
-                suffix = f", {clients[0]} active" if len(panels) > 1 else ""
+            for index, (title, part, measurements) in enumerate(panels, start=1):
+                ax = plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
+                              measurements=measurements)
+                suffix = f", {title}" if title else ""
                 ax.set_title(f"{dataset}{suffix}: predicted (solid) vs measured (dashed)")
             figure.tight_layout()
             path = directory / f"validation_{dataset}.png"

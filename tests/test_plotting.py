@@ -16,7 +16,13 @@ from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
 
 from simulator.coherence.codes import CLASS_NAMES
-from simulator.plotting import plot_breakdown, plot_ratio, plot_tps, plot_transfers
+from simulator.plotting import (
+    plot_breakdown,
+    plot_ratio,
+    plot_tps,
+    plot_transfers,
+    tps_panels,
+)
 
 IDLE = (0, 100, 1000)
 CLIENTS = (1, 48)
@@ -67,6 +73,28 @@ def test_tps_against_idle_connections_by_default() -> None:
     colours = {line.get_label(): line.get_color() for line in ax.lines}
     assert colours["pre, clients=1"] == colours["pre, clients=48"]
     assert colours["pre, clients=1"] != colours["post, clients=1"]
+
+
+def test_tps_panels_split_client_counts_when_idle_connections_vary() -> None:
+    curve = make_curve()
+    measured = pd.DataFrame({"algorithm": ["pre", "pre"], "clients": [1, 1],
+                             "idle_clients": [0, 100], "measured_tps": [900.0, 800.0]})
+    panels = tps_panels(curve, measured)
+    assert [title for title, _, _ in panels] == ["1 active client", "48 active clients"]
+    assert [sorted(set(part["clients"])) for _, part, _ in panels] == [[1], [48]]
+    first, second = panels[0][2], panels[1][2]
+    assert first is not None
+    assert list(first["idle_clients"]) == [0, 100]
+    assert second is None  # no measurement of 48 clients: nothing to overlay there
+
+
+def test_tps_panels_keep_one_panel_against_active_clients() -> None:
+    curve = make_curve()
+    one_idle = curve[curve["idle_clients"] == 0]
+    panels = tps_panels(one_idle)
+    assert len(panels) == 1
+    assert panels[0][0] == ""
+    assert len(panels[0][1]) == len(one_idle)
 
 
 def test_tps_against_clients_is_log_scale() -> None:
