@@ -115,32 +115,32 @@ def _write(path: Path, writer: Callable[[Path], object]) -> Path:
 
 def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None) -> Path:
     """TPS plot, one panel per active-client count when idle clients vary."""
-    import matplotlib.pyplot as plt
-
     from simulator import plotting
 
     panels = plotting.tps_panels(curve, measured)
-    figure: Figure = plt.figure(figsize=(8, 5 if len(panels) == 1 else 4 * len(panels)))
-    try:
+
+    def draw(figure: Figure) -> None:
         for index, (title, part, measurements) in enumerate(panels, start=1):
             ax = plotting.plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
                                    measurements=measurements)
             if title:
                 ax.set_title(title)
-        figure.tight_layout()
-        with atomic_path(path) as tmp:
-            figure.savefig(tmp, format="png", dpi=110)
-    finally:
-        plt.close(figure)
-    return path
+
+    return save_png(path, draw, size=(8, 5 if len(panels) == 1 else 4 * len(panels)))
 
 
 def _figure(path: Path, draw: Callable[[Axes], object]) -> Path:
+    return save_png(path, lambda figure: draw(figure.add_subplot()))
+
+
+def save_png(path: Path, draw: Callable[[Figure], object],
+             size: tuple[float, float] = (8, 5)) -> Path:
+    """A new figure of ``size`` inches, drawn by ``draw``, written atomically as a PNG."""
     import matplotlib.pyplot as plt
 
-    figure: Figure = plt.figure(figsize=(8, 5))
+    figure: Figure = plt.figure(figsize=size)
     try:
-        draw(figure.add_subplot())
+        draw(figure)
         figure.tight_layout()
         with atomic_path(path) as tmp:
             figure.savefig(tmp, format="png", dpi=110)

@@ -163,8 +163,9 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
+    from simulator.outputs import save_png
     from simulator.plotting import plot_tps, tps_panels
 
     written = []
@@ -177,22 +178,19 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
                      .drop_duplicates(["series", "clients", "idle_clients"]))
         measured = ok[["algorithm", "clients", "idle_clients", "measured_tps", "series"]]
         panels = tps_panels(predicted, measured)
-        figure = plt.figure(figsize=(8, 4.5 * len(panels)))
-        try:
+
+        def draw(figure: Figure, panels: list[tuple[str, pd.DataFrame, pd.DataFrame | None]]
+                 = panels, dataset: object = dataset) -> None:
             for index, (title, part, measurements) in enumerate(panels, start=1):
                 ax = plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
                               measurements=measurements)
                 suffix = f", {title}" if title else ""
                 ax.set_title(f"{dataset}{suffix}: predicted (solid) vs measured (dashed)")
-            figure.tight_layout()
-            path = directory / f"validation_{dataset}.png"
-            with atomic_path(path) as tmp:
-                figure.savefig(tmp, format="png", dpi=110)
-            written.append(path)
-        finally:
-            plt.close(figure)
-    figure = plt.figure(figsize=(6, 6))
-    try:
+
+        written.append(save_png(directory / f"validation_{dataset}.png", draw,
+                                size=(8, 4.5 * len(panels))))
+
+    def scatter(figure: Figure) -> None:
         ax = figure.add_subplot()
         for dataset, group in table.groupby("dataset", sort=False):
             ax.scatter(group["measured_tps"], group["predicted_tps"], label=str(dataset), s=18)
@@ -208,13 +206,8 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
         ax.set_ylabel("predicted TPS")
         ax.legend(fontsize="small")
         ax.grid(True, which="both", alpha=0.3)
-        figure.tight_layout()
-        path = directory / "validation_scatter.png"
-        with atomic_path(path) as tmp:
-            figure.savefig(tmp, format="png", dpi=110)
-        written.append(path)
-    finally:
-        plt.close(figure)
+
+    written.append(save_png(directory / "validation_scatter.png", scatter, size=(6, 6)))
     return written
 
 
