@@ -182,7 +182,7 @@ class Backend:
             start = env.now
             wall = task.start_segment(total_work, total_stall)
             if wall >= 0.0:
-                if wall > 0.0:
+                if wall > 0.0 and not env.fast_forward(wall):
                     yield env.timeout(wall)
                 self._settle(start, total_work, total_stall, 0.0)
             else:
@@ -222,7 +222,7 @@ class Backend:
                     start = env.now
                     wall = task.start_segment(total_work, total_stall)
                     if wall >= 0.0:
-                        if wall > 0.0:
+                        if wall > 0.0 and not env.fast_forward(wall):
                             yield env.timeout(wall)
                         self._settle(start, total_work, total_stall, 0.0)
                     else:
@@ -253,7 +253,7 @@ class Backend:
         start = env.now
         wall = self._task().start_segment(total_work, total_stall)
         if wall >= 0.0:  # no scheduling on the way: one timeout (the common case)
-            if wall > 0.0:
+            if wall > 0.0 and not env.fast_forward(wall):
                 yield env.timeout(wall)
             self._settle(start, total_work, total_stall, 0.0)
         else:

@@ -141,6 +141,7 @@ class Task:
     __slots__ = (
         "_active",
         "_grant",
+        "_granted_at",
         "_last_thread",
         "_sched",
         "_siblings",
@@ -170,6 +171,7 @@ class Task:
         self._siblings: tuple[int, ...] = ()
         self._active = False
         self._grant: simpy.Event | None = None
+        self._granted_at = 0.0
         self._slice_used = 0.0
         self.cpu_ns = 0.0
         self.stall_ns = 0.0
@@ -307,6 +309,7 @@ class Task:
             sched = self._sched
             holder = sched._holder
             timeout = sched.env.timeout
+            fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
                 if left <= 0.0:
@@ -320,7 +323,7 @@ class Task:
                             break
                 wall = work_ns / rate
                 if wall <= left:
-                    if wall > 0.0:
+                    if wall > 0.0 and not fast_forward(wall):
                         yield timeout(wall)
                     self._slice_used += wall  # inlined _charge()
                     if smt_scaled:
@@ -328,7 +331,8 @@ class Task:
                     else:
                         self.stall_ns += wall
                     return
-                yield timeout(left)
+                if not fast_forward(left):
+                    yield timeout(left)
                 self._charge(left, smt_scaled)
                 work_ns -= left * rate
                 if work_ns <= _EPS_NS:
@@ -347,6 +351,7 @@ class Task:
             sched = self._sched
             holder = sched._holder
             timeout = sched.env.timeout
+            fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
                 if left <= 0.0:
@@ -360,12 +365,14 @@ class Task:
                 work_wall = work_ns / rate
                 wall = stall_ns + work_wall
                 if wall <= left:
-                    yield timeout(wall)
+                    if not fast_forward(wall):
+                        yield timeout(wall)
                     self._slice_used += wall
                     self.stall_ns += stall_ns
                     self.cpu_ns += work_wall
                     return
-                yield timeout(left)
+                if not fast_forward(left):
+                    yield timeout(left)
                 stalled = min(stall_ns, left)
                 self._charge(stalled, False)
                 stall_ns -= stalled
@@ -424,7 +431,8 @@ class Task:
         sched._occupy(thread, self)
         cost = sched.wakeup_cost_ns
         if cost > 0.0:
-            yield sched.env.timeout(cost)
+            if not sched.env.fast_forward(cost):
+                yield sched.env.timeout(cost)
             self.wakeup_ns += cost
         self._start_on_cpu()
 
@@ -436,13 +444,10 @@ class Task:
         grant = env.event()
         self._grant = grant
         sched._queue.append(self)
-        yield grant
-        self.runqueue_wait_ns += env.now - queued_at
+        yield grant  # triggered at the end of the context switch (CpuScheduler._free)
+        self.runqueue_wait_ns += self._granted_at - queued_at
         self.context_switches += 1
-        cost = sched.config.context_switch_ns
-        if cost > 0.0:
-            yield env.timeout(cost)
-            self.context_switch_ns += cost
+        self.context_switch_ns += sched.config.context_switch_ns
         self._start_on_cpu()
 
     # -- thread bookkeeping -------------------------------------------------------------------
@@ -631,7 +636,9 @@ class CpuScheduler:
             grant = task._grant
             task._grant = None
             assert grant is not None, "queued task without a grant event"
-            grant.succeed()
+            task._granted_at = self.env.now
+            # The thread is the task's from now; it runs once the switch is paid.
+            self.env.succeed_after(grant, self.config.context_switch_ns)
             return
         self._holder[thread] = None
         self._busy_acc[thread] += self.env.now - self._busy_since[thread]

@@ -114,3 +114,71 @@ def test_recorder_tables_in_creation_order() -> None:
     assert rec.tables() == ["b", "a"]
     assert rec.n_rows("b") == 2
     assert rec.n_rows("a") == 0
+
+
+# ------------------------------------------------------------------ fast_forward, succeed_after
+
+
+def _log_of_processes(delays: list[list[float]], fast: bool) -> tuple[list[tuple[float, int]], int]:
+    """Each process waits its delays in turn, logging (time, process) after each wait."""
+    env = SimEnvironment(seed=0)
+    log: list[tuple[float, int]] = []
+
+    def proc(index: int, waits: list[float]) -> ProcessGenerator:
+        for delay in waits:
+            if not (fast and env.fast_forward(delay)):
+                yield env.timeout(delay)
+            log.append((env.now, index))
+
+    for index, waits in enumerate(delays):
+        env.process(proc(index, waits))
+    env.run()
+    return log, env.events_processed
+
+
+def test_fast_forward_moves_the_clock_only_when_nothing_else_is_queued() -> None:
+    env = SimEnvironment(seed=0)
+    assert env.fast_forward(5.0)  # empty queue: nothing can happen meanwhile
+    assert env.now == 5.0
+    env.timeout(10.0)  # an event at 15
+    assert not env.fast_forward(10.0)  # a tie: the queued event must go first
+    assert not env.fast_forward(12.0)
+    assert env.now == 5.0
+    assert env.fast_forward(9.5)
+    assert env.now == 14.5
+    assert env.fast_forwards == 2
+
+
+@pytest.mark.parametrize("delays", [
+    [[3.0, 3.0, 3.0]],  # alone: every wait is skipped
+    [[1.0, 5.0, 1.0], [2.0, 2.0, 2.0]],
+    [[1.0, 1.0], [1.0, 1.0], [2.0]],  # ties at equal times
+    [[0.5, 7.25, 0.25, 4.0], [3.0, 0.0, 3.0], [10.0, 0.125]],
+])
+def test_fast_forward_gives_the_same_history_as_timeouts(delays: list[list[float]]) -> None:
+    slow_log, slow_events = _log_of_processes(delays, fast=False)
+    fast_log, fast_events = _log_of_processes(delays, fast=True)
+    assert fast_log == slow_log
+    assert fast_events <= slow_events
+    if len(delays) == 1:
+        assert fast_events < slow_events
+
+
+def test_succeed_after_resumes_the_waiter_later_with_the_value() -> None:
+    env = SimEnvironment(seed=0)
+    event = env.event()
+    seen: list[tuple[float, object]] = []
+
+    def waiter() -> ProcessGenerator:
+        value = yield event
+        seen.append((env.now, value))
+
+    env.process(waiter())
+    env.run(until=2.0)
+    env.succeed_after(event, 3.5, value="granted")
+    env.run()
+    assert seen == [(5.5, "granted")]
+    with pytest.raises(RuntimeError, match="already been triggered"):
+        env.succeed_after(event, 1.0)
+    with pytest.raises(ValueError, match="must not be negative"):
+        env.succeed_after(env.event(), -1.0)
