@@ -145,6 +145,8 @@ class _Simulation:
         self.clients: list[_Client] = []
         self.inboxes: dict[int, simpy.Event] = {}
         """Per running backend, the event its server loop sleeps on (a message sets it)."""
+        self.processes: list[tuple[simpy.Process, ProcessGenerator]] = []
+        """Every process started, with its generator (to tear the run down)."""
 
     # ------------------------------------------------------------------ processes
 
@@ -153,7 +155,7 @@ class _Simulation:
         rng = self.env.rng
         for backend in self.running:
             self.inboxes[backend.connection] = self.env.event()
-            self.env.process(self._serve(backend))
+            self._spawn(self._serve(backend))
             active = backend.connection >= config.idle_clients
             client = _Client(mostly_idle=not active)
             self.clients.append(client)
@@ -162,10 +164,10 @@ class _Simulation:
                 # Clients start a random fraction of a transaction apart, as real clients do
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
-                self.env.process(self._active_client(thread, backend, client, phase))
+                self._spawn(self._active_client(thread, backend, client, phase))
             else:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
-                self.env.process(self._mostly_idle_client(backend, client, phase))
+                self._spawn(self._mostly_idle_client(backend, client, phase))
 
     def _round_trips(self, work: Workload, backend: Backend, client: _Client, start_ns: float,
                      client_task: Task | None) -> ProcessGenerator:
@@ -241,10 +243,25 @@ class _Simulation:
             busy_before = self.scheduler.snapshot()
             self.machine.reset_line_counters()  # the per-line table covers the measurement
 
-        self.env.process(mark())
-        self.env.run(until=end)
-        utilisation = self.scheduler.utilisation(busy_before)
-        return self._result(utilisation, time.perf_counter() - wall)
+        self._spawn(mark())
+        try:
+            self.env.run(until=end)
+            utilisation = self.scheduler.utilisation(busy_before)
+            return self._result(utilisation, time.perf_counter() - wall)
+        finally:
+            self._tear_down()
+
+    def _spawn(self, generator: ProcessGenerator) -> None:
+        self.processes.append((self.env.process(generator), generator))
+
+    def _tear_down(self) -> None:
+        """Break the model's reference cycles: a point's objects are freed at once (no GC)."""
+        self.env.close(self.processes)
+        self.processes.clear()
+        self.scheduler.close()
+        self.tracked.release()
+        self.algorithm.release()
+        self.inboxes.clear()
 
     def _result(self, utilisation: float, wall_s: float) -> PointResult:
         config = self.config

@@ -98,6 +98,10 @@ class SnapshotAlgorithm(ABC):
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """The backend's own stores by name (``xmin``, ``lxid``, ``end``, ...)."""
 
+    def release(self) -> None:
+        """Drop the per-backend accesses once the run is over (see ``TrackedMemory.release``)."""
+        self._own.clear()
+
     def own(self, backend: Backend, name: str) -> Ops:
         """Precomputed accesses ``name`` of a backend."""
         return self._own[backend.connection][name]

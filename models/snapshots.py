@@ -21,6 +21,7 @@ subtransactions in pgbench).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import simpy
@@ -364,14 +365,16 @@ class _GroupClear:
     """
 
     def __init__(self, algorithm: Pre14 | PgxactSplit, head: Ops) -> None:
-        self.algorithm = algorithm
+        # A weak reference: the algorithm owns this object (no cycle for the collector to walk).
+        self._algorithm = weakref.ref(algorithm)
         self.head = head
         self.read_head = head.with_op(Op.LOAD)
         self.members: list[Backend] = []
         self.done: dict[int, simpy.Event] = {}
 
     def join(self, backend: Backend) -> ProcessGenerator:
-        algorithm = self.algorithm
+        algorithm = self._algorithm()
+        assert algorithm is not None, "the snapshot algorithm is gone"
         push = algorithm.own(backend, "group_member") + self.read_head + self.head
         yield from backend.ops(push, Category.COMMIT, lock_line=True)
         yield from backend.sync()

@@ -289,6 +289,16 @@ class TrackedMemory:
         return ScanPlan(lines, np.asarray(signed, dtype=np.int64), tuple(chunk_starts),
                         entries_per_chunk, entries, pattern)
 
+    def release(self) -> None:
+        """Forget the registered accesses once the run is over.
+
+        Every :class:`Ops` refers back to this registry, which keeps them all: a reference
+        cycle that only Python's cyclic collector could free, walking each of the (hundreds of
+        thousands of) accesses of a large point. Without the registry's references they are
+        freed as soon as the model lets go of them. No access can be registered afterwards.
+        """
+        self._known.clear()
+
     def build_machine(self, config: MachineConfig, backend: Backend = "compiled") -> Machine:
         """The machine over every registered line (after this no line can be added)."""
         if not self._numbers:

@@ -22,7 +22,7 @@ Processes are generator functions; :data:`ProcessGenerator` is their type.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
@@ -89,6 +89,27 @@ class SimEnvironment(simpy.Environment):
         self._now = target
         self.fast_forwards += 1
         return True
+
+    def close(self, processes: Iterable[tuple[simpy.Process, Generator[Any, Any, Any]]]) -> None:
+        """Tear down a finished simulation so that reference counting frees it.
+
+        Processes, their generators and the events they wait on refer to each other (a waiting
+        process holds its target event, whose callbacks hold the process; a suspended generator
+        holds the model), so a finished simulation is a large reference cycle that only Python's
+        cyclic collector frees, walking every object of it. This closes each generator of
+        ``processes`` (``(process, generator)`` pairs, the generator given to
+        :meth:`process`), detaches every process from its target and discards every scheduled
+        event. The environment cannot run afterwards.
+        """
+        for process, generator in processes:
+            target = process.target
+            if target is not None and target.callbacks:
+                target.callbacks.clear()
+            generator.close()
+        for _, _, _, event in self._queue:
+            if event.callbacks:
+                event.callbacks.clear()
+        self._queue.clear()
 
     def succeed_after(self, event: simpy.Event, delay: float, value: Any = None) -> None:
         """Trigger ``event`` successfully ``delay`` ns from now (``event.succeed`` is at now).

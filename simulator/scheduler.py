@@ -545,6 +545,18 @@ class CpuScheduler:
         self._tasks.append(task)
         return task
 
+    def close(self) -> None:
+        """Forget every task (tasks and the scheduler refer to each other) once the run is over.
+
+        Part of tearing a finished simulation down (:meth:`SimEnvironment.close`); the
+        scheduler cannot be used afterwards.
+        """
+        for task in self._tasks:
+            task._grant = None
+        self._tasks.clear()
+        self._queue.clear()
+        self._holder = [None] * len(self._holder)
+
     @property
     def tasks(self) -> tuple[Task, ...]:
         """All tasks created, in creation order."""
