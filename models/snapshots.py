@@ -122,9 +122,10 @@ class PgxactSplit(SnapshotAlgorithm):
         self.vc_read = (self._vc("latestCompletedXid", Op.LOAD) + self._vc("oldestXid", Op.LOAD)
                         + self._vc("xactCompletionCount", Op.LOAD))
         self.reuse_check = self.vc_read[-1:]
-        self.xid_extras = {i: self.tracked.access(shm.status_flags, i, None, Op.LOAD)  # type: ignore[arg-type]
-                           + self.tracked.access(shm.subxid_states, i, None, Op.LOAD)  # type: ignore[arg-type]
-                           for i in range(n)}
+        # Only a running backend can hold an xid: the entries of the others are never read here.
+        self.xid_extras = {b.index: self.tracked.access(shm.status_flags, b.index, None, Op.LOAD)  # type: ignore[arg-type]
+                           + self.tracked.access(shm.subxid_states, b.index, None, Op.LOAD)  # type: ignore[arg-type]
+                           for b in sorted(backends, key=lambda b: b.index)}
         self.group = _GroupClear(self, self.tracked.access(shm.proc_hdr, 0, "procArrayGroupFirst",
                                                            Op.RMW))
         super().prepare(backends)
