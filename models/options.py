@@ -9,10 +9,11 @@ Keys (all optional):
 * ``batch``: statements per round trip of the ``batched`` workload (default 1).
 * ``think_time``: client think time / network round trip between transactions (default ``0 us``).
 * ``entries_per_chunk``: procArray entries per scan chunk, the granularity at which other
-  backends' writes interleave with a scan (default 1024; a simulation parameter, not
+  backends' writes interleave with a scan (default 2048; a simulation parameter, not
   PostgreSQL's). Results agree within 1 % with a chunk four times smaller
-  (``tests/test_chunk_convergence.py``); 1024 entries are 1.5-2 us of scan, and a scan is one
-  SimPy event per chunk, so the default sets much of the simulation's speed.
+  (``tests/test_chunk_convergence.py``, ``docs/performance.md``); 2048 entries are 3-4 us of
+  scan, and a scan is one SimPy event per chunk, so the default sets much of the simulation's
+  speed.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`models.backend`).
@@ -36,7 +37,7 @@ from simulator.units import parse_time_ns
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "run_ahead")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
-DEFAULT_ENTRIES_PER_CHUNK = 1024
+DEFAULT_ENTRIES_PER_CHUNK = 2048
 DEFAULT_RUN_AHEAD = "0 us"
 
 

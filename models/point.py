@@ -30,6 +30,7 @@ import simpy
 from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category, TxnRecord
 from models.costs import PgCosts, load_costs
 from models.fields import describe_masks
+from models.options import DEFAULT_ENTRIES_PER_CHUNK
 from models.procarray import ProcArray
 from models.shmem import build_shared_memory
 from models.snapshots import ALGORITHMS
@@ -65,7 +66,7 @@ class PointConfig:
     seed: int = 0
     batch: int = 1
     think_time_ns: float = 0.0
-    entries_per_chunk: int = 1024
+    entries_per_chunk: int = DEFAULT_ENTRIES_PER_CHUNK
     run_ahead_ns: float = DEFAULT_RUN_AHEAD_NS
     costs: PgCosts = field(default_factory=load_costs)
     backend: MachineBackend = "compiled"
