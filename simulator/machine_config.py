@@ -246,12 +246,28 @@ class MlpConfig:
                 raise _fail(f"mlp.{name}", f"must be >= 1 (overlapping misses), got {value!r}")
 
 
+SCHEDULER_POLICIES = ("cfs", "fifo")
+"""Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
+
+DEFAULT_SLEEPER_CREDIT_NS = 12e6
+"""How far before the queue's minimum virtual runtime a waking task may be placed (ns).
+
+Linux CFS before EEVDF (6.6), ``place_entity`` in kernel/sched/fair.c: a waking task gets
+``max(its vruntime, min_vruntime - thresh)`` with ``thresh = sysctl_sched_latency``, halved by
+the default ``GENTLE_FAIR_SLEEPERS``. ``sysctl_sched_latency`` is 6 ms scaled by
+``1 + ilog2(min(CPUs, 8))`` (the default logarithmic tunable scaling), i.e. 24 ms on every
+machine with 8 or more CPUs: 12 ms."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SchedulerConfig:
-    """OS scheduling costs of the machine.
+    """OS scheduling costs and run-queue policy of the machine.
 
     ``smt_throughput`` is the combined throughput of two busy SMT siblings relative to one thread
-    alone (1.0 = no gain, each runs at half speed; 2.0 = no interference).
+    alone (1.0 = no gain, each runs at half speed; 2.0 = no interference). ``policy`` orders the
+    run queue: ``cfs`` by virtual runtime, a waking task placed at most ``sleeper_credit_ns``
+    before the queue's minimum (Linux CFS before 6.6), or ``fifo`` (see
+    :mod:`simulator.scheduler`).
     """
 
     time_slice_ns: float
@@ -259,12 +275,18 @@ class SchedulerConfig:
     wakeup_ns: float
     ipi_exit_ns: float = 0.0
     smt_throughput: float = 1.0
+    policy: str = "cfs"
+    sleeper_credit_ns: float = DEFAULT_SLEEPER_CREDIT_NS
 
     def __post_init__(self) -> None:
         _require_positive("scheduler.time_slice", self.time_slice_ns)
         _require_non_negative("scheduler.context_switch", self.context_switch_ns)
         _require_non_negative("scheduler.wakeup", self.wakeup_ns)
         _require_non_negative("scheduler.ipi_exit", self.ipi_exit_ns)
+        _require_non_negative("scheduler.sleeper_credit", self.sleeper_credit_ns)
+        if self.policy not in SCHEDULER_POLICIES:
+            raise _fail("scheduler.policy", f"must be one of {', '.join(SCHEDULER_POLICIES)}, "
+                                            f"got {self.policy!r}")
         if not 1.0 <= self.smt_throughput <= 2.0:
             raise _fail(
                 "scheduler.smt_throughput",

@@ -20,7 +20,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
               cross_domain_hit, cross_domain_hitm, remote_hit, remote_hitm (these four optional;
               each a time or a mapping with any of both / requester / holder / neither)}
     mlp: {stream, indirect}
-    scheduler: {time_slice, context_switch, wakeup, ipi_exit (optional), smt_throughput (optional)}
+    scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
+                sleeper_credit (the last four optional)}
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -47,6 +48,7 @@ from simulator.config_values import expect_str as _str
 from simulator.config_values import join_key as _join
 from simulator.errors import ConfigError
 from simulator.machine_config import (
+    SCHEDULER_POLICIES,
     CacheConfig,
     HomeKeyedLatency,
     HomeNodeConfig,
@@ -82,7 +84,8 @@ _CACHE_KEYS = ("size", "ways", "latency")
 _SCALAR_LATENCIES = ("smt_sibling", "atomic_local", "local_hit", "local_hitm", "upgrade")
 _KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm")
 _RELATIONS = tuple(relation.value for relation in HomeRelation)
-_SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput")
+_SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
+                   "sleeper_credit")
 _UNITLESS = re.compile(r"^\s*[-+.\deE]*\s*$")
 _PLACEMENT_KEYS = {"node": ("policy", "node"), "interleave": ("policy", "granularity")}
 
@@ -399,13 +402,21 @@ def _mlp(value: object) -> MlpConfig:
 
 
 def _scheduler(value: object, clock: float) -> SchedulerConfig:
-    data = _section(value, "scheduler", _SCHEDULER_KEYS, optional={"ipi_exit", "smt_throughput"})
-    times = {f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
-             for key in ("time_slice", "context_switch", "wakeup", "ipi_exit") if key in data}
+    data = _section(value, "scheduler", _SCHEDULER_KEYS,
+                    optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit"})
+    settings: dict[str, Any] = {
+        f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
+        for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit")
+        if key in data}
     if "smt_throughput" in data:
-        throughput = _number("scheduler.smt_throughput", data["smt_throughput"])
-        return SchedulerConfig(**times, smt_throughput=throughput)
-    return SchedulerConfig(**times)
+        settings["smt_throughput"] = _number("scheduler.smt_throughput", data["smt_throughput"])
+    if "policy" in data:
+        policy = _str("scheduler.policy", data["policy"])
+        if policy not in SCHEDULER_POLICIES:
+            raise ConfigError("scheduler.policy", f"unknown value {policy!r} (choose one of: "
+                                                  f"{', '.join(SCHEDULER_POLICIES)})")
+        settings["policy"] = policy
+    return SchedulerConfig(**settings)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,17 +17,35 @@ releases it or is preempted). Otherwise the thread is *idle*. Busy time per thre
 utilisation (:meth:`CpuScheduler.busy_ns`, :meth:`CpuScheduler.utilisation`); it includes the
 wake-up and context-switch costs.
 
-**One global FIFO run queue.** Runnable tasks without a thread wait in a single machine-wide FIFO
-queue. This simplifies Linux, which has one queue per CPU plus periodic and idle load balancing:
-here a freed thread always takes the globally oldest waiting task, so no thread idles while a task
-waits (perfect balancing) and queue waits are FIFO-fair. Invariant: the queue is not empty only
-when no thread is idle.
+**One global run queue.** Runnable tasks without a thread wait in a single machine-wide queue.
+This simplifies Linux, which has one queue per CPU plus periodic and idle load balancing: here a
+freed thread always takes the first waiting task of the whole machine, so no thread idles while a
+task waits (perfect balancing). Invariant: the queue is not empty only when no thread is idle.
+Its order is the machine's ``scheduler.policy``:
+
+* ``cfs`` (the default), Linux's Completely Fair Scheduler before 6.6 with equal weights: the
+  task of least *virtual runtime* goes first, a task's virtual runtime being the on-CPU time it
+  has used (``cpu_ns + stall_ns``). A waking task is placed no earlier than
+  ``sleeper_credit_ns`` before the queue's minimum virtual runtime (``place_entity`` with
+  ``GENTLE_FAIR_SLEEPERS``), so a task that slept long does not monopolise the CPUs afterwards,
+  while one that slept briefly, like a client that waited for its answer, keeps its lead. The
+  queue's minimum is the virtual runtime of the last task dispatched (kept monotonic), where
+  Linux takes the smaller of the running and the leftmost task's. Ties go in arrival order.
+* ``fifo``: first come, first served.
+
+With many more runnable tasks than threads the order decides the dynamics. Under ``fifo`` every
+runnable task waits a full turn of the queue for each step it takes, so closed-loop clients keep
+the relative phase of their steps for ever and synchronise: with 15000 pgbench clients on 40
+threads the transactions complete in bursts 40 ms apart. Under ``cfs`` the short client steps
+overtake the long backend steps, each pair waits once per transaction, and throughput is steady
+within a few transactions per client.
 
 **Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
 used ``time_slice_ns`` and the run queue is not empty it is preempted at that instant, in the middle
-of a ``run`` if need be: its thread goes to the head of the queue, which pays
-``context_switch_ns`` on that thread before it runs, and the preempted task joins the tail of the
-queue with the rest of its work; it resumes later, possibly on another thread. If the queue is empty
+of a ``run`` if need be: its thread goes to the first task of the queue, which pays
+``context_switch_ns`` on that thread before it runs, and the preempted task joins the queue (at
+its virtual runtime, or the tail under ``fifo``) with the rest of its work; it resumes later,
+possibly on another thread. If the queue is empty
 the slice is renewed. A new slice starts each time a task gets a thread. Preemption is only checked
 while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
 waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
@@ -85,7 +103,7 @@ table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event``
 from __future__ import annotations
 
 import bisect
-from collections import deque
+import heapq
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -146,6 +164,7 @@ class Task:
         "_sched",
         "_siblings",
         "_slice_used",
+        "_vruntime_offset",
         "context_switch_ns",
         "context_switches",
         "core",
@@ -172,6 +191,7 @@ class Task:
         self._active = False
         self._grant: simpy.Event | None = None
         self._granted_at = 0.0
+        self._vruntime_offset = 0.0
         self._slice_used = 0.0
         self.cpu_ns = 0.0
         self.stall_ns = 0.0
@@ -185,6 +205,11 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task({self.name!r}, thread={self.thread})"
+
+    @property
+    def vruntime_ns(self) -> float:
+        """Virtual runtime: on-CPU time used, shifted by sleeper placement (``cfs`` policy)."""
+        return self.cpu_ns + self.stall_ns + self._vruntime_offset
 
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.
@@ -424,6 +449,11 @@ class Task:
         """Become runnable: take an idle thread after the wake-up cost, or queue."""
         sched = self._sched
         self.wakeups += 1
+        if sched._cfs:  # place_entity: a sleeper gets at most the credit before the minimum
+            floor = sched._min_vruntime - sched.config.sleeper_credit_ns
+            own = self.vruntime_ns
+            if own < floor:
+                self._vruntime_offset += floor - own
         thread = sched._pick_idle(self._last_thread)
         if thread is None:
             yield from self._wait_in_queue()
@@ -443,7 +473,7 @@ class Task:
         queued_at = env.now
         grant = env.event()
         self._grant = grant
-        sched._queue.append(self)
+        sched._enqueue(self)
         yield grant  # triggered at the end of the context switch (CpuScheduler._free)
         self.runqueue_wait_ns += self._granted_at - queued_at
         self.context_switches += 1
@@ -481,7 +511,7 @@ class Task:
 
 
 class CpuScheduler:
-    """Hardware threads of a machine and one global FIFO run queue (see the module docstring).
+    """Hardware threads of a machine and one global run queue (see the module docstring).
 
     Args:
         env: the simulation environment.
@@ -526,7 +556,11 @@ class CpuScheduler:
         self._idle_cores: list[list[int]] = [[] for _ in range(topology.n_domains)]
         for core, domain in enumerate(self._core_domain):
             self._idle_cores[domain].append(core)
-        self._queue: deque[Task] = deque()
+        self._queue: list[tuple[float, int, Task]] = []
+        """Heap of (virtual runtime, or 0 under fifo; arrival number; task)."""
+        self._cfs = config.policy == "cfs"
+        self._arrivals = 0
+        self._min_vruntime = 0.0
         self._tasks: list[Task] = []
 
     @classmethod
@@ -561,6 +595,11 @@ class CpuScheduler:
     def tasks(self) -> tuple[Task, ...]:
         """All tasks created, in creation order."""
         return tuple(self._tasks)
+
+    @property
+    def min_vruntime_ns(self) -> float:
+        """The run queue's minimum virtual runtime (``cfs``: sleepers are placed against it)."""
+        return self._min_vruntime
 
     @property
     def run_queue_length(self) -> int:
@@ -630,6 +669,12 @@ class CpuScheduler:
                 return cores[0]
         return None
 
+    def _enqueue(self, task: Task) -> None:
+        """A runnable task without a thread joins the run queue (policy order)."""
+        self._arrivals += 1
+        key = task.vruntime_ns if self._cfs else 0.0
+        heapq.heappush(self._queue, (key, self._arrivals, task))
+
     def _occupy(self, thread: int, task: Task) -> None:
         """An idle thread becomes held by ``task``."""
         self._assign(thread, task)
@@ -643,7 +688,9 @@ class CpuScheduler:
     def _free(self, thread: int) -> None:
         """A thread was given up: hand it to the run-queue head, or make it idle."""
         if self._queue:
-            task = self._queue.popleft()
+            key, _, task = heapq.heappop(self._queue)
+            if key > self._min_vruntime:
+                self._min_vruntime = key
             self._assign(thread, task)
             grant = task._grant
             task._grant = None

@@ -310,6 +310,12 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
     ("time slice zero", _set("scheduler.time_slice", "0 ms"), "scheduler.time_slice",
      "positive"),
     ("null time", _set("scheduler.wakeup", None), "scheduler.wakeup", "expected a time"),
+    ("unknown run-queue policy", _set("scheduler.policy", "round-robin"), "scheduler.policy",
+     "unknown value 'round-robin'"),
+    ("policy not a string", _set("scheduler.policy", 3), "scheduler.policy",
+     "expected a string"),
+    ("negative sleeper credit", _set("scheduler.sleeper_credit", "-1 ms"),
+     "scheduler.sleeper_credit", "is negative"),
 ]
 
 
@@ -359,6 +365,17 @@ def test_optional_keys_default(gold_data: dict[str, Any], write_yaml: WriteYaml)
     assert config.sources == {}
     assert config.scheduler.ipi_exit_ns == 0
     assert config.scheduler.smt_throughput == 1.0
+    assert config.scheduler.policy == "cfs"
+    assert config.scheduler.sleeper_credit_ns == 12e6
+
+
+def test_run_queue_policy_and_sleeper_credit(gold_data: dict[str, Any],
+                                            write_yaml: WriteYaml) -> None:
+    gold_data["scheduler"]["policy"] = "fifo"
+    gold_data["scheduler"]["sleeper_credit"] = "6 ms"
+    config = load_machine(write_yaml(gold_data))
+    assert config.scheduler.policy == "fifo"
+    assert config.scheduler.sleeper_credit_ns == 6e6
 
 
 def test_scalar_keyed_latency_is_uniform(gold_data: dict[str, Any], write_yaml: WriteYaml) -> None:

@@ -23,6 +23,8 @@ def make(
     smt_throughput: float = 1.0,
     virtualized: bool = False,
     trace: bool = False,
+    policy: str = "cfs",
+    sleeper_credit_ns: float = 12 * MS,
 ) -> tuple[SimEnvironment, CpuScheduler]:
     sockets, domains, cores, threads = shape
     topology = Topology.from_config(
@@ -39,6 +41,8 @@ def make(
         wakeup_ns=wakeup_ns,
         ipi_exit_ns=ipi_exit_ns,
         smt_throughput=smt_throughput,
+        policy=policy,
+        sleeper_credit_ns=sleeper_credit_ns,
     )
     env = SimEnvironment(seed=0)
     return env, CpuScheduler(env, topology, config, virtualized, trace=trace)
@@ -538,3 +542,66 @@ def test_start_segment_declines_what_needs_scheduling() -> None:
     assert results == [-1.0, 400.0, -1.0]
     assert task.cpu_ns == 900.0
     assert task.stall_ns == 100.0
+
+
+# -- run-queue order: cfs (virtual runtime) and fifo ----------------------------------------------
+
+
+@pytest.mark.parametrize(("policy", "order"), [("cfs", ["b", "a"]), ("fifo", ["a", "b"])])
+def test_queue_order_by_virtual_runtime_or_arrival(policy: str, order: list[str]) -> None:
+    """a (20 us of CPU used) queues before b (none): cfs serves b first, fifo a."""
+    env, sched = make(context_switch_ns=0.0, policy=policy)
+    a, b, h = sched.new_task("a"), sched.new_task("b"), sched.new_task("h")
+    served: list[str] = []
+
+    def task_a() -> ProcessGenerator:
+        yield from a.run(20 * US)
+        yield from a.block_until(env.timeout(60 * US))  # wakes at 80 us: thread held by h
+        yield from a.run(5 * US)
+        served.append("a")
+        a.release()
+
+    def task_b() -> ProcessGenerator:
+        yield env.timeout(100 * US)
+        yield from b.run(5 * US)
+        served.append("b")
+        b.release()
+
+    def task_h() -> ProcessGenerator:
+        yield env.timeout(50 * US)
+        yield from h.run(200 * US)
+        h.release()
+
+    for body in (task_a, task_b, task_h):
+        env.process(body())
+    env.run()
+    assert served == order
+    assert a.vruntime_ns == 25 * US
+    assert b.vruntime_ns == 5 * US
+
+
+def test_cfs_places_a_long_sleeper_at_most_the_credit_before_the_minimum() -> None:
+    """Two spinners share one thread (100 us slices); a task that slept 1 ms wakes with no CPU
+    used, is placed 10 us before the minimum virtual runtime, and runs next."""
+    env, sched = make(time_slice_ns=100 * US, context_switch_ns=0.0,
+                      sleeper_credit_ns=10 * US)
+    spinners = [sched.new_task(name) for name in ("x", "y")]
+    sleeper = sched.new_task("s")
+    seen: dict[str, float] = {}
+
+    def sleepy() -> ProcessGenerator:
+        yield env.timeout(1 * MS + 50 * US)  # mid-slice: the queue holds one spinner
+        minimum = sched.min_vruntime_ns
+        yield from sleeper.run(1 * US)
+        seen["placed"] = sleeper.vruntime_ns - 1 * US
+        seen["minimum"] = minimum
+        seen["ran_at"] = env.now
+
+    for task in spinners:
+        env.process(spin(task))
+    env.process(sleepy())
+    env.run(until=2 * MS)
+    assert seen["minimum"] > 400 * US  # the spinners have advanced it
+    assert seen["placed"] == pytest.approx(seen["minimum"] - 10 * US)
+    # Ahead of the queued spinner: it runs as soon as the running one's slice ends (1.1 ms).
+    assert seen["ran_at"] == pytest.approx(1.1 * MS + 1 * US)
