@@ -2,7 +2,7 @@
 
 Usage (from the project root, after ``pip install -e .``)::
 
-    python docs/predictions.py                       # every shipped machine, both studies
+    python docs/predictions.py                       # every shipped machine, every study
     python docs/predictions.py --machines gold5215-2s,graviton3 --studies idle
     python docs/predictions.py --jobs 2 --scratch snapsim-predictions
 
@@ -32,6 +32,7 @@ OUT = DOCS / "predictions"
 STUDIES = {
     "idle": "1 and 48 active clients with 0-10,000 fully idle connections",
     "active": "N active clients (pgbench -c N -j N), no idle connection",
+    "many": "2,000 to 15,000 active clients (pgbench -c N -j N), no idle connection",
 }
 ALGORITHMS = ("pre14", "pgxact_split", "post14")
 
@@ -86,15 +87,18 @@ def write_markdown() -> Path:
         "on the Gold 5215; the many-active-clients axis is not: the model under-estimates "
         "pre14's loss there by about 2x on the Platinum 8168).",
         "",
-        "Each point is one seed of a short window (5 ms for the idle study, 20 ms for the "
-        "active one). Up to 1,000 active clients that is converged to about 1 % on the Gold "
-        "5215 and the Platinum 8168, but where client/backend pairs can land on many sockets "
-        "the placement of the first transactions matters: on `westmere-ex-8s` (8 sockets) two "
-        "seeds of the same 48-client point differ by up to 30 %, which is the jitter of its "
-        "48-client rows below. Add seeds (`--set seeds=[0,1,2,3]`) before reading a "
-        "difference of that size there. Larger client counts (2,000 to 15,000) need windows "
-        "of 100 ms and more and are not run by default (`--clients` on `snapsim run "
-        "predict-active`).",
+        "Each point is one seed of a short window: 5 ms after 1 ms of warm-up for the idle "
+        "study, 20 ms after 10 ms for 1 to 1,000 active clients, 30 ms after 80 ms for 2,000 "
+        "to 15,000 (with N clients in a closed loop a transaction takes about N / TPS, and "
+        "the clients' first transactions end together after about one such period). Up to "
+        "1,000 active clients that is converged to about 1 % on the Gold 5215 and the "
+        "Platinum 8168, but where client/backend pairs can land on many sockets the placement "
+        "of the first transactions matters: on `westmere-ex-8s` (8 sockets) two seeds of the "
+        "same 48-client point differ by up to 30 %, which is the jitter of its 48-client rows "
+        "below. Add seeds (`--set seeds=[0,1,2,3]`) before reading a difference of that size "
+        "there. With thousands of clients the run queue's order matters: the model orders it "
+        "like Linux CFS (`simulator/scheduler.py`); a first-in, first-out queue would make "
+        "the clients move in lockstep.",
         "",
     ]
     manifest = load_manifest()
