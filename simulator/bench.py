@@ -50,6 +50,10 @@ a busy machine inflates less than wall time.
 ``--scale F`` multiplies every client and connection count (at least 1) and ``--duration-ms``
 shortens the points: for smoke tests only, the figures then no longer measure the configurations
 their names give.
+
+A group that fails (a point that completes no transaction, say) is reported on stderr and in
+``conditions.failed_groups``; the other groups are still measured and printed, and the exit code
+is 1.
 """
 
 from __future__ import annotations
@@ -396,9 +400,17 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
     if any(group in groups for group in measure):
         warm_model()
     conditions: dict[str, object] = {}
+    failures: dict[str, str] = {}
     for group, function in measure.items():
         if group in groups:
-            figures.update(function(settings, report))
+            try:
+                figures.update(function(settings, report))
+            except Exception as exc:  # one failing group must not lose the others' figures
+                failures[group] = f"{type(exc).__name__}: {exc}".splitlines()[-1][:500]
+                print(f"bench: group {group} failed: {failures[group]}", file=sys.stderr,
+                      flush=True)
+    if failures:
+        conditions["failed_groups"] = failures
     if "sweep_cpus_2_workers" in figures:  # a condition of the sweep figure, not a figure
         cpus = figures.pop("sweep_cpus_2_workers")
         assert isinstance(cpus, float)
@@ -460,13 +472,14 @@ def main(args: argparse.Namespace) -> int:
                         n15000_duration_ms=args.n15000_duration_ms,
                         sweep_duration_ms=args.sweep_duration_ms, scale=args.scale)
     figures = run_benchmarks(groups, settings)
+    conditions = figures["conditions"]
+    assert isinstance(conditions, dict)
+    status = 1 if conditions.get("failed_groups") else 0
     if args.json:
         print(json.dumps(figures, indent=2))
-        return 0
+        return status
     for name, value in figures.items():
         if isinstance(value, float | int):
             print(f"{name:32s} {value:14.4g}")
-    conditions = figures["conditions"]
-    assert isinstance(conditions, dict)
     print("conditions: " + ", ".join(f"{k}={v}" for k, v in conditions.items()))
-    return 0
+    return status

@@ -85,3 +85,22 @@ def test_environment_counts_processed_events() -> None:
     assert env.events_processed == 7 + 5 + 1 + 1
     assert SimEnvironment.events_total - before == env.events_processed
     assert env.now == 10.0
+
+
+def test_a_failing_group_is_reported_and_the_others_still_measured(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import simulator.bench as bench
+
+    def broken(settings: object, report: object) -> dict[str, float]:
+        raise RuntimeError("benchmark point failed: NoTransactionError: no transaction")
+
+    monkeypatch.setattr(bench, "n15000_figures", broken)
+    assert main(["bench", "--json", "--repeats", "1", *TINY,
+                 "--skip", "kernel,sweep,scaling"]) == 1
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out)
+    assert "slowdown_pre14_n10000" in figures  # the e2e group still ran
+    assert "slowdown_pre14_n15000_128t" not in figures
+    assert figures["conditions"]["failed_groups"] == {
+        "n15000": "RuntimeError: benchmark point failed: NoTransactionError: no transaction"}
+    assert "bench: group n15000 failed: RuntimeError" in captured.err
