@@ -50,8 +50,9 @@ the slice is renewed. A new slice starts each time a task gets a thread. Preempt
 while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
 waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
 is preempted at the start of the next ``run`` (or loses its thread anyway if it blocks). There
-are no priorities, no nice values, no CFS virtual runtime, no sleeper credit: a waking task never
-preempts a running one.
+are no priorities or nice values (all tasks weigh the same), slices do not shrink with the number
+of runnable tasks, and there is no wake-up preemption: a waking task never preempts a running
+one, whatever its virtual runtime.
 
 **Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of the run queue with
 a context switch, or goes idle) and waits for the event. On wake-up the task is placed on an idle
