@@ -7,6 +7,13 @@ overridden) with two additions that every model component needs:
   deterministic: the same seed gives the same draws in the same order.
 * ``recorder``: a :class:`~simulator.recorder.Recorder` collecting result rows in plain lists.
 
+Three methods save events and memory without changing any result: :meth:`~SimEnvironment.
+fast_forward` (a timeout that nothing else could interleave with moves the clock at once),
+:meth:`~SimEnvironment.succeed_after` (trigger an event later: a trigger and a timeout in one) and
+:meth:`~SimEnvironment.close` (break a finished simulation's reference cycles). They read SimPy's
+event queue and clock and set an event's outcome the way ``Event.succeed`` does: SimPy 4's
+internals, checked by ``tests/test_engine.py``.
+
 It also counts the events it processes (:attr:`SimEnvironment.events_processed`, and
 :attr:`SimEnvironment.events_total` over every environment of the process, which ``snapsim bench``
 reads), at no cost per event: :meth:`SimEnvironment.run` reads SimPy's event-id counter when it
