@@ -7,10 +7,11 @@ overridden) with two additions that every model component needs:
   deterministic: the same seed gives the same draws in the same order.
 * ``recorder``: a :class:`~simulator.recorder.Recorder` collecting result rows in plain lists.
 
-Three methods save events and memory without changing any result: :meth:`~SimEnvironment.
-fast_forward` (a timeout that nothing else could interleave with moves the clock at once),
-:meth:`~SimEnvironment.succeed_after` (trigger an event later: a trigger and a timeout in one) and
-:meth:`~SimEnvironment.close` (break a finished simulation's reference cycles). They read SimPy's
+Three methods save events and memory without changing any result:
+:meth:`~SimEnvironment.fast_forward` (a timeout that nothing else could interleave with moves the
+clock at once), :meth:`~SimEnvironment.succeed_after` (trigger an event later: a trigger and a
+timeout in one) and :meth:`~SimEnvironment.close` (break a finished simulation's reference
+cycles). They read SimPy's
 event queue and clock and set an event's outcome the way ``Event.succeed`` does: SimPy 4's
 internals, checked by ``tests/test_engine.py``.
 
