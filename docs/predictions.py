@@ -98,7 +98,11 @@ def write_markdown() -> Path:
         "below. Add seeds (`--set seeds=[0,1,2,3]`) before reading a difference of that size "
         "there. With thousands of clients the run queue's order matters: the model orders it "
         "like Linux CFS (`simulator/scheduler.py`); a first-in, first-out queue would make "
-        "the clients move in lockstep.",
+        "the clients move in lockstep. The 80 ms warm-up of the 2,000-15,000-client study "
+        "covers the start-up: in the slowest case checked, 15,000 pre14 clients on "
+        "`gold5215-2s`, the first transactions end together 40-60 ms after the start and the "
+        "rate is steady from then on (336k TPS in every 20 ms bin up to 200 ms); on "
+        "`westmere-ex-8s` the burst comes at 26 ms.",
         "",
     ]
     manifest = load_manifest()
