@@ -285,8 +285,8 @@ class SchedulerConfig:
         _require_non_negative("scheduler.ipi_exit", self.ipi_exit_ns)
         _require_non_negative("scheduler.sleeper_credit", self.sleeper_credit_ns)
         if self.policy not in SCHEDULER_POLICIES:
-            raise _fail("scheduler.policy", f"must be one of {', '.join(SCHEDULER_POLICIES)}, "
-                                            f"got {self.policy!r}")
+            raise _fail("scheduler.policy", f"unknown value {self.policy!r} (choose one of: "
+                                            f"{', '.join(SCHEDULER_POLICIES)})")
         if not 1.0 <= self.smt_throughput <= 2.0:
             raise _fail(
                 "scheduler.smt_throughput",

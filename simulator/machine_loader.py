@@ -48,7 +48,6 @@ from simulator.config_values import expect_str as _str
 from simulator.config_values import join_key as _join
 from simulator.errors import ConfigError
 from simulator.machine_config import (
-    SCHEDULER_POLICIES,
     CacheConfig,
     HomeKeyedLatency,
     HomeNodeConfig,
@@ -410,12 +409,8 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
         if key in data}
     if "smt_throughput" in data:
         settings["smt_throughput"] = _number("scheduler.smt_throughput", data["smt_throughput"])
-    if "policy" in data:
-        policy = _str("scheduler.policy", data["policy"])
-        if policy not in SCHEDULER_POLICIES:
-            raise ConfigError("scheduler.policy", f"unknown value {policy!r} (choose one of: "
-                                                  f"{', '.join(SCHEDULER_POLICIES)})")
-        settings["policy"] = policy
+    if "policy" in data:  # its value is checked by SchedulerConfig
+        settings["policy"] = _str("scheduler.policy", data["policy"])
     return SchedulerConfig(**settings)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import pandas as pd
 import pytest
@@ -319,6 +320,21 @@ def test_time_shares_add_up_to_one(algorithm: str, overrides: dict[str, object])
         assert row[f"{category}_us"] / total_us == pytest.approx(share, rel=1e-9)
 
 
+def _garbage_left_by(run: Callable[[], object]) -> int:
+    """Objects the cyclic collector frees after ``run`` (with the collector paused meanwhile)."""
+    import gc
+
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        run()
+        return gc.collect()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @pytest.mark.parametrize("algorithm", ["pre14", "post14"])
 @pytest.mark.parametrize("idle_kind", ["idle", "mostly-idle"])
 def test_a_finished_point_leaves_no_garbage_for_the_cyclic_collector(
@@ -326,38 +342,22 @@ def test_a_finished_point_leaves_no_garbage_for_the_cyclic_collector(
     """The run tears itself down (processes, events, tasks, registered accesses), so reference
     counting frees it: with thousands of tasks, leaving it to the collector cost about a tenth
     of a large point's wall time."""
-    import gc
-
     point(algorithm, clients=2, idle_clients=2, idle_kind=idle_kind)  # first-use garbage
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        point(algorithm, clients=40, idle_clients=200, idle_kind=idle_kind)
-        left = gc.collect()
-    finally:
-        if enabled:
-            gc.enable()
+    left = _garbage_left_by(
+        lambda: point(algorithm, clients=40, idle_clients=200, idle_kind=idle_kind))
     # A point of 240 connections alone is thousands of objects in cycles without the tear-down.
     assert left < 200, left
 
 
 def test_a_failed_point_is_torn_down_too() -> None:
-    import gc
-
     from models.point import NoTransactionError
 
-    point("pre14", clients=2)  # first-use garbage
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    def failing() -> None:
         with pytest.raises(NoTransactionError):
             point("pre14", clients=20, duration_ns=5e3, warmup_ns=0.0)
-        left = gc.collect()
-    finally:
-        if enabled:
-            gc.enable()
+
+    point("pre14", clients=2)  # first-use garbage
+    left = _garbage_left_by(failing)
     assert left < 200, left
 
 
