@@ -107,3 +107,28 @@ def test_random_machines_and_traces_agree(
 @pytest.mark.parametrize("name", shipped_machines())
 def test_shipped_machines_agree(name: str) -> None:
     _run_trace(load_machine(name), n_lines=300, steps=3000, seed=7)
+
+
+@pytest.mark.parametrize("private_lines", [511, 512, 1024, 1500])
+def test_footprints_around_the_whole_l1_agree_after_each_pollution(private_lines: int) -> None:
+    """The kernel writes a whole-L1 footprint's end state directly; the reference replays it.
+
+    gold5215-2s has 64 L1 sets of 8 ways (512 lines): 511 lines take the replayed path, the
+    others the direct one. Tracked lines sit in the L1s and L2s (some modified, so that L2
+    victims spill to the L3 in the middle of the footprint) before every pollution.
+    """
+    machine = load_machine("gold5215-2s")
+    ref, comp = _pair(machine, n_lines=2000, seed=3)
+    rng = np.random.default_rng(11)
+    out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
+    for round_ in range(4):
+        for _ in range(600):
+            thread = int(rng.integers(0, 4))  # two cores, so the footprint meets their lines
+            line, op = int(rng.integers(0, 2000)), int(rng.integers(0, 3))
+            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
+                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        core = round_ % 2
+        ref.pollute(core, private_lines, 300)
+        comp.pollute(core, private_lines, 300)
+        assert ref.canonical_state() == comp.canonical_state(), f"round {round_}"
+    np.testing.assert_array_equal(out_ref, out_comp)

@@ -766,18 +766,78 @@ def scan(
 @_jit()
 def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
             l3_lines: int) -> None:
-    """Pass untracked lines through a core's private caches and its domain's L3."""
+    """Pass untracked lines through a core's private caches and its domain's L3.
+
+    Untracked line ``j`` fills the next L2 set and then the next L1 set (round robin from the
+    core's pointer); the L3 lines then fill the domain's next L3 sets. The LRU clock is kept in
+    a local and stored back around the rare tracked victim of the L2, whose spill to the L3
+    ticks the clock itself.
+
+    When every L1 set receives at least as many fills as it has ways, the L1 ends up full of
+    untracked lines whatever its state before: that case writes the end state directly (every
+    tracked line leaves the core's L1, every way holds :data:`JUNK`) instead of replaying the
+    fills. The L1 stamps then differ from a replay, and the clock advances less, but only the
+    order of stamps within a set is ever compared, so the canonical state (JUNK ways carry no
+    order that can be observed) and every later access are the same.
+    """
     v = _views(p, i32, i64, f64)
+    s1, w1, s2, w2 = v.s1, v.w1, v.s2, v.w2
     start = v.i32[_u(v.private_ptr + core)]
-    for j in range(private_lines):
-        _insert_l2(v, core, (start + j) % v.s2, JUNK, _tick(v))
-        _insert_l1(v, core, (start + j) % v.s1, JUNK, _tick(v))
-    v.i32[_u(v.private_ptr + core)] = (start + private_lines) % (v.s1 * v.s2)
+    index1, index2 = start % s1, start % s2
+    set1_base, set2_base = core * s1, core * s2
+    core_lines = core * v.n_lines
+    clock = v.i64[_u(v.counters + 0)]
+    whole_l1 = private_lines >= s1 * w1
+    for _ in range(private_lines):
+        clock += MAX_WAYS
+        base = (set2_base + index2) * w2
+        w = _way_to_fill(v.i64, v.l2_stamp + base, w2)
+        victim = v.i32[_u(v.l2_tag + base + w)]
+        stamp = clock | w
+        if victim >= 0:
+            v.i32[_u(v.l2_way + core_lines + victim)] = -1
+            v.i32[_u(v.l2_tag + base + w)] = EMPTY
+            v.i64[_u(v.counters + 0)] = clock
+            _evicted_from_l2(v, core, victim)
+            clock = v.i64[_u(v.counters + 0)]
+        v.i32[_u(v.l2_tag + base + w)] = JUNK
+        v.i64[_u(v.l2_stamp + base + w)] = stamp
+        if not whole_l1:
+            clock += MAX_WAYS
+            base = (set1_base + index1) * w1
+            w = _way_to_fill(v.i64, v.l1_stamp + base, w1)
+            victim = v.i32[_u(v.l1_tag + base + w)]
+            if victim >= 0:
+                v.i32[_u(v.l1_way + core_lines + victim)] = -1  # an L1 victim stays in the L2
+            v.i32[_u(v.l1_tag + base + w)] = JUNK
+            v.i64[_u(v.l1_stamp + base + w)] = clock | w
+            index1 += 1
+            if index1 == s1:
+                index1 = 0
+        index2 += 1
+        if index2 == s2:
+            index2 = 0
+    if whole_l1:
+        clock += MAX_WAYS
+        first = set1_base * w1
+        for way in range(first, first + s1 * w1):
+            victim = v.i32[_u(v.l1_tag + way)]
+            if victim >= 0:
+                v.i32[_u(v.l1_way + core_lines + victim)] = -1  # an L1 victim stays in the L2
+            v.i32[_u(v.l1_tag + way)] = JUNK
+            v.i64[_u(v.l1_stamp + way)] = clock | ((way - first) % w1)
+    v.i32[_u(v.private_ptr + core)] = (start + private_lines) % (s1 * s2)
     domain = v.i32[_u(v.core_domain + core)]
     start3 = v.i32[_u(v.l3_ptr + domain)]
-    for j in range(l3_lines):
-        _insert_l3(v, domain, (start3 + j) % v.s3, JUNK, False, _tick(v))
+    index3 = start3
+    for _ in range(l3_lines):
+        clock += MAX_WAYS  # a JUNK fill of the L3 never ticks the clock itself
+        _insert_l3(v, domain, index3, JUNK, False, clock)
+        index3 += 1
+        if index3 == v.s3:
+            index3 = 0
     v.i32[_u(v.l3_ptr + domain)] = (start3 + l3_lines) % v.s3
+    v.i64[_u(v.counters + 0)] = clock
 
 
 def zero_out() -> np.ndarray[Any, np.dtype[np.float64]]:
