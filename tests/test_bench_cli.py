@@ -9,7 +9,7 @@ import pytest
 
 from simulator.bench import scaling_exponent
 from simulator.cli import main
-from simulator.engine import SimEnvironment
+from simulator.engine import ProcessGenerator, SimEnvironment
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
           "reference_mixed_lines_per_s"}
@@ -71,7 +71,7 @@ def test_scaling_exponent_is_the_log_log_slope() -> None:
 def test_environment_counts_processed_events() -> None:
     env = SimEnvironment(seed=0)
 
-    def ticks() -> object:
+    def ticks() -> ProcessGenerator:
         for _ in range(10):
             yield env.timeout(1.0)
 

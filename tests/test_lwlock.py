@@ -7,7 +7,7 @@ import pytest
 
 from models.backend import Backend, Category
 from models.lwlock import LockMode, LWLock
-from models.tracked import Access
+from models.tracked import Access, Ops
 from simulator.coherence.codes import AccessClass, Op
 from simulator.engine import ProcessGenerator, SimEnvironment
 from simulator.machine import Machine
@@ -27,7 +27,7 @@ def setup(
     backends = [Backend(env, machine, config.clock_ghz, k, k, sched.new_task(f"b{k}"))
                 for k in range(n)]
     word = [Access(0, Op.RMW, 0xF0, "lock.state"), Access(0, Op.STORE, 0xF00, "lock.shared")]
-    return env, LWLock("TestLock", word if protocol == "spinlock" else word[:1], protocol), \
+    return env, LWLock("TestLock", Ops(word if protocol == "spinlock" else word[:1]), protocol), \
         backends, machine
 
 
@@ -113,8 +113,8 @@ def test_random_contention_never_loses_a_wakeup(protocol: str) -> None:
     assert not lock.held
     assert not lock.waiters
     table = machine.line_table()
-    assert table.loc[0, "rmws"] >= 2 * 12 * 30  # every acquire and release touched the word
-    assert table.loc[0, "local_hitm"] + table.loc[0, "remote_hitm"] > 0
+    assert int(table["rmws"].iloc[0]) >= 2 * 12 * 30  # every acquire and release touched the word
+    assert int(table["local_hitm"].iloc[0]) + int(table["remote_hitm"].iloc[0]) > 0
 
 
 def test_atomic_protocol_costs_read_cas_and_sub() -> None:

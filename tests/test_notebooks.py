@@ -63,7 +63,7 @@ def test_notebook_runs_in_small_mode(path: Path, monkeypatch: pytest.MonkeyPatch
     import nbformat
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(path, as_version=4)
+    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOKS_DIR)}})
     client.execute()  # raises CellExecutionError, naming the cell, on the first failing cell

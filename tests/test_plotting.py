@@ -69,7 +69,7 @@ def test_tps_against_idle_connections_by_default() -> None:
     assert ax.get_xscale() == "symlog"
     assert ax.get_xlabel() == "idle clients"
     assert "TPS" in ax.get_ylabel()
-    assert list(ax.lines[0].get_xdata()) == list(IDLE)
+    assert np.asarray(ax.lines[0].get_xdata()).tolist() == list(IDLE)
     colours = {line.get_label(): line.get_color() for line in ax.lines}
     assert colours["pre, clients=1"] == colours["pre, clients=48"]
     assert colours["pre, clients=1"] != colours["post, clients=1"]
@@ -177,7 +177,7 @@ def test_ratio_draws_one_line_per_client_count_and_parity() -> None:
     assert len(curves) == 2
     assert len(ax.lines) == 3  # plus the parity line
     assert np.allclose(np.asarray(curves[0].get_ydata(), dtype=float), 2.0)
-    assert list(curves[0].get_xdata()) == list(IDLE)
+    assert np.asarray(curves[0].get_xdata()).tolist() == list(IDLE)
     assert ax.get_ylabel() == "TPS ratio post / pre"
     assert ax.get_xscale() == "symlog"
 

@@ -20,7 +20,7 @@ import pytest
 
 import simulator.sweep
 from simulator.cli import main
-from simulator.plugins import PointOutput, PointSpec
+from simulator.plugins import PointOutput, PointSpec, workload_model
 
 SMALL = """\
 name: small
@@ -246,9 +246,8 @@ class _FailingModel:
 def test_a_failing_point_is_recorded_and_the_run_exits_1_after_writing_everything(
         small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    real = simulator.sweep.workload_model
     monkeypatch.setattr(simulator.sweep, "workload_model",
-                        lambda name: _FailingModel(real(name)))
+                        lambda name: _FailingModel(workload_model(name)))
     out = tmp_path / "out"
     assert snapsim(str(small), "--jobs", "1", "--clients", "1", "--out", str(out)) == 1
     assert "failed: post14 clients=1 idle_clients=50: RuntimeError: injected failure" in \
@@ -260,7 +259,7 @@ def test_a_failing_point_is_recorded_and_the_run_exits_1_after_writing_everythin
     assert (curve[curve["error"] == ""]["tps"].astype(float) > 0).all()
     for name in ("lines.csv", "tps.png", "breakdown.png", "config.resolved.yaml"):
         assert (out / name).exists()
-    monkeypatch.setattr(simulator.sweep, "workload_model", real)
+    monkeypatch.setattr(simulator.sweep, "workload_model", workload_model)
     capsys.readouterr()
     assert snapsim(str(small), "--jobs", "1", "--clients", "1", "--out", str(out)) == 0
     assert "resuming: 5 of 6 points already done" in capsys.readouterr().err
