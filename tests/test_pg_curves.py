@@ -88,8 +88,8 @@ def test_pre14_mostly_idle_snapshots_miss_on_lines_the_sleepers_write() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="known gap: the model lacks the mechanism by which "
-                   "mostly-idle connections hurt (suspected: the pgbench side's per-wake-up cost "
-                   "with thousands of connections); calibration issue")
+                   "mostly-idle connections hurt a single active client (a cost that saturates "
+                   "with the background's rate; power management suspected, docs/validation.md)")
 def test_pre14_mostly_idle_hurts_like_the_measurements() -> None:
     """Published (gold5215_idle.csv vs gold5215_mostly_idle.csv, 1 client, 1000 connections):
     idle 29377 TPS, mostly idle 25523 TPS, a 13 % larger loss. The model must show at least
