@@ -15,6 +15,18 @@ shipped ``gold5215-2s``; group ``kernel``):
 * ``reference_lines_per_s`` / ``reference_mixed_lines_per_s``: the plain-Python reference on the
   same two scenarios.
 
+Floors (group ``kernel``): what one transaction's fixed parts cost, whatever the model's own
+Python does around them.
+
+* ``simpy_event_us``: wall microseconds per event of a bare SimPy loop: 96 processes that each
+  yield timeouts of random length (one event per timeout and resumption).
+* ``sequence_call_us``: microseconds per call of the memory-operation kernel
+  (:meth:`~simulator.machine.Machine.sequence`, unchecked) on two operations that hit the L1:
+  almost all of it is Numba's argument dispatch.
+* ``pollute_call_us``: microseconds per pass of a transaction's footprint (64 KiB through a
+  core's L1 and L2, 16 KiB through its L3, the global cost model's sizes) on ``gold5215-2s``,
+  the core changing every call.
+
 End-to-end figures: whole points of the PostgreSQL model, run through the experiment API
 (:func:`simulator.run`, the workload model found by :mod:`simulator.plugins`), select-only, no
 warm-up (every simulated nanosecond is measured), ``--duration-ms`` of simulated time (default
@@ -73,9 +85,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import simpy
 
 from simulator.coherence.codes import Op
-from simulator.engine import SimEnvironment
+from simulator.engine import ProcessGenerator, SimEnvironment
 from simulator.errors import ConfigError
 from simulator.experiment import Experiment, run
 from simulator.machine import Backend, Machine, new_counters
@@ -133,6 +146,56 @@ def _mixed_rate(backend: Backend, scans: int) -> float:
     return scans * N_LINES / elapsed
 
 
+SIMPY_PROCESSES = 96
+SIMPY_EVENTS = 200_000
+CALLS = 20_000
+FOOTPRINT_PRIVATE_BYTES = 64 * 1024
+FOOTPRINT_L3_BYTES = 16 * 1024
+
+
+def _simpy_event_us() -> float:
+    env = simpy.Environment()
+    rng = np.random.default_rng(0)
+    delays = rng.random(SIMPY_EVENTS) * 100.0
+
+    def process(first: int) -> ProcessGenerator:
+        index = first
+        while True:
+            yield env.timeout(float(delays[index % SIMPY_EVENTS]))
+            index += SIMPY_PROCESSES
+
+    for first in range(SIMPY_PROCESSES):
+        env.process(process(first))
+    start = time.perf_counter()
+    for _ in range(SIMPY_EVENTS):
+        env.step()
+    return (time.perf_counter() - start) / SIMPY_EVENTS * 1e6
+
+
+def _sequence_call_us() -> float:
+    machine = _machine("compiled")
+    lines = np.array([0, 1], dtype=np.int64)
+    ops = np.array([int(Op.LOAD), int(Op.STORE)], dtype=np.int64)
+    masks = np.array([-1, -1], dtype=np.int64)
+    out = new_counters()
+    machine.sequence(0, lines, ops, masks, 0.0, out, check=False)  # the lines are now in L1
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        machine.sequence(0, lines, ops, masks, 0.0, out, check=False)
+    return (time.perf_counter() - start) / CALLS * 1e6
+
+
+def _pollute_call_us() -> float:
+    machine = _machine("compiled")
+    n_cores = machine.topology.n_cores
+    calls = CALLS // 10
+    machine.pollute(0, FOOTPRINT_PRIVATE_BYTES, FOOTPRINT_L3_BYTES)
+    start = time.perf_counter()
+    for call in range(calls):
+        machine.pollute(call % n_cores, FOOTPRINT_PRIVATE_BYTES, FOOTPRINT_L3_BYTES)
+    return (time.perf_counter() - start) / calls * 1e6
+
+
 def _machine(backend: Backend) -> Machine:
     return Machine(load_machine(MACHINE), np.arange(N_LINES) * 64, backend=backend)
 
@@ -154,13 +217,16 @@ def _median(measure: Callable[[], float], repeats: int) -> float:
 
 
 def kernel_figures(repeats: int) -> dict[str, float]:
-    """The kernel figures (line accesses per second, medians of ``repeats``)."""
+    """The kernel figures and the floors (medians of ``repeats``)."""
     warm_kernel()
     return {
         "kernel_hits_lines_per_s": _median(lambda: _hits_rate("compiled", 200), repeats),
         "kernel_mixed_lines_per_s": _median(lambda: _mixed_rate("compiled", 80), repeats),
         "reference_lines_per_s": _median(lambda: _hits_rate("reference", 4), repeats),
         "reference_mixed_lines_per_s": _median(lambda: _mixed_rate("reference", 4), repeats),
+        "simpy_event_us": _median(_simpy_event_us, repeats),
+        "sequence_call_us": _median(_sequence_call_us, repeats),
+        "pollute_call_us": _median(_pollute_call_us, repeats),
     }
 
 

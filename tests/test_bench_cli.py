@@ -12,7 +12,7 @@ from simulator.cli import main
 from simulator.engine import ProcessGenerator, SimEnvironment
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
-          "reference_mixed_lines_per_s"}
+          "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
 END_TO_END = {"slowdown_pre14_n10000", "cpu_slowdown_pre14_n10000", "slowdown_post14_n10000",
               "cpu_slowdown_post14_n10000", "line_accesses_per_s", "events_per_s",
               "slowdown_pre14_n15000_128t", "cpu_slowdown_pre14_n15000_128t", "peak_rss_mb",
