@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.coherence.codes import OUT_SIZE
+from simulator.coherence.codes import OUT_SIZE, Op
 from simulator.coherence.compiled import CompiledCoherence
 from simulator.coherence.reference import ReferenceCoherence
 from simulator.machine_config import L3Inclusion, MachineConfig, Protocol
@@ -114,8 +114,8 @@ def test_footprints_around_the_whole_l1_agree_after_each_pollution(private_lines
     """The kernel writes a whole-L1 footprint's end state directly; the reference replays it.
 
     gold5215-2s has 64 L1 sets of 8 ways (512 lines): 511 lines take the replayed path, the
-    others the direct one. Tracked lines sit in the L1s and L2s (some modified, so that L2
-    victims spill to the L3 in the middle of the footprint) before every pollution.
+    others the direct one. Tracked lines (some modified) sit in the L1s and L2s of two cores
+    before every pollution.
     """
     machine = load_machine("gold5215-2s")
     ref, comp = _pair(machine, n_lines=2000, seed=3)
@@ -131,4 +131,37 @@ def test_footprints_around_the_whole_l1_agree_after_each_pollution(private_lines
         ref.pollute(core, private_lines, 300)
         comp.pollute(core, private_lines, 300)
         assert ref.canonical_state() == comp.canonical_state(), f"round {round_}"
+    np.testing.assert_array_equal(out_ref, out_comp)
+
+
+@pytest.mark.parametrize("inclusion", INCLUSIONS)
+def test_a_whole_l1_footprint_that_evicts_tracked_l2_lines_agrees(inclusion: L3Inclusion) -> None:
+    """Tracked L2 victims (their spill to the L3 ticks the LRU clock) inside a direct L1 write.
+
+    The toy core's L2 (8 sets of 2 ways) is full of tracked lines, half of them modified, when
+    a footprint of 12 lines (more than the 4 x 2 L1) passes: 12 L2 victims in the middle of it,
+    then 16 untracked lines through the L3, whose LRU order against the victims' spills shows
+    the clock.
+    """
+    machine = toy_machine(inclusion=inclusion)
+    keys = np.arange(24, dtype=np.int64)
+    homes = np.zeros(24, dtype=np.int64)
+    ref, comp = ReferenceCoherence(machine, keys, homes), CompiledCoherence(machine, keys, homes)
+    out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
+    for line in range(16):
+        op = int(Op.STORE) if line % 2 else int(Op.LOAD)
+        assert (ref.access(0, line, op, 1, 0.0, out_ref)
+                == comp.access(0, line, op, 1, 0.0, out_comp))
+    def lines_held_by_core_0() -> int:
+        holders = comp.canonical_state()["holders"]
+        return sum(1 for cores in holders if 0 in cores)
+
+    assert lines_held_by_core_0() == 16
+    ref.pollute(0, 12, 16)  # and one untracked line through every L3 set after them
+    comp.pollute(0, 12, 16)
+    assert ref.canonical_state() == comp.canonical_state()
+    assert lines_held_by_core_0() == 4  # 12 tracked L2 victims: sets 0-3 twice, 4-7 once
+    for line in range(24):  # later accesses see the same caches
+        assert (ref.access(1, line, int(Op.LOAD), 1, 0.0, out_ref)
+                == comp.access(1, line, int(Op.LOAD), 1, 0.0, out_comp))
     np.testing.assert_array_equal(out_ref, out_comp)
