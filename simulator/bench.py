@@ -24,8 +24,8 @@ Python does around them.
   (:meth:`~simulator.machine.Machine.sequence`, unchecked) on two operations that hit the L1:
   almost all of it is Numba's argument dispatch.
 * ``pollute_call_us``: microseconds per pass of a transaction's footprint (64 KiB through a
-  core's L1 and L2, 16 KiB through its L3, the global cost model's sizes) on ``gold5215-2s``,
-  the core changing every call.
+  core's L1 and L2, 16 KiB through its L3: the sizes of ``configs/postgres-costs.yaml``) on
+  ``gold5215-2s``, the core changing every call.
 
 End-to-end figures: whole points of the PostgreSQL model, run through the experiment API
 (:func:`simulator.run`, the workload model found by :mod:`simulator.plugins`), select-only, no
@@ -110,6 +110,13 @@ SCALING_CONNECTIONS = (100, 300, 1000, 3000, 10000)
 DURATION_MS = 10.0
 N15000_DURATION_MS = 40.0
 SWEEP_DURATION_MS = 5.0
+SIMPY_PROCESSES = 96
+SIMPY_EVENTS = 200_000
+CALLS = 20_000
+# The footprint of configs/postgres-costs.yaml (footprint.private, footprint.l3) when the floor was
+# introduced; simulator/ does not read the PostgreSQL model's files.
+FOOTPRINT_PRIVATE_BYTES = 64 * 1024
+FOOTPRINT_L3_BYTES = 16 * 1024
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,13 +153,6 @@ def _mixed_rate(backend: Backend, scans: int) -> float:
             writer = (core + 1 + int(line) % (n_cores - 1)) % n_cores
             machine.access(writer * threads_per_core, int(line), Op.STORE, out=out)
     return scans * N_LINES / elapsed
-
-
-SIMPY_PROCESSES = 96
-SIMPY_EVENTS = 200_000
-CALLS = 20_000
-FOOTPRINT_PRIVATE_BYTES = 64 * 1024
-FOOTPRINT_L3_BYTES = 16 * 1024
 
 
 def _simpy_event_us() -> float:
