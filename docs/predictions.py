@@ -92,7 +92,9 @@ def write_markdown() -> Path:
         "80 ms for 2,000 to 15,000 (with N clients in a closed loop a transaction takes about "
         "N / TPS, and the clients' first transactions end together after about one such "
         "period). Up to 1,000 active clients that is converged to about 1 % on the Gold 5215 "
-        "and the Platinum 8168. In the idle study the four seeds of a point agree within "
+        "and the Platinum 8168.",
+        "",
+        "In the idle study the four seeds of a point agree within "
         "1.6 % on every machine for 1 client, and for 48 clients on the one- and two-socket "
         "machines (within 2.7 %); on `e7-8890v3-4s` (4 sockets) and `westmere-ex-8s` (8) they "
         "differ by up to 13 % and 15 % (median 3-4 %), and the 48-client rows there are not "
@@ -111,7 +113,8 @@ def write_markdown() -> Path:
         "down to 4-5 us per transaction). Read differences under about 10 % between those rows "
         "as noise. The active study (one seed) has the same regime in one row: "
         "`e7-8890v3-4s` with 50 clients, 8 % between seeds 0-3; its 100- and 200-client rows, "
-        "and `westmere-ex-8s`'s 50-200, agree within 0.6 %. "
+        "and `westmere-ex-8s`'s 50-200, agree within 0.6 %.",
+        "",
         "With thousands of clients the run queue's order matters: the model orders it "
         "like Linux CFS (`simulator/scheduler.py`); a first-in, first-out queue would make "
         "the clients move in lockstep. The 80 ms warm-up of the 2,000-15,000-client study "
