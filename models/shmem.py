@@ -12,6 +12,7 @@ version             layout    shared memory
 ``pre14``           pg13      9.2-13 as of 13: PGXACT (128-aligned), sorted ``pgprocnos[]``
 ``pgxact_split``    pg14      14: dense ``xids``/``subxidStates``/``statusFlags``, xmin in PGPROC
 ``post14``          pg14      identical to ``pgxact_split`` (they differ only in algorithm)
+``post14_lockfree`` pg14      the same (a what-if of the algorithm, SPEC §1.7)
 ``csn``             csn       14 plus the csn-v8 VariableCache, a CSN log and two LWLocks (ref §6)
 ==================  ========  ===============================================================
 

@@ -34,9 +34,11 @@ LAYOUT_OF_VERSION: dict[str, Layout] = {
     "pre14": "pg13",
     "pgxact_split": "pg14",
     "post14": "pg14",
+    "post14_lockfree": "pg14",
     "csn": "csn",
 }
-"""Version key (algorithm family) to layout family; pgxact_split and post14 share memory."""
+"""Version key (algorithm family) to layout family; pgxact_split and the post14 variants share
+memory."""
 
 VERSIONS: tuple[str, ...] = tuple(LAYOUT_OF_VERSION)
 

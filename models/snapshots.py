@@ -11,6 +11,7 @@ numbers in the docstrings, "pa" = procarray.c lines). Names are the contracts of
   cache.
 * ``post14``: 14+: the same plus the snapshot cache keyed by ``xactCompletionCount``, checked under
   ProcArrayLock.
+* ``post14_lockfree``: a what-if (SPEC §1.7), post14 with the reuse check made without the lock.
 * ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch): a snapshot reads one counter
   line; commit increments it and writes the CSN log.
 
@@ -220,6 +221,58 @@ class Post14(PgxactSplit):
         yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
 
 
+BARRIER_CYCLES = 20
+"""``pg_memory_barrier()`` on x86-64 is ``lock; addl $0,0(%rsp)``: an uncontended locked RMW on
+the backend's own stack line, ~18-20 cycles (``reference/hardware.md`` §2a, "Uncontended lock
+xadd/CAS (L1 hit, E/M state)"; the upper value). Charged as CPU work: nobody else touches that
+line. ASSUMPTION for the non-x86 machines (an ARM ``dmb ish`` is used alike)."""
+
+
+class Post14Lockfree(Post14):
+    """What-if: post14 with ``GetSnapshotDataReuse``'s check made without ProcArrayLock.
+
+    The commit that added the snapshot cache (623a9ba79b, PG 14) checks ``xactCompletionCount``
+    under the lock and says the check is "likely possible" without it but needs "careful
+    analysis", and that "there'd be another significant gain on top". PostgreSQL has no such
+    code, so the sequence is an ASSUMPTION, one safe design (a seqlock-style re-check):
+
+    1. R ``xactCompletionCount`` (the VariableCache line). If it differs from the cached count
+       (or nothing is cached), take the lock shared and build the snapshot in full, as post14.
+    2. If the backend's xmin is unset: W ``MyProc->xmin`` (own PGPROC line, private), a full
+       memory barrier (:data:`BARRIER_CYCLES`) so that a concurrent ``ComputeXidHorizons`` either
+       sees the xmin or ends a transaction the re-check notices, then R ``xactCompletionCount``
+       again; if it moved, fall back to the locked full path. The xmin already published stays
+       (as in PostgreSQL, the full path sets xmin only when it is unset): it is older than the
+       new snapshot's, so it holds back no less than needed.
+
+    A reuse therefore touches one shared line (read) and no lock word. Transaction end is
+    post14's (the lock is still taken to clear an xid).
+    """
+
+    name = "post14_lockfree"
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Lock-free reuse when ``xactCompletionCount`` is unchanged, else post14's full path."""
+        cached = backend.snapshot_completion_count
+        if cached:
+            check = self.reuse_check
+            yield from backend.ops(check, GET)  # performed now: the count as of this instant
+            if cached == self.procarray.completion_count:
+                if backend.xmin_set:
+                    backend.record.reused_snapshots += 1
+                    return
+                yield from backend.ops(self.own(backend, "xmin"), GET)
+                yield from backend.compute(BARRIER_CYCLES, GET)
+                yield from backend.ops(check, GET)
+                backend.xmin_set = True
+                if cached == self.procarray.completion_count:
+                    backend.record.reused_snapshots += 1
+                    return
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from self._full_snapshot(backend)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+
 class Pg91(SnapshotAlgorithm):
     """PostgreSQL 9.1: the snapshot reads every PGPROC (ref §2.1); spinlock LWLocks."""
 
@@ -406,6 +459,6 @@ class _GroupClear:
 
 
 ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {
-    cls.name: cls for cls in (Pg91, Pre14, PgxactSplit, Post14, Csn)
+    cls.name: cls for cls in (Pg91, Pre14, PgxactSplit, Post14, Post14Lockfree, Csn)
 }
 """Snapshot algorithms by their contract name."""

@@ -21,7 +21,7 @@ from simulator.errors import ConfigError
 M = 100  # max_connections of most tests
 
 MODERN = ("pre14", "pgxact_split", "post14", "csn")
-V14 = ("pgxact_split", "post14", "csn")
+V14 = ("pgxact_split", "post14", "post14_lockfree", "csn")
 
 
 def shm(version: str, max_connections: int = M, **kwargs: int) -> PgSharedMemory:
@@ -138,7 +138,7 @@ def test_csn_pgproc_extends_14() -> None:
 
 
 def test_versions() -> None:
-    assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "csn")
+    assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -158,8 +158,9 @@ def test_regions_are_disjoint_and_present(version: str) -> None:
     assert (mem.commit_seq_no_lock is not None) == (version == "csn")
 
 
-def test_pgxact_split_and_post14_share_memory() -> None:
-    a, b = shm("pgxact_split"), shm("post14")
+@pytest.mark.parametrize("other", ["post14", "post14_lockfree"])
+def test_pgxact_split_and_post14_share_memory(other: str) -> None:
+    a, b = shm("pgxact_split"), shm(other)
     assert [(r.name, r.base, r.count, r.stride) for r in a.memory.regions] == [
         (r.name, r.base, r.count, r.stride) for r in b.memory.regions
     ]
