@@ -34,6 +34,16 @@ def test_tps_table_has_one_row_per_point_and_the_post14_ratio() -> None:
     assert lines[3] == "| 48 | 400,000 | 1,000,000 | 2.50 |"
 
 
+def test_tps_table_of_the_whatif_study_has_the_lockfree_ratio() -> None:
+    script = load_script()
+    curve = pd.DataFrame({
+        "algorithm": ["post14", "post14_lockfree"], "clients": [48, 48],
+        "tps": [1000000.0, 1250000.0]})
+    lines = script._tps_table(curve, ["clients"])
+    assert lines[0] == "| clients | post14 | post14_lockfree | post14_lockfree / post14 |"
+    assert lines[2] == "| 48 | 1,000,000 | 1,250,000 | 1.25 |"
+
+
 def test_unknown_machine_or_study_exits_2_before_running(
         capsys: pytest.CaptureFixture[str]) -> None:
     script = load_script()
@@ -45,5 +55,5 @@ def test_unknown_machine_or_study_exits_2_before_running(
 def test_shipped_prediction_experiments_are_valid() -> None:
     from simulator.cli import main
 
-    for name in ("predict-idle", "predict-active"):
+    for name in ("predict-idle", "predict-active", "predict-many", "predict-whatif"):
         assert main(["check-config", str(ROOT / "configs" / "experiments" / f"{name}.yaml")]) == 0
