@@ -24,7 +24,7 @@ from simulator.machine_config import MachineConfig
 from simulator.machine_loader import load_machine
 
 GOLD: MachineConfig = load_machine("gold5215-2s")
-ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "csn")
+ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn")
 LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
 
 
@@ -150,7 +150,7 @@ def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
     written = fields(vc["fields_written"])
     assert written & {"nextXid", "nextFullXid"}
     assert "latestCompletedXid" in written
-    if algorithm in ("post14", "pgxact_split"):
+    if algorithm in ("post14", "post14_lockfree", "pgxact_split"):
         assert "xactCompletionCount" in written
     if algorithm == "csn":
         assert "nextCommitSeqNo" in written
@@ -187,6 +187,7 @@ def test_post14_tpcb_other_backends_commits_invalidate_the_cache() -> None:
 @pytest.mark.parametrize(("algorithm", "overrides"), [
     ("pre14", {"clients": 4, "idle_clients": 50}),
     ("post14", {"workload": "tpcb", "clients": 4}),
+    ("post14_lockfree", {"workload": "tpcb", "clients": 8}),
     ("csn", {"clients": 2, "idle_clients": 20, "idle_kind": "mostly-idle"}),
 ])
 def test_run_point_is_deterministic(algorithm: str, overrides: dict[str, object]) -> None:
@@ -306,6 +307,7 @@ def test_footprint_evicts_the_backends_lines_from_its_private_cache() -> None:
 @pytest.mark.parametrize(("algorithm", "overrides"), [
     ("pre14", {"clients": 4, "idle_clients": 200}),
     ("post14", {"workload": "tpcb", "clients": 4}),
+    ("post14_lockfree", {"workload": "tpcb", "clients": 8}),
 ])
 def test_time_shares_add_up_to_one(algorithm: str, overrides: dict[str, object]) -> None:
     """The breakdown's shares (get_snapshot, lock_wait, commit, other, scheduling) partition the
