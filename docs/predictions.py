@@ -127,7 +127,7 @@ def write_markdown() -> Path:
         "at 100 clients on the machines whose lock word crosses sockets or CCXs "
         "(`azure-f72s-v2`, `platinum8168-2s-vm`, `e7-8890v3-4s`, `epyc-9654-2s`, "
         "`sapphire-rapids-2s`, `threadripper-3990x`), 1.55x for 48 clients on `westmere-ex-8s`, "
-        "and 3-5 % on `gold5215-2s` (40 threads, saturated from 48 clients) and `graviton3` "
+        "and 1-4 % on `gold5215-2s` (40 threads, saturated from 48 clients) and `graviton3` "
         "(one socket). With more clients both variants stop at the same ceiling on "
         "`e7-8890v3-4s` and `westmere-ex-8s` (from 200 clients) and `sapphire-rapids-2s` (from "
         "500): the next hot lines, the buffer headers of the B-tree root and inner page that "
