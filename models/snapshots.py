@@ -268,9 +268,7 @@ class Post14Lockfree(Post14):
                 if cached == self.procarray.completion_count:
                     backend.record.reused_snapshots += 1
                     return
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
-        yield from self._full_snapshot(backend)
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from PgxactSplit.get_snapshot(self, backend)  # the lock shared, the full path
 
 
 class Pg91(SnapshotAlgorithm):
