@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulator.machine_loader import shipped_machines
-from simulator.measurements import load_manifest
+from simulator.config.machine_file import shipped_machines
+from simulator.study.measurements import load_manifest
 
 DOCS = Path(__file__).resolve().parent
 OUT = DOCS / "predictions"
@@ -136,7 +136,7 @@ def write_markdown() -> Path:
         "post14 (one seed).",
         "",
         "With thousands of clients the run queue's order matters: the model orders it "
-        "like Linux CFS (`simulator/scheduler.py`); a first-in, first-out queue would make "
+        "like Linux CFS (`simulator/runtime/scheduler.py`); a first-in, first-out queue would make "
         "the clients move in lockstep. The 80 ms warm-up of the 2,000-15,000-client study "
         "covers the start-up burst (all clients' first transactions end together, 26 ms after "
         "the start for 15,000 pre14 clients on `westmere-ex-8s`, 40-60 ms on `gold5215-2s`): "

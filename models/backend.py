@@ -20,7 +20,8 @@ instant for others (sleeping on a lock or a semaphore, answering the client). So
 operation on a shared line is performed at the simulation clock, in time order with every other
 backend's, exactly as if each step waited at once; only the timeouts between them are merged.
 Operations on the backend's private lines (its own PGPROC lines, which nobody else touches while
-it runs, :attr:`models.tracked.Ops.private`) need no such order and do not synchronise. The
+it runs, :attr:`simulator.hardware.tracked.Ops.private`) need no such order and do not synchronise.
+The
 order matters because the coherence state does: a backend that ran ahead would acquire and
 release a lock word without the other backends' accesses in between and find the line still in
 its cache.
@@ -46,16 +47,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-import numpy as np
-import numpy.typing as npt
 import simpy
 
-from models.tracked import Ops, ScanPlan
-from simulator.engine import ProcessGenerator, SimEnvironment
-from simulator.machine import Machine, new_counters
-from simulator.scheduler import Task
-
-FloatArray = npt.NDArray[np.float64]
+from simulator.hardware.machine import Machine, new_counters
+from simulator.hardware.tracked import Ops, ScanPlan
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.scheduler import Task
+from simulator.types import FloatArray
 
 
 class Category(StrEnum):

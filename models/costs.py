@@ -14,11 +14,12 @@ from pathlib import Path
 
 from models.procarray import ScanCosts
 from models.workloads import StatementCosts
+from simulator.config import configs_dir
+from simulator.config.machine_file import read_yaml
+from simulator.config.units import parse_size_bytes, parse_time_ns
 from simulator.errors import ConfigError
-from simulator.machine_loader import read_yaml
-from simulator.units import parse_size_bytes, parse_time_ns
 
-DEFAULT_COSTS_FILE = Path(__file__).resolve().parent.parent / "configs" / "postgres-costs.yaml"
+DEFAULT_COSTS_FILE = configs_dir() / "postgres-costs.yaml"
 
 
 @dataclass(frozen=True, slots=True)

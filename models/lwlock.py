@@ -27,9 +27,9 @@ from typing import Any
 import simpy
 
 from models.backend import Backend, Category
-from models.tracked import Access, Ops
-from simulator.coherence.codes import Op
-from simulator.engine import ProcessGenerator
+from simulator.hardware.codes import Op
+from simulator.hardware.tracked import Access, Ops
+from simulator.runtime.engine import ProcessGenerator
 
 WAKE_CYCLES = 2000
 """ASSUMPTION: cycles of a semaphore post (a futex wake system call) per woken waiter."""

@@ -11,7 +11,7 @@ Keys (all optional):
 * ``entries_per_chunk``: procArray entries per scan chunk, the granularity at which other
   backends' writes interleave with a scan (default 2048; a simulation parameter, not
   PostgreSQL's). Results agree within 1 % with a chunk four times smaller
-  (``tests/test_chunk_convergence.py``, ``docs/performance.md``); 2048 entries are 3-4 us of
+  (``tests/models/test_chunk_convergence.py``, ``docs/performance.md``); 2048 entries are 3-4 us of
   scan, and a scan is one SimPy event per chunk, so the default sets much of the simulation's
   speed.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
-from simulator.config_values import check_keys, describe_kind, expect_int, join_key
+from simulator.config.units import parse_time_ns
+from simulator.config.values import check_keys, describe_kind, expect_int, join_key
 from simulator.errors import ConfigError
-from simulator.units import parse_time_ns
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "run_ahead")
 DEFAULT_BATCH = 1

@@ -8,7 +8,7 @@ from models.options import parse_options, resolve_options
 from models.point import IDLE_KINDS, PointConfig, run_point
 from models.snapshots import ALGORITHMS
 from models.workloads import WORKLOADS
-from simulator.plugins import PointOutput, PointSpec
+from simulator.study.workload_model import PointOutput, PointSpec
 
 
 class PostgresModel:

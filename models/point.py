@@ -29,18 +29,18 @@ import simpy
 
 from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category, TxnRecord
 from models.costs import PgCosts, load_costs
-from models.fields import describe_masks
 from models.options import DEFAULT_ENTRIES_PER_CHUNK
 from models.procarray import ProcArray
-from models.shmem import build_shared_memory
+from models.shmem.build import build_shared_memory
 from models.snapshots import ALGORITHMS
-from models.tracked import TrackedMemory
 from models.workloads import WORKLOADS, Context, Workload, workload
-from simulator.coherence.codes import CLASS_NAMES, Out
-from simulator.engine import ProcessGenerator, SimEnvironment
-from simulator.machine import Backend as MachineBackend
-from simulator.machine_config import MachineConfig
-from simulator.scheduler import CpuScheduler, Task
+from simulator.config.machine import MachineConfig
+from simulator.hardware.codes import CLASS_NAMES, Out
+from simulator.hardware.fields import describe_masks
+from simulator.hardware.machine import Implementation
+from simulator.hardware.tracked import TrackedMemory
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.scheduler import CpuScheduler, Task
 
 IDLE_KINDS = ("idle", "mostly-idle")
 START_SPREAD_NS = 50_000.0
@@ -69,7 +69,7 @@ class PointConfig:
     entries_per_chunk: int = DEFAULT_ENTRIES_PER_CHUNK
     run_ahead_ns: float = DEFAULT_RUN_AHEAD_NS
     costs: PgCosts = field(default_factory=load_costs)
-    backend: MachineBackend = "compiled"
+    implementation: Implementation = "compiled"
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -131,12 +131,13 @@ class _Simulation:
         if procs.logical_launcher_pgprocno is not None:
             launchers.append(procs.logical_launcher_pgprocno)
         self.procarray = ProcArray(self.shmem, self.backends, launchers)
-        self.tracked = TrackedMemory(self.shmem)
+        self.tracked = TrackedMemory(self.shmem.memory)
         self.algorithm = ALGORITHMS[config.algorithm](
             self.shmem, self.tracked, self.procarray, config.costs.scan, config.entries_per_chunk)
         self.running = [b for b in self.backends if b.task is not None]
         self.algorithm.prepare(self.running)
-        self.machine = self.tracked.build_machine(machine_config, backend=config.backend)
+        self.machine = self.tracked.build_machine(machine_config,
+                                                  implementation=config.implementation)
         for backend in self.backends:
             backend.machine = self.machine
         self.context = Context(self.algorithm, config.costs.statements,
@@ -302,7 +303,7 @@ class _Simulation:
         row["warmup_ms"] = config.warmup_ns / 1e6
         row["wall_s"] = wall_s
         lines = self.machine.line_table()
-        read, written = describe_masks(self.shmem, self.machine, lines)
+        read, written = describe_masks(self.shmem.memory, self.machine, lines)
         lines["fields_read"] = read
         lines["fields_written"] = written
         transactions = pd.DataFrame(

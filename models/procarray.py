@@ -17,10 +17,10 @@ from typing import ClassVar
 
 from models.backend import Backend, Category
 from models.lwlock import LockMode, LWLock
-from models.shmem import PgSharedMemory, PinnedPage
-from models.tracked import Ops, TrackedMemory
-from simulator.coherence.codes import Op
-from simulator.engine import ProcessGenerator
+from models.shmem.build import PgSharedMemory, PinnedPage
+from simulator.hardware.codes import Op
+from simulator.hardware.tracked import Ops, TrackedMemory
+from simulator.runtime.engine import ProcessGenerator
 
 FIRST_XID = 1000
 """The first xid handed out (any normal xid works; only identities matter)."""
@@ -107,7 +107,7 @@ class SnapshotAlgorithm(ABC):
         return self._own[backend.connection][name]
 
     def _lwlock(self, name: str, region_view: object) -> LWLock:
-        from models.layout import Region
+        from simulator.hardware.layout import Region
 
         assert isinstance(region_view, Region)
         word = self.tracked.access(region_view, 0, self.shmem.lwlock_word, Op.RMW)
@@ -181,7 +181,7 @@ class _PageAccesses:
 
     def __init__(self, tracked: TrackedMemory, page: PinnedPage, protocol: str) -> None:
         def rmw(region: object, field: str) -> Ops:
-            from models.layout import Region
+            from simulator.hardware.layout import Region
 
             assert isinstance(region, Region)
             return tracked.access(region, 0, field, Op.RMW)

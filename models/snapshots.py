@@ -30,9 +30,9 @@ import simpy
 from models.backend import Backend, Category
 from models.lwlock import WAKE_CYCLES, LockMode
 from models.procarray import SnapshotAlgorithm
-from models.tracked import NO_OPS, Access, Ops, ScanPlan
-from simulator.coherence.codes import Op
-from simulator.engine import ProcessGenerator
+from simulator.hardware.codes import Op
+from simulator.hardware.tracked import NO_OPS, Access, Ops, ScanPlan
+from simulator.runtime.engine import ProcessGenerator
 
 GET = Category.GET_SNAPSHOT
 
@@ -64,7 +64,7 @@ class Pre14(SnapshotAlgorithm):
         assert pgxact is not None
 
         def store(region: object, *fields: str) -> Ops:
-            from models.layout import Region
+            from simulator.hardware.layout import Region
 
             assert isinstance(region, Region)
             return Ops((a for f in fields for a in t.access(region, me, f, Op.STORE)), t)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from models.backend import Backend, Category
 from models.procarray import SnapshotAlgorithm
-from simulator.engine import ProcessGenerator
+from simulator.runtime.engine import ProcessGenerator
 
 Statement = Callable[["Context", Backend], ProcessGenerator]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from simulator.machine_loader import machines_dir
+from simulator.config.machine_file import machines_dir
 
 WriteYaml = Callable[[Any], Path]
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from simulator.machine_config import (
+from simulator.config.machine import (
     CacheConfig,
+    CoherenceProtocol,
     HomeKeyedLatency,
     HomeNodeConfig,
     L3Inclusion,
@@ -11,7 +12,6 @@ from simulator.machine_config import (
     MachineConfig,
     MemoryConfig,
     MlpConfig,
-    Protocol,
     SchedulerConfig,
     TopologyConfig,
 )
@@ -25,7 +25,7 @@ def toy_machine(
     domains_per_socket: int = 1,
     cores_per_domain: int = 2,
     threads_per_core: int = 2,
-    protocol: Protocol = Protocol.MESIF,
+    protocol: CoherenceProtocol = CoherenceProtocol.MESIF,
     inclusion: L3Inclusion = L3Inclusion.NON_INCLUSIVE,
     l1: tuple[int, int] = (4, 2),
     l2: tuple[int, int] = (8, 2),

@@ -1,0 +1,361 @@
+"""PostgreSQL shared memory per version, laid out byte-exactly.
+
+The layouts use :mod:`simulator.hardware.layout`.
+
+:func:`build_shared_memory` places, in PostgreSQL's allocation order, the structures the snapshot
+models touch and returns a :class:`PgSharedMemory` with named regions. Sources are
+``/work/shared/reference/postgres-snapshot-access.md`` ("ref §n") and the PostgreSQL lines it cites;
+struct layouts are in :mod:`models.shmem.structs`. Version keys and their layout family:
+
+==================  ========  ===============================================================
+version             layout    shared memory
+==================  ========  ===============================================================
+``pg91``            pg91      9.1: PGPROC array scanned directly, ``PGPROC *procs[]`` unsorted
+``pre14``           pg13      9.2-13 as of 13: PGXACT (128-aligned), sorted ``pgprocnos[]``
+``pgxact_split``    pg14      14: dense ``xids``/``subxidStates``/``statusFlags``, xmin in PGPROC
+``post14``          pg14      identical to ``pgxact_split`` (they differ only in algorithm)
+``post14_lockfree`` pg14      the same (a what-if of the algorithm, SPEC §1.7)
+``csn``             csn       14 plus the csn-v8 VariableCache, a CSN log and two LWLocks (ref §6)
+==================  ========  ===============================================================
+
+Allocation rules (ref §1.2, §0): 9.1's ``ShmemAlloc`` MAXALIGNs (8 B) and BUFFERALIGNs (32 B)
+requests of at least BLCKSZ; 9.6+ CACHELINEALIGN (128 B = ``PG_CACHE_LINE_SIZE``) every allocation.
+
+Address space: offset 0 is the start of the shared-memory segment, which is page-aligned, so an
+offset's phase modulo 64 or 128 is the real address's. Allocations the models do not touch (shmem
+index, buffer blocks, lock tables, ...) are omitted. That is exact for 13/14 (every allocation is
+128-aligned, so omitting one moves later ones by multiples of 128). For 9.1 the phase of regions
+after the LWLock array is unknown (ref §8); each such region is placed at an ASSUMPTION phase
+(see :func:`build_shared_memory`).
+
+Ordering facts (ref §1.1, §1.2, §4): pre14 and 14 keep the procArray sorted by pgprocno (add
+inserts, remove memmoves down); 9.1 appends and removes by swapping the last entry in. pgprocnos
+come from a LIFO freelist: connection k (0-based, in connect order, no disconnects) gets
+``max_connections - 1 - k``.
+"""
+
+from __future__ import annotations
+
+from models.shmem import structs as st
+from models.shmem.memory import (
+    CSN_COUNTER_FIELD,
+    LAYOUT_OF_VERSION,
+    VERSIONS,
+    Layout,
+    PgSharedMemory,
+    PinnedPage,
+    ProcCounts,
+    ProcFreeList,
+)
+from simulator.errors import ConfigError
+from simulator.hardware.layout import Region, SharedMemory, Struct
+
+__all__ = [
+    "CSN_COUNTER_FIELD",
+    "LAYOUT_OF_VERSION",
+    "VERSIONS",
+    "Layout",
+    "PgSharedMemory",
+    "PinnedPage",
+    "ProcCounts",
+    "ProcFreeList",
+    "build_shared_memory",
+]
+
+
+MAXALIGN = 8
+BUFFERALIGN = 32  # ALIGNOF_BUFFER
+CACHELINEALIGN = 128  # PG_CACHE_LINE_SIZE (pg_config_manual.h:260@13, :266@14)
+BLCKSZ = 8192
+PG_SHMEM_HEADER_BYTES = 48  # ref §1.4: 48-B PGShmemHeader (Linux, non-EXEC_BACKEND)
+
+# Individual LWLock ids (lwlocknames.txt; 9.1: the LWLockId enum in lwlock.h@9.1).
+OID_GEN_LOCK = 2
+XID_GEN_LOCK = 3  # ref §1.5
+PROC_ARRAY_LOCK = 4  # ref §1.5
+SINVAL_READ_LOCK = 5  # ref §1.5
+CSN_LOG_CONTROL_LOCK = 12  # csn-v8 patch lwlocknames.txt@d880c47d8a (replaces SubtransControlLock)
+COMMIT_SEQ_NO_LOCK = 43  # csn-v8 patch lwlocknames.txt@d880c47d8a
+
+# 13/14 MainLWLockArray: ASSUMPTION NUM_INDIVIDUAL_LWLOCKS = 48 (lwlocknames.txt@13/14 ends at
+# NotifyQueueTailLock 47); then 128 buffer-mapping, 16 lock-manager, 16 predicate partitions.
+NUM_INDIVIDUAL_LWLOCKS_13 = 48
+NUM_BUFFER_PARTITIONS_13 = 128
+NUM_MAIN_LWLOCKS_13 = NUM_INDIVIDUAL_LWLOCKS_13 + NUM_BUFFER_PARTITIONS_13 + 16 + 16
+
+# 9.1 LWLockArray: ASSUMPTION (lwlock.h@9.1, not in the reference): 33 individual locks, then
+# 16 buffer-mapping, 16 lock-manager and 16 predicate partitions (NumFixedLWLocks = 81); 64 SLRU
+# buffer locks (clog 8, subtrans 32, multixact 8 + 16) are assigned next, then per buffer an
+# io_in_progress lock and a content lock (buf_init.c@9.1).
+FIRST_BUF_MAPPING_LOCK_91 = 33
+NUM_BUFFER_PARTITIONS_91 = 16
+FIRST_BUFFER_LWLOCK_91 = 81 + 64
+
+# Buffers (ref §7). ASSUMPTION: shared_buffers = 128 MB; which buffers and mapping partitions the
+# pgbench_accounts_pkey root and inner page land in is arbitrary; these are distinct, and buffer
+# ids that are multiples of 64 put 9.1's 52-B descriptors on a line start (no straddle).
+N_BUFFERS = 16384
+ROOT_BUFFER_ID = 64
+INNER_BUFFER_ID = 128
+ROOT_PARTITION = {"pg91": 5, "pg13": 17, "pg14": 17, "csn": 17}
+INNER_PARTITION = {"pg91": 11, "pg13": 93, "pg14": 93, "csn": 93}
+
+# CSN log (ref §6): 8 B per xid, 1024 per 8-KiB page. ASSUMPTION: the SLRU buffer pool is modelled
+# as 8 contiguous pages, xid x in slot x mod 8192.
+CSN_LOG_ENTRIES = 8 * 1024
+
+_PG_SHMEM_HEADER = Struct("PGShmemHeader", PG_SHMEM_HEADER_BYTES, {})
+_SPINLOCK = Struct("ShmemLock", 1, {"value": (0, 1)})
+_SUBXID_STATUS = Struct("subxidStates", 2, {"count": (0, 1), "overflowed": (1, 1)})
+
+
+def _lwlock_names(layout: Layout) -> dict[int, str]:
+    names = {
+        OID_GEN_LOCK: "OidGenLock",
+        XID_GEN_LOCK: "XidGenLock",
+        PROC_ARRAY_LOCK: "ProcArrayLock",
+        SINVAL_READ_LOCK: "SInvalReadLock",
+    }
+    first = FIRST_BUF_MAPPING_LOCK_91 if layout == "pg91" else NUM_INDIVIDUAL_LWLOCKS_13
+    for partition in (ROOT_PARTITION[layout], INNER_PARTITION[layout]):
+        names[first + partition] = f"BufMappingLock[{partition}]"
+    if layout == "pg91":
+        for buffer_id, page in ((ROOT_BUFFER_ID, "BtreeRoot"), (INNER_BUFFER_ID, "BtreeInner")):
+            names[FIRST_BUFFER_LWLOCK_91 + 2 * buffer_id + 1] = f"{page}ContentLock"
+    if layout == "csn":
+        names[CSN_LOG_CONTROL_LOCK] = "CSNLogControlLock"
+        names[COMMIT_SEQ_NO_LOCK] = "CommitSeqNoLock"
+    return names
+
+
+def _pinned_page(
+    layout: Layout, name: str, buffer_id: int, partition: int, descs: Region, lwlocks: Region
+) -> PinnedPage:
+    descriptor = descs.view(buffer_id)
+    if layout == "pg91":
+        content_lock = lwlocks.view(FIRST_BUFFER_LWLOCK_91 + 2 * buffer_id + 1)
+        return PinnedPage(
+            name,
+            buffer_id,
+            descriptor,
+            "buf_hdr_lock",
+            content_lock,
+            "mutex",
+            partition,
+            lwlocks.view(FIRST_BUF_MAPPING_LOCK_91 + partition),
+            "mutex",
+        )
+    return PinnedPage(
+        name,
+        buffer_id,
+        descriptor,
+        "state",
+        descriptor,
+        "content_lock.state",
+        partition,
+        lwlocks.view(NUM_INDIVIDUAL_LWLOCKS_13 + partition),
+        "state",
+    )
+
+
+def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -> PgSharedMemory:
+    shm = SharedMemory(base)
+    shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
+    shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)
+    shm.reserve(MAXALIGN - 1)  # MAXALIGN(sizeof(slock_t)) (shmem.c:138-153@9.2)
+    vc = shm.alloc("VariableCache", st.VARIABLE_CACHE_91, align=MAXALIGN)  # offset 56, ref §1.4
+    # CreateLWLocks (lwlock.c:256@9.1): a >= BLCKSZ ShmemAlloc (BUFFERALIGN), 2 ints of counters,
+    # then the array aligned to LWLOCK_PADDED_SIZE = 32. Computed: the array starts at offset 128
+    # (= 0 mod 64), so ProcArrayLock (id 4) shares its line with SInvalReadLock (5), not XidGenLock
+    # (3). The reference calls this unknown (ref §1.5, §8); it rests on the ASSUMPTIONs that
+    # nothing else is allocated between VariableCache and the LWLocks and the header is 48 B.
+    shm.reserve(8, align=BUFFERALIGN)
+    n_locks = FIRST_BUFFER_LWLOCK_91 + 2 * N_BUFFERS
+    lwlocks = shm.alloc(
+        "LWLockArray",
+        st.LWLOCK_91,
+        n_locks,
+        align=32,
+        stride=32,
+        element_names=_lwlock_names("pg91"),
+    )
+    # ASSUMPTION: descriptor array 64-aligned (BUFFERALIGN guarantees only 32).
+    shm.skip_to(64)
+    descs = shm.alloc(
+        "BufferDescriptors",
+        st.BUFFER_DESC_91,
+        N_BUFFERS,
+        align=MAXALIGN,
+        element_names={ROOT_BUFFER_ID: "BtreeRootBuf", INNER_BUFFER_ID: "BtreeInnerBuf"},
+    )
+    proc_hdr = shm.alloc("PROC_HDR", st.PROC_HDR_91, align=MAXALIGN)
+    # 9.1 InitProcGlobal allocates the backends' PGPROCs, then the autovacuum ones, with nothing
+    # in between, so they are one contiguous array (the second request is MAXALIGNed and the first
+    # ends on a multiple of 8). ASSUMPTION: its phase mod 64 is ``pgproc_phase`` (0: 1 slot in 4
+    # straddles the xid/xmin/vacuumFlags bytes, 1.25 H lines per proc; 8: 2 in 4, ref §1.1).
+    shm.skip_to(64, pgproc_phase)
+    n_pgproc = procs.max_connections + procs.autovacuum_max_workers + 1
+    pgproc = shm.alloc("PGPROC", st.PGPROC_91, n_pgproc, align=MAXALIGN)
+    # ASSUMPTION: ProcArrayStruct 64-aligned (header + 4 pointers on its first line), as the
+    # reference's ceil((32 + 8N)/64) count assumes.
+    shm.skip_to(64)
+    procarray = shm.alloc("ProcArrayStruct", st.PROCARRAY_91, align=MAXALIGN)
+    pointers = shm.alloc("procs", 8, procs.procarray_max_procs, align=8)
+    layout: Layout = "pg91"
+    return PgSharedMemory(
+        version=version,
+        layout=layout,
+        procs=procs,
+        memory=shm,
+        variable_cache=vc,
+        lwlocks=lwlocks,
+        proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
+        xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
+        lwlock_word="mutex",
+        proc_hdr=proc_hdr,
+        pgproc=pgproc,
+        procarray=procarray,
+        pgprocnos=pointers,
+        buffer_descs=descs,
+        btree_root=_pinned_page(
+            layout, "root", ROOT_BUFFER_ID, ROOT_PARTITION[layout], descs, lwlocks
+        ),
+        btree_inner=_pinned_page(
+            layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
+        ),
+    )
+
+
+def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) -> PgSharedMemory:
+    shm = SharedMemory(base)
+    shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
+    shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)  # ShmemAllocUnlocked
+    # InitShmemAllocation then rounds the free offset up to a cache line (128), and ShmemAlloc
+    # CACHELINEALIGNs every later request (shmem.c:212@13): VariableCache at 128 (ref §1.4).
+    vc_struct = {
+        "pg13": st.VARIABLE_CACHE_13,
+        "pg14": st.VARIABLE_CACHE_14,
+        "csn": st.VARIABLE_CACHE_CSN,
+    }[layout]
+    vc = shm.alloc("VariableCache", vc_struct, align=CACHELINEALIGN)
+    # CreateLWLocks (lwlock.c:490@13, :486@14): an int counter, then MainLWLockArray aligned to
+    # LWLOCK_PADDED_SIZE = 128; each lock alone in its 128 B (ref §1.5).
+    shm.reserve(4, align=CACHELINEALIGN)
+    lwlocks = shm.alloc(
+        "MainLWLockArray",
+        st.LWLOCK_13,
+        NUM_MAIN_LWLOCKS_13,
+        align=CACHELINEALIGN,
+        stride=128,
+        element_names=_lwlock_names(layout),
+    )
+    descs = shm.alloc(
+        "BufferDescriptors",
+        st.BUFFER_DESC_13,
+        N_BUFFERS,
+        align=CACHELINEALIGN,
+        stride=64,
+        element_names={ROOT_BUFFER_ID: "BtreeRootBuf", INNER_BUFFER_ID: "BtreeInnerBuf"},
+    )
+    proc_hdr = shm.alloc(
+        "PROC_HDR", st.PROC_HDR_13 if layout == "pg13" else st.PROC_HDR_14, align=CACHELINEALIGN
+    )
+    pgproc_struct = {"pg13": st.PGPROC_13, "pg14": st.PGPROC_14, "csn": st.PGPROC_CSN}[layout]
+    pgproc = shm.alloc("PGPROC", pgproc_struct, procs.total_procs, align=CACHELINEALIGN)
+    pgxact: Region | None = None
+    xids: Region | None = None
+    subxid_states: Region | None = None
+    status_flags: Region | None = None
+    if layout == "pg13":  # proc.c:215@13
+        pgxact = shm.alloc("PGXACT", st.PGXACT_13, procs.total_procs, align=CACHELINEALIGN)
+    else:  # proc.c:209-215@14: three separate ShmemAllocs
+        xids = shm.alloc("xids", 4, procs.total_procs, align=CACHELINEALIGN)
+        subxid_states = shm.alloc(
+            "subxidStates", _SUBXID_STATUS, procs.total_procs, align=CACHELINEALIGN
+        )
+        status_flags = shm.alloc("statusFlags", 1, procs.total_procs, align=CACHELINEALIGN)
+    # CreateSharedProcArray: 40-B header, then int pgprocnos[] right after it.
+    procarray = shm.alloc("ProcArrayStruct", st.PROCARRAY_13, align=CACHELINEALIGN)
+    pgprocnos = shm.alloc("pgprocnos", 4, procs.procarray_max_procs, align=4)
+    csn_log: Region | None = None
+    commit_seq_no_lock: Region | None = None
+    csn_log_control_lock: Region | None = None
+    if layout == "csn":
+        csn_log = shm.alloc("CSNLog", 8, CSN_LOG_ENTRIES, align=CACHELINEALIGN)
+        commit_seq_no_lock = lwlocks.view(COMMIT_SEQ_NO_LOCK)
+        csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
+    return PgSharedMemory(
+        version=version,
+        layout=layout,
+        procs=procs,
+        memory=shm,
+        variable_cache=vc,
+        lwlocks=lwlocks,
+        proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
+        xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
+        lwlock_word="state",
+        proc_hdr=proc_hdr,
+        pgproc=pgproc,
+        procarray=procarray,
+        pgprocnos=pgprocnos,
+        buffer_descs=descs,
+        btree_root=_pinned_page(
+            layout, "root", ROOT_BUFFER_ID, ROOT_PARTITION[layout], descs, lwlocks
+        ),
+        btree_inner=_pinned_page(
+            layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
+        ),
+        pgxact=pgxact,
+        xids=xids,
+        subxid_states=subxid_states,
+        status_flags=status_flags,
+        csn_log=csn_log,
+        commit_seq_no_lock=commit_seq_no_lock,
+        csn_log_control_lock=csn_log_control_lock,
+    )
+
+
+def build_shared_memory(
+    version: str,
+    max_connections: int,
+    *,
+    procs: ProcCounts | None = None,
+    base: int = 0,
+    pg91_pgproc_phase: int = 0,
+) -> PgSharedMemory:
+    """Lay out the shared memory of a PostgreSQL version.
+
+    Args:
+        version: one of :data:`VERSIONS`.
+        max_connections: ``max_connections`` (client PGPROC slots).
+        procs: slot counts; defaults to :meth:`ProcCounts.for_layout` (its ``max_connections``
+            must then equal ``max_connections``).
+        base: byte address of the segment start (a multiple of 128).
+        pg91_pgproc_phase: 9.1 only, ASSUMPTION: address of the PGPROC array mod 64 (a multiple
+            of 8). The reference leaves it open (ref §1.1): a phase = 0 (mod 16) makes 1 slot in
+            4 straddle a line in its hot bytes 32..57, a phase = 8 (mod 16) 2 in 4.
+
+    Returns:
+        The regions of that version.
+
+    Raises:
+        ConfigError: unknown version or bad counts (names the offending key).
+    """
+    layout = LAYOUT_OF_VERSION.get(version)
+    if layout is None:
+        raise ConfigError("version", f"unknown version {version!r} (choose {', '.join(VERSIONS)})")
+    if max_connections < 1:
+        raise ConfigError("max_connections", f"must be at least 1, got {max_connections}")
+    if base < 0 or base % CACHELINEALIGN:
+        raise ConfigError("base", f"must be a non-negative multiple of 128, got {base}")
+    if procs is None:
+        procs = ProcCounts.for_layout(layout, max_connections)
+    elif procs.max_connections != max_connections:
+        raise ConfigError("procs.max_connections", "differs from max_connections")
+    if layout == "pg91":
+        if pg91_pgproc_phase % MAXALIGN or not 0 <= pg91_pgproc_phase < 64:
+            raise ConfigError(
+                "pg91_pgproc_phase", f"must be 0, 8, ..., 56; got {pg91_pgproc_phase}"
+            )
+        return _build_pg91(version, procs, base, pg91_pgproc_phase)
+    return _build_modern(version, layout, procs, base)

@@ -1,5 +1,0 @@
-"""Cache-coherence state and its two implementations: a plain-Python reference and a Numba kernel.
-
-Both implement the same model (see :mod:`simulator.coherence.reference`) and must produce
-identical states, counts and costs; :class:`simulator.machine.Machine` chooses one of them.
-"""

@@ -1,0 +1,372 @@
+"""Typed, frozen description of a machine: topology, caches, coherence, latencies, scheduler.
+
+These dataclasses are the contract between machine files (YAML, loaded by
+:mod:`simulator.config.machine_file`) and the simulator. They can also be built directly in code.
+Each
+class checks its own invariants in ``__post_init__`` and raises :class:`ConfigError` naming the
+dotted key, so a machine built in a notebook is held to the same rules as one read from a file.
+
+Units: sizes in bytes, times in nanoseconds, frequencies in GHz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from simulator.errors import ConfigError
+
+LINE_BYTES = 64
+"""Cache-line size of every modelled machine (all shipped machines use 64-byte lines)."""
+
+
+class CoherenceProtocol(StrEnum):
+    """Coherence protocol family of a machine."""
+
+    MESI = "MESI"
+    """Plain MESI: clean shared copies are not forwarded; a read of M writes back and shares."""
+    MESIF = "MESIF"
+    """Intel: the most recent reader of a shared line holds it in F and forwards it."""
+    MOESI = "MOESI"
+    """AMD: a read of an M line leaves the writer in O (dirty, shared) and it keeps forwarding."""
+
+
+class L3Inclusion(StrEnum):
+    """How the shared L3 of a domain relates to the private caches below it."""
+
+    INCLUSIVE = "inclusive"
+    """Every privately cached line is also in the L3; an L3 eviction back-invalidates (pre-SKX)."""
+    NON_INCLUSIVE = "non_inclusive"
+    """The L3 is filled by L2 victims and keeps lines on a hit; a snoop filter tracks L2s (SKX+)."""
+    VICTIM = "victim"
+    """The L3 is filled by L2 victims; an ownership request that hits moves the line out (Zen)."""
+
+
+class HomeRelation(StrEnum):
+    """Which parties of a transfer are near the line's home agent (memory node).
+
+    The requester is the core that misses; the holder is the cache that supplies the line (or, for
+    an invalidation, the farthest sharer). "Near" means the party's L3 domain is listed in the home
+    node's ``near_domains``.
+    """
+
+    BOTH = "both"
+    REQUESTER = "requester"
+    HOLDER = "holder"
+    NEITHER = "neither"
+
+
+def _fail(key: str, message: str) -> ConfigError:
+    return ConfigError(key, message)
+
+
+def _require_positive(key: str, value: float) -> None:
+    if not value > 0:
+        raise _fail(key, f"must be positive, got {value!r}")
+
+
+def _require_non_negative(key: str, value: float) -> None:
+    if not value >= 0:
+        raise _fail(key, f"must not be negative, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyConfig:
+    """Sockets → L3 domains → cores → SMT hardware threads, all uniform."""
+
+    sockets: int
+    domains_per_socket: int
+    cores_per_domain: int
+    threads_per_core: int
+
+    def __post_init__(self) -> None:
+        for name in ("sockets", "domains_per_socket", "cores_per_domain", "threads_per_core"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise _fail(f"topology.{name}", f"must be an integer >= 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheConfig:
+    """One cache level: capacity, associativity (LRU replacement) and load-to-use latency."""
+
+    size_bytes: int
+    ways: int
+    latency_ns: float
+    key: str = "cache"
+    """Dotted key used in error messages (``"caches.l2"``)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.size_bytes, bool) or self.size_bytes <= 0:
+            raise _fail(f"{self.key}.size", f"must be positive, got {self.size_bytes!r}")
+        if isinstance(self.ways, bool) or not isinstance(self.ways, int) or self.ways < 1:
+            raise _fail(f"{self.key}.ways", f"must be an integer >= 1, got {self.ways!r}")
+        if self.size_bytes % (LINE_BYTES * self.ways) != 0:
+            raise _fail(
+                f"{self.key}.ways",
+                f"{self.ways} ways do not divide {self.size_bytes} bytes into whole "
+                f"{LINE_BYTES}-byte-line sets",
+            )
+        _require_positive(f"{self.key}.latency", self.latency_ns)
+
+    @property
+    def sets(self) -> int:
+        """Number of sets."""
+        return self.size_bytes // (LINE_BYTES * self.ways)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HomeNodeConfig:
+    """A home agent / memory node and the L3 domains that are near it."""
+
+    near_domains: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryConfig:
+    """Home nodes, DRAM latency and the placement of shared memory on the home nodes.
+
+    ``placement`` is ``"node"`` (every line homed on ``placement_node``, as when one process
+    first-touches the whole segment) or ``"interleave"`` (consecutive ``interleave_bytes`` blocks
+    rotate over the nodes).
+    """
+
+    home_nodes: tuple[HomeNodeConfig, ...]
+    dram_near_ns: float
+    dram_far_ns: float
+    placement: str = "node"
+    placement_node: int = 0
+    interleave_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if not self.home_nodes:
+            raise _fail("memory.home_nodes", "at least one home node is required")
+        _require_positive("memory.dram_latency.near", self.dram_near_ns)
+        _require_positive("memory.dram_latency.far", self.dram_far_ns)
+        if self.placement not in ("node", "interleave"):
+            raise _fail(
+                "memory.placement.policy",
+                f"unknown policy {self.placement!r} (choose node or interleave)",
+            )
+        if not 0 <= self.placement_node < len(self.home_nodes):
+            raise _fail(
+                "memory.placement.node",
+                f"{self.placement_node} is not a home node (0..{len(self.home_nodes) - 1})",
+            )
+        if self.interleave_bytes <= 0 or self.interleave_bytes % LINE_BYTES:
+            raise _fail(
+                "memory.placement.granularity",
+                f"must be a positive multiple of {LINE_BYTES} bytes, got {self.interleave_bytes}",
+            )
+
+    def home_of_line(self, line_number: int) -> int:
+        """Home node of the line with global line number ``address // 64``."""
+        if self.placement == "node":
+            return self.placement_node
+        block = (line_number * LINE_BYTES) // self.interleave_bytes
+        return block % len(self.home_nodes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HomeKeyedLatency:
+    """A transfer latency that depends on which parties are near the line's home.
+
+    ``None`` means the relation cannot occur on this machine (checked by :class:`MachineConfig`).
+    """
+
+    both: float | None = None
+    requester: float | None = None
+    holder: float | None = None
+    neither: float | None = None
+
+    @classmethod
+    def uniform(cls, ns: float) -> HomeKeyedLatency:
+        """The same latency whatever the home."""
+        return cls(both=ns, requester=ns, holder=ns, neither=ns)
+
+    def get(self, relation: HomeRelation) -> float | None:
+        """Latency for ``relation`` (``None`` if not configured)."""
+        value: float | None = getattr(self, relation.value)
+        return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyConfig:
+    """Transfer latencies by class, in the vocabulary of ccbench and perf c2c.
+
+    * ``smt_sibling_ns``: an atomic on a line the SMT sibling wrote last (shared L1).
+    * ``atomic_local_ns``: an uncontended atomic on a line Modified/Exclusive in the own L1.
+    * ``local_hit_ns`` / ``local_hitm_ns``: clean / modified line supplied by another core of the
+      same L3 domain.
+    * ``cross_domain_*``: supplied by another L3 domain of the same socket (AMD CCX → CCX).
+    * ``remote_*``: supplied by a cache on another socket.
+
+    Invalidating a sharer costs the clean-hit latency of its class; an upgrade whose sharers are
+    all gone costs ``upgrade_ns`` (the round trip to the directory).
+    """
+
+    smt_sibling_ns: float
+    atomic_local_ns: float
+    local_hit_ns: float
+    local_hitm_ns: float
+    upgrade_ns: float
+    cross_domain_hit: HomeKeyedLatency | None = None
+    cross_domain_hitm: HomeKeyedLatency | None = None
+    remote_hit: HomeKeyedLatency | None = None
+    remote_hitm: HomeKeyedLatency | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("smt_sibling_ns", "atomic_local_ns", "local_hit_ns", "local_hitm_ns",
+                     "upgrade_ns"):
+            _require_positive(f"latency.{name.removesuffix('_ns')}", getattr(self, name))
+        for name in ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm"):
+            keyed = getattr(self, name)
+            if keyed is None:
+                continue
+            for relation in HomeRelation:
+                value = keyed.get(relation)
+                if value is not None:
+                    _require_positive(f"latency.{name}.{relation.value}", value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MlpConfig:
+    """Memory-level parallelism of scans: how many line misses overlap.
+
+    ``stream`` applies to independent loads (a dense array walked in order); ``indirect`` to loads
+    whose address comes from a previous load (``pgprocnos[i]`` → ``PGXACT``).
+    """
+
+    stream: float
+    indirect: float
+
+    def __post_init__(self) -> None:
+        for name in ("stream", "indirect"):
+            value = getattr(self, name)
+            if not value >= 1:
+                raise _fail(f"mlp.{name}", f"must be >= 1 (overlapping misses), got {value!r}")
+
+
+SCHEDULER_POLICIES = ("cfs", "fifo")
+"""Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
+
+DEFAULT_SLEEPER_CREDIT_NS = 12e6
+"""How far before the queue's minimum virtual runtime a waking task may be placed (ns).
+
+Linux CFS before EEVDF (6.6), ``place_entity`` in kernel/sched/fair.c: a waking task gets
+``max(its vruntime, min_vruntime - thresh)`` with ``thresh = sysctl_sched_latency``, halved by
+the default ``GENTLE_FAIR_SLEEPERS``. ``sysctl_sched_latency`` is 6 ms scaled by
+``1 + ilog2(min(CPUs, 8))`` (the default logarithmic tunable scaling), i.e. 24 ms on every
+machine with 8 or more CPUs: 12 ms."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchedulerConfig:
+    """OS scheduling costs and run-queue policy of the machine.
+
+    ``smt_throughput`` is the combined throughput of two busy SMT siblings relative to one thread
+    alone (1.0 = no gain, each runs at half speed; 2.0 = no interference). ``policy`` orders the
+    run queue: ``cfs`` by virtual runtime, a waking task placed at most ``sleeper_credit_ns``
+    before the queue's minimum (Linux CFS before 6.6), or ``fifo`` (see
+    :mod:`simulator.runtime.scheduler`).
+    """
+
+    time_slice_ns: float
+    context_switch_ns: float
+    wakeup_ns: float
+    ipi_exit_ns: float = 0.0
+    smt_throughput: float = 1.0
+    policy: str = "cfs"
+    sleeper_credit_ns: float = DEFAULT_SLEEPER_CREDIT_NS
+
+    def __post_init__(self) -> None:
+        _require_positive("scheduler.time_slice", self.time_slice_ns)
+        _require_non_negative("scheduler.context_switch", self.context_switch_ns)
+        _require_non_negative("scheduler.wakeup", self.wakeup_ns)
+        _require_non_negative("scheduler.ipi_exit", self.ipi_exit_ns)
+        _require_non_negative("scheduler.sleeper_credit", self.sleeper_credit_ns)
+        if self.policy not in SCHEDULER_POLICIES:
+            raise _fail("scheduler.policy", f"unknown value {self.policy!r} (choose one of: "
+                                            f"{', '.join(SCHEDULER_POLICIES)})")
+        if not 1.0 <= self.smt_throughput <= 2.0:
+            raise _fail(
+                "scheduler.smt_throughput",
+                f"must be between 1.0 and 2.0, got {self.smt_throughput!r}",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MachineConfig:
+    """A complete machine. Cross-section invariants are checked here."""
+
+    name: str
+    description: str
+    clock_ghz: float
+    virtualized: bool
+    topology: TopologyConfig
+    protocol: CoherenceProtocol
+    l3_inclusion: L3Inclusion
+    l1d: CacheConfig
+    l2: CacheConfig
+    l3: CacheConfig
+    memory: MemoryConfig
+    latency: LatencyConfig
+    mlp: MlpConfig
+    scheduler: SchedulerConfig
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        _require_positive("clock", self.clock_ghz)
+        if not self.name:
+            raise _fail("name", "must not be empty")
+        n_domains = self.topology.sockets * self.topology.domains_per_socket
+        for index, node in enumerate(self.memory.home_nodes):
+            for domain in node.near_domains:
+                if not 0 <= domain < n_domains:
+                    raise _fail(
+                        f"memory.home_nodes[{index}].near_domains",
+                        f"domain {domain} does not exist (0..{n_domains - 1})",
+                    )
+        if not self.l1d.latency_ns <= self.l2.latency_ns <= self.l3.latency_ns:
+            raise _fail("caches", "latencies must not decrease from l1d to l2 to l3")
+        self._check_latency_coverage(n_domains)
+
+    def _check_latency_coverage(self, n_domains: int) -> None:
+        """Every (class, home relation) that can occur on this topology needs a latency."""
+        dps = self.topology.domains_per_socket
+        needed: dict[str, set[HomeRelation]] = {}
+        for home, node in enumerate(self.memory.home_nodes):
+            del home
+            near = set(node.near_domains)
+            for requester in range(n_domains):
+                for holder in range(n_domains):
+                    if requester == holder:
+                        continue
+                    same_socket = requester // dps == holder // dps
+                    klass = "cross_domain" if same_socket else "remote"
+                    needed.setdefault(klass, set()).add(
+                        home_relation(requester in near, holder in near)
+                    )
+        for klass, relations in needed.items():
+            for suffix in ("hit", "hitm"):
+                name = f"{klass}_{suffix}"
+                keyed: HomeKeyedLatency | None = getattr(self.latency, name)
+                if keyed is None:
+                    raise _fail(f"latency.{name}", "is required on this topology")
+                for relation in sorted(relations):
+                    if keyed.get(relation) is None:
+                        raise _fail(
+                            f"latency.{name}.{relation.value}",
+                            "is required: this home relation occurs on this topology",
+                        )
+
+
+def home_relation(requester_near: bool, holder_near: bool) -> HomeRelation:
+    """Classify a transfer by which of its two parties are near the line's home."""
+    if requester_near and holder_near:
+        return HomeRelation.BOTH
+    if requester_near:
+        return HomeRelation.REQUESTER
+    if holder_near:
+        return HomeRelation.HOLDER
+    return HomeRelation.NEITHER

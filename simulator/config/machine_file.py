@@ -1,0 +1,448 @@
+"""Load machine files (YAML) into :class:`~simulator.config.machine.MachineConfig`.
+
+The loader is strict: it reads YAML with the safe loader, rejects duplicate and unknown keys,
+checks the type of every value, converts units (every size, time and frequency must carry its
+unit; cycles convert with the file's ``clock``) and names the full dotted key of anything wrong
+in the :class:`~simulator.errors.ConfigError` it raises, with the file attached. The semantic
+checks (positive sizes, ways that divide a cache, latencies required by the topology, ...) belong
+to the dataclasses' ``__post_init__``; the loader only attaches the source file to their errors.
+Experiment files and command-line overrides are not handled here.
+
+Schema of a machine file (every key shown is required unless marked optional)::
+
+    name, description, virtualized, clock, sources (optional: mapping str -> str)
+    topology: {sockets, domains_per_socket, cores_per_domain, threads_per_core}
+    coherence: {protocol, l3_inclusion}
+    caches: {l1d, l2, l3}, each {size, ways, latency}
+    memory: {home_nodes: [{near_domains: [int, ...]}, ...], dram_latency: {near, far},
+             placement: {policy: node, node: int} | {policy: interleave, granularity: size}}
+    latency: {smt_sibling, atomic_local, local_hit, local_hitm, upgrade,
+              cross_domain_hit, cross_domain_hitm, remote_hit, remote_hitm (these four optional;
+              each a time or a mapping with any of both / requester / holder / neither)}
+    mlp: {stream, indirect}
+    scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
+                sleeper_credit (the last four optional)}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from simulator.config import configs_dir
+from simulator.config.machine import (
+    CacheConfig,
+    CoherenceProtocol,
+    HomeKeyedLatency,
+    HomeNodeConfig,
+    HomeRelation,
+    L3Inclusion,
+    LatencyConfig,
+    MachineConfig,
+    MemoryConfig,
+    MlpConfig,
+    SchedulerConfig,
+    TopologyConfig,
+)
+from simulator.config.units import parse_frequency_ghz, parse_size_bytes, parse_time_ns
+from simulator.config.values import check_keys as _check_keys
+from simulator.config.values import describe_kind as _kind
+from simulator.config.values import expect_bool as _bool
+from simulator.config.values import expect_enum as _enum
+from simulator.config.values import expect_int as _int
+from simulator.config.values import expect_list as _list
+from simulator.config.values import expect_mapping as _mapping
+from simulator.config.values import expect_number as _number
+from simulator.config.values import expect_section as _section
+from simulator.config.values import expect_str as _str
+from simulator.config.values import join_key as _join
+from simulator.errors import ConfigError
+
+__all__ = [
+    "load_machine",
+    "machine_from_dict",
+    "machines_dir",
+    "parse_yaml",
+    "read_yaml",
+    "shipped_machines",
+]
+
+_T = TypeVar("_T")
+_E = TypeVar("_E", bound=StrEnum)
+
+_TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology", "coherence",
+             "caches", "memory", "latency", "mlp", "scheduler")
+_TOPOLOGY_KEYS = ("sockets", "domains_per_socket", "cores_per_domain", "threads_per_core")
+_CACHE_LEVELS = ("l1d", "l2", "l3")
+_CACHE_KEYS = ("size", "ways", "latency")
+_SCALAR_LATENCIES = ("smt_sibling", "atomic_local", "local_hit", "local_hitm", "upgrade")
+_KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm")
+_RELATIONS = tuple(relation.value for relation in HomeRelation)
+_SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
+                   "sleeper_credit")
+_UNITLESS = re.compile(r"^\s*[-+.\deE]*\s*$")
+_PLACEMENT_KEYS = {"node": ("policy", "node"), "interleave": ("policy", "granularity")}
+
+
+# --------------------------------------------------------------------------------------------
+# Locating and reading files
+# --------------------------------------------------------------------------------------------
+
+
+def machines_dir() -> Path:
+    """Directory of the shipped machine files (``configs/machines`` of the repository)."""
+    return configs_dir() / "machines"
+
+
+def shipped_machines() -> list[str]:
+    """Names of the shipped machines (file stems of ``configs/machines/*.yaml``), sorted."""
+    return sorted(path.stem for path in machines_dir().glob("*.yaml"))
+
+
+def load_machine(name_or_path: str | Path) -> MachineConfig:
+    """Load a shipped machine by name (``"gold5215-2s"``) or a machine file by path.
+
+    A string without a directory separator and without a ``.yaml``/``.yml`` suffix is looked up
+    among the shipped machines first, then as a file.
+
+    Raises:
+        ConfigError: no such machine, or the file is not a valid machine file.
+    """
+    path = _resolve_machine_path(name_or_path)
+    return _machine_from_document(read_yaml(path), str(path))
+
+
+def _resolve_machine_path(name_or_path: str | Path) -> Path:
+    candidates: list[Path] = []
+    text = str(name_or_path)
+    looks_like_name = (
+        isinstance(name_or_path, str)
+        and "/" not in text
+        and "\\" not in text
+        and not text.endswith((".yaml", ".yml"))
+    )
+    if looks_like_name and text:
+        candidates.append(machines_dir() / f"{text}.yaml")
+    candidates.append(Path(name_or_path))
+    for candidate in candidates:
+        if candidate.exists():  # a directory is reported by read_yaml
+            return candidate
+    shipped = ", ".join(shipped_machines()) or "none"
+    raise ConfigError("", f"no such machine file or shipped machine {text!r} (shipped: {shipped})")
+
+
+def read_yaml(path: str | Path) -> object:
+    """Read one YAML document with the safe loader, rejecting duplicate mapping keys.
+
+    Raises:
+        ConfigError: the file cannot be read or is not well-formed YAML (with line and column).
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("", "no such file", source) from None
+    except IsADirectoryError:
+        raise ConfigError("", "is a directory, not a YAML file", source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("", f"cannot read file: {exc}", source) from exc
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str | None = None) -> object:
+    """Parse one YAML document (safe loader, duplicate keys rejected).
+
+    Raises:
+        ConfigError: malformed YAML (naming line and column) or a duplicate key (naming its path).
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _reject_duplicate_keys(node, "", set())
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError("", _describe_yaml_error(exc), source) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError("", f"malformed YAML: {exc}", source) from exc
+    except ConfigError as exc:
+        raise ConfigError(exc.key, exc.message, source) from exc
+
+
+def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "syntax error"
+    if mark is None:
+        return f"malformed YAML: {problem}"
+    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+def _reject_duplicate_keys(node: Node, path: str, seen: set[int]) -> None:
+    if id(node) in seen:  # an alias of a node already checked (also stops recursive aliases)
+        return
+    seen.add(id(node))
+    if isinstance(node, SequenceNode):
+        for index, item in enumerate(node.value):
+            _reject_duplicate_keys(item, f"{path}[{index}]", seen)
+    elif isinstance(node, MappingNode):
+        keys: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, ScalarNode) else "?"
+            child = _join(path, key)
+            if isinstance(key_node, ScalarNode) and key != "<<":
+                if key in keys:
+                    line = key_node.start_mark.line + 1
+                    raise ConfigError(child, f"duplicate key (line {line})")
+                keys.add(key)
+            _reject_duplicate_keys(value_node, child, seen)
+
+
+# --------------------------------------------------------------------------------------------
+# Building the dataclasses
+# --------------------------------------------------------------------------------------------
+
+
+def machine_from_dict(data: Mapping[str, object], source: str | None = None) -> MachineConfig:
+    """Build a machine from the parsed contents of a machine file.
+
+    Args:
+        data: the YAML document as Python objects (see the module docstring for the schema).
+        source: the file it came from, attached to every error. If it is a file of the shipped
+            machines directory, ``name`` must equal its stem.
+
+    Raises:
+        ConfigError: an unknown, missing or ill-typed key, a bad unit, or a value the dataclasses
+            reject; ``key`` is the full dotted path and ``source`` the file.
+    """
+    return _machine_from_document(data, source)
+
+
+def _machine_from_document(data: object, source: str | None) -> MachineConfig:
+    try:
+        config = _build_machine(_top_level(data))
+        _check_shipped_name(config, source)
+    except ConfigError as exc:
+        if exc.source is not None or source is None:
+            raise
+        raise ConfigError(exc.key, exc.message, source) from exc
+    return config
+
+
+def _top_level(data: object) -> Mapping[str, object]:
+    if data is None:
+        raise ConfigError("", "the document is empty (expected a mapping of machine keys)")
+    if not isinstance(data, Mapping):
+        raise ConfigError("", f"the top level must be a mapping, got {_kind(data)}")
+    return data
+
+
+def _build_machine(data: Mapping[str, object]) -> MachineConfig:
+    top = _section(data, "", _TOP_KEYS, optional={"sources"})
+    clock = _frequency("clock", top["clock"])
+    protocol, inclusion = _coherence(top["coherence"])
+    l1d, l2, l3 = _caches(top["caches"], clock)
+    return MachineConfig(
+        name=_str("name", top["name"]),
+        description=_str("description", top["description"]),
+        clock_ghz=clock,
+        virtualized=_bool("virtualized", top["virtualized"]),
+        topology=_topology(top["topology"]),
+        protocol=protocol,
+        l3_inclusion=inclusion,
+        l1d=l1d,
+        l2=l2,
+        l3=l3,
+        memory=_memory(top["memory"], clock),
+        latency=_latency(top["latency"], clock),
+        mlp=_mlp(top["mlp"]),
+        scheduler=_scheduler(top["scheduler"], clock),
+        sources=_sources(top.get("sources", {})),
+    )
+
+
+def _check_shipped_name(config: MachineConfig, source: str | None) -> None:
+    if source is None:
+        return
+    path = Path(source)
+    if path.resolve().parent != machines_dir() or config.name == path.stem:
+        return
+    raise ConfigError(
+        "name", f"must equal the file name {path.stem!r} in a shipped machine, got {config.name!r}"
+    )
+
+
+def _sources(value: object) -> dict[str, str]:
+    data = _mapping("sources", value)
+    return {str(key): _str(_join("sources", str(key)), text) for key, text in data.items()}
+
+
+def _topology(value: object) -> TopologyConfig:
+    data = _section(value, "topology", _TOPOLOGY_KEYS)
+    counts = {key: _int(f"topology.{key}", data[key]) for key in _TOPOLOGY_KEYS}
+    return TopologyConfig(**counts)
+
+
+def _coherence(value: object) -> tuple[CoherenceProtocol, L3Inclusion]:
+    data = _section(value, "coherence", ("protocol", "l3_inclusion"))
+    return (
+        _enum("coherence.protocol", data["protocol"], CoherenceProtocol),
+        _enum("coherence.l3_inclusion", data["l3_inclusion"], L3Inclusion),
+    )
+
+
+def _caches(value: object, clock: float) -> tuple[CacheConfig, CacheConfig, CacheConfig]:
+    data = _section(value, "caches", _CACHE_LEVELS)
+    l1d, l2, l3 = (_cache(f"caches.{level}", data[level], clock) for level in _CACHE_LEVELS)
+    return l1d, l2, l3
+
+
+def _cache(path: str, value: object, clock: float) -> CacheConfig:
+    data = _section(value, path, _CACHE_KEYS)
+    return CacheConfig(
+        size_bytes=_size(f"{path}.size", data["size"]),
+        ways=_int(f"{path}.ways", data["ways"]),
+        latency_ns=_time(f"{path}.latency", data["latency"], clock),
+        key=path,
+    )
+
+
+def _memory(value: object, clock: float) -> MemoryConfig:
+    data = _section(value, "memory", ("home_nodes", "dram_latency", "placement"))
+    dram = _section(data["dram_latency"], "memory.dram_latency", ("near", "far"))
+    policy, node, granularity = _placement(data["placement"])
+    return MemoryConfig(
+        home_nodes=_home_nodes(data["home_nodes"]),
+        dram_near_ns=_time("memory.dram_latency.near", dram["near"], clock),
+        dram_far_ns=_time("memory.dram_latency.far", dram["far"], clock),
+        placement=policy,
+        placement_node=node,
+        interleave_bytes=granularity,
+    )
+
+
+def _home_nodes(value: object) -> tuple[HomeNodeConfig, ...]:
+    nodes = []
+    for index, item in enumerate(_list("memory.home_nodes", value)):
+        path = f"memory.home_nodes[{index}]"
+        data = _section(item, path, ("near_domains",))
+        domains = _domains(f"{path}.near_domains", data["near_domains"])
+        nodes.append(HomeNodeConfig(near_domains=domains))
+    return tuple(nodes)
+
+
+def _domains(path: str, value: object) -> tuple[int, ...]:
+    domains: list[int] = []
+    for index, item in enumerate(_list(path, value)):
+        domain = _int(f"{path}[{index}]", item)
+        if domain in domains:
+            raise ConfigError(f"{path}[{index}]", f"domain {domain} is listed twice")
+        domains.append(domain)
+    return tuple(domains)
+
+
+def _placement(value: object) -> tuple[str, int, int]:
+    path = "memory.placement"
+    data = _mapping(path, value)
+    if "policy" not in data:
+        raise ConfigError(f"{path}.policy", "missing required key")
+    policy = _str(f"{path}.policy", data["policy"])
+    keys = _PLACEMENT_KEYS.get(policy)
+    if keys is None:
+        choices = ", ".join(_PLACEMENT_KEYS)
+        raise ConfigError(f"{path}.policy", f"unknown policy {policy!r} (choose one of: {choices})")
+    _check_keys(data, path, keys)
+    if policy == "node":
+        return policy, _int(f"{path}.node", data["node"]), 4096
+    return policy, 0, _size(f"{path}.granularity", data["granularity"])
+
+
+def _latency(value: object, clock: float) -> LatencyConfig:
+    data = _section(value, "latency", _SCALAR_LATENCIES + _KEYED_LATENCIES,
+                    optional=_KEYED_LATENCIES)
+
+    def scalar(key: str) -> float:
+        return _time(f"latency.{key}", data[key], clock)
+
+    def keyed(key: str) -> HomeKeyedLatency | None:
+        return _keyed(f"latency.{key}", data[key], clock) if key in data else None
+
+    return LatencyConfig(
+        smt_sibling_ns=scalar("smt_sibling"),
+        atomic_local_ns=scalar("atomic_local"),
+        local_hit_ns=scalar("local_hit"),
+        local_hitm_ns=scalar("local_hitm"),
+        upgrade_ns=scalar("upgrade"),
+        cross_domain_hit=keyed("cross_domain_hit"),
+        cross_domain_hitm=keyed("cross_domain_hitm"),
+        remote_hit=keyed("remote_hit"),
+        remote_hitm=keyed("remote_hitm"),
+    )
+
+
+def _keyed(path: str, value: object, clock: float) -> HomeKeyedLatency:
+    if not isinstance(value, Mapping):
+        return HomeKeyedLatency.uniform(_time(path, value, clock))
+    data = _section(value, path, _RELATIONS, optional=_RELATIONS)
+    if not data:
+        raise ConfigError(path, f"empty mapping (give a time or any of: {', '.join(_RELATIONS)})")
+    return HomeKeyedLatency(**{key: _time(f"{path}.{key}", data[key], clock) for key in data})
+
+
+def _mlp(value: object) -> MlpConfig:
+    data = _section(value, "mlp", ("stream", "indirect"))
+    return MlpConfig(
+        stream=_number("mlp.stream", data["stream"]),
+        indirect=_number("mlp.indirect", data["indirect"]),
+    )
+
+
+def _scheduler(value: object, clock: float) -> SchedulerConfig:
+    data = _section(value, "scheduler", _SCHEDULER_KEYS,
+                    optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit"})
+    settings: dict[str, Any] = {
+        f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
+        for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit")
+        if key in data}
+    if "smt_throughput" in data:
+        settings["smt_throughput"] = _number("scheduler.smt_throughput", data["smt_throughput"])
+    if "policy" in data:  # its value is checked by SchedulerConfig
+        settings["policy"] = _str("scheduler.policy", data["policy"])
+    return SchedulerConfig(**settings)
+
+
+# --------------------------------------------------------------------------------------------
+# Checked access to values
+# --------------------------------------------------------------------------------------------
+
+
+def _parse(path: str, value: object, parser: Callable[[object], _T], example: str) -> _T:
+    """Apply a unit parser to a quantity that must carry its unit (``example``: quoted examples).
+
+    Bare numbers are rejected: ``latency: 14`` could mean nanoseconds or cycles. The parser's
+    ``ValueError`` becomes a :class:`ConfigError` at ``path``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ConfigError(path, f"needs a unit (e.g. {example}), got {_kind(value)}")
+    if isinstance(value, str) and _UNITLESS.match(value):
+        raise ConfigError(path, f"needs a unit (e.g. {example}), got {_kind(value)}")
+    try:
+        return parser(value)
+    except ValueError as exc:
+        raise ConfigError(path, str(exc)) from exc
+
+
+def _size(path: str, value: object) -> int:
+    return _parse(path, value, parse_size_bytes, "'32 KiB'")
+
+
+def _frequency(path: str, value: object) -> float:
+    return _parse(path, value, parse_frequency_ghz, "'2.5 GHz'")
+
+
+def _time(path: str, value: object, clock: float) -> float:
+    return _parse(path, value, lambda raw: parse_time_ns(raw, clock), "'48 ns' or '14 cycles'")

@@ -1,0 +1,703 @@
+"""Plain-Python reference implementation of the coherence protocol and cache hierarchy.
+
+This is the readable statement of the model and the oracle that the compiled kernel
+(:mod:`simulator.hardware.coherence.kernel`) is tested against: both must produce identical states,
+counts and costs for any access sequence. It favours clarity: cache sets are kept in LRU order
+(first = least recently used), an L1 set as a ``deque`` bounded by the ways (appending to a full
+set drops its least recently used line), an L2 or L3 set as an ``OrderedDict``; sharer sets are
+Python int bitmasks.
+
+The model, per line:
+
+* A directory entry: the owner core and its state (M, E, O or F; no owner means only S copies or
+  none), the set of cores holding a valid copy, the last writing hardware thread, the bytes dirtied
+  since the owner took the line (``dirty_mask``, for false-sharing attribution) and the line's
+  *calendar*: the reserved intervals of its recent ownership transfers (a hot line is a queue;
+  see :meth:`ReferenceCoherence._queue`).
+* Per core a private L1d and L2 shared by its SMT threads (L1 ⊆ L2; an L1 hit does not refresh
+  the L2's LRU order, as in hardware); per L3 domain an L3 with an inclusion policy.
+
+A load that misses is served, in order of preference, by the owner's private cache (HIT or HITM by
+distance), the own domain's L3, another domain's L3 (nearest first) or DRAM (near or far from the
+line's home). A store or RMW needs the only copy: held copies are upgraded (invalidating every
+other copy), missing ones are fetched for ownership. Ownership transfers (stores/RMWs that must
+invalidate or fetch from another core, and loads of a dirty line) are serialized per line.
+
+Left out: replacement policies other than LRU, prefetchers, write-combining, the store buffer
+(stores pay their ownership latency), interconnect bandwidth and per-request variation.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simulator.config.machine import CoherenceProtocol, L3Inclusion, MachineConfig
+from simulator.hardware.codes import (
+    CALENDAR_SLOTS,
+    JUNK,
+    N_CLASSES,
+    OUT_SIZE,
+    AccessClass,
+    LineState,
+    Op,
+    Out,
+)
+from simulator.hardware.latency import CLEAN, DIRTY, LatencyTables
+from simulator.hardware.topology import Topology
+
+# Plain ints for the hot paths (IntEnum members are slower to compare and to index with).
+_M, _E, _O, _F = int(LineState.M), int(LineState.E), int(LineState.O), int(LineState.F)
+_DIRTY_STATES = (_M, _O)
+_LOAD, _RMW = int(Op.LOAD), int(Op.RMW)
+_L1_HIT, _L2_HIT = int(AccessClass.L1_HIT), int(AccessClass.L2_HIT)
+_L3_HIT = int(AccessClass.L3_HIT)
+_SMT_SIBLING, _UPGRADE = int(AccessClass.SMT_SIBLING), int(AccessClass.UPGRADE)
+_LATENCY, _WAIT, _STALL = int(Out.LATENCY_NS), int(Out.WAIT_NS), int(Out.STALL_NS)
+_INVALIDATIONS = int(Out.INVALIDATIONS)
+_FALSE_HITM, _TRUE_HITM = int(Out.FALSE_SHARING_HITM), int(Out.TRUE_SHARING_HITM)
+
+CacheSet = OrderedDict[int, bool]
+"""One L2 or L3 set: line id → dirty flag (only meaningful in L3), in LRU order."""
+
+L1Set = deque[int]
+"""One L1 set: line ids in LRU order, at most ``ways`` of them (``maxlen``)."""
+
+
+class ReferenceCoherence:
+    """Coherence state of one machine over a fixed set of tracked lines.
+
+    Args:
+        machine: the machine.
+        line_keys: per tracked line, its global line number (byte address // 64); it selects the
+            cache set.
+        line_homes: per tracked line, its home node.
+    """
+
+    def __init__(
+        self,
+        machine: MachineConfig,
+        line_keys: Sequence[int] | npt.NDArray[np.int64],
+        line_homes: Sequence[int] | npt.NDArray[np.int64],
+    ) -> None:
+        self.machine = machine
+        self.topology = Topology.from_config(machine)
+        self.tables = LatencyTables.build(machine, self.topology)
+        topo = self.topology
+        self.threads_per_core = machine.topology.threads_per_core
+        self.cores_per_domain = machine.topology.cores_per_domain
+        self.domains_per_socket = machine.topology.domains_per_socket
+        self.protocol = machine.protocol
+        self.inclusive = machine.l3_inclusion == L3Inclusion.INCLUSIVE
+        self.victim_l3 = machine.l3_inclusion == L3Inclusion.VICTIM
+        # Plain floats and nested lists: NumPy scalar indexing would dominate the reference's cost.
+        tables = self.tables
+        self._l1_ns, self._l2_ns, self._l3_ns = tables.l1_ns, tables.l2_ns, tables.l3_ns
+        self._smt_sibling_ns, self._atomic_local_ns = tables.smt_sibling_ns, tables.atomic_local_ns
+        self._upgrade_ns = tables.upgrade_ns
+        self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
+        self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
+        self._dram_class: list[list[int]] = tables.dram_class.tolist()
+        self._dram_ns: list[list[float]] = tables.dram_ns.tolist()
+        self._nearest_domains = [self._domains_by_distance(d) for d in range(topo.n_domains)]
+        """Per L3 domain, the other domains nearest first (where a miss looks for a copy)."""
+        self.keys = [int(k) for k in line_keys]
+        self.homes = [int(h) for h in line_homes]
+        n_lines = len(self.keys)
+        if len(self.homes) != n_lines:
+            raise ValueError("line_keys and line_homes must have the same length")
+        self.n_lines = n_lines
+        self.l1_geom = (machine.l1d.sets, machine.l1d.ways)
+        self.l2_geom = (machine.l2.sets, machine.l2.ways)
+        self.l3_geom = (machine.l3.sets, machine.l3.ways)
+        # Per line, its set index in each cache level (key modulo the number of sets).
+        self.set1 = [k % self.l1_geom[0] for k in self.keys]
+        self.set2 = [k % self.l2_geom[0] for k in self.keys]
+        self.set3 = [k % self.l3_geom[0] for k in self.keys]
+        # Directory.
+        self.owner = [-1] * n_lines
+        self.ostate = [0] * n_lines
+        self.holders = [0] * n_lines
+        self.last_writer = [-1] * n_lines
+        self.dirty_mask = [0] * n_lines
+        self.calendar: list[list[tuple[float, float]]] = [[] for _ in range(n_lines)]
+        """Per line, reserved ``(start, end)`` intervals sorted by start (at most
+        :data:`CALENDAR_SLOTS`)."""
+        # Caches.
+        self.l1: list[list[L1Set]] = [
+            [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
+            for _ in range(topo.n_cores)
+        ]
+        self.l2: list[list[CacheSet]] = [
+            [OrderedDict() for _ in range(self.l2_geom[0])] for _ in range(topo.n_cores)
+        ]
+        self.l3: list[list[CacheSet]] = [
+            [OrderedDict() for _ in range(self.l3_geom[0])] for _ in range(topo.n_domains)
+        ]
+        self._sets_by_core: list[tuple[list[L1Set], list[CacheSet]] | None] = (
+            [None] * topo.n_cores)
+        self.private_ptr = [0] * topo.n_cores
+        self.l3_ptr = [0] * topo.n_domains
+        self._next_junk = JUNK
+        # Statistics per line. Operation and class counts are kept one list per operation or
+        # class (``line_class[klass][line]``), so that a scan updates one list per kind of hit.
+        self.line_ops = [[0] * n_lines for _ in range(3)]
+        self.line_class = [[0] * n_lines for _ in range(N_CLASSES)]
+        self.line_invalidations = [0] * n_lines
+        self.line_false_hitm = [0] * n_lines
+        self.line_wait_ns = [0.0] * n_lines
+        self.read_mask = [0] * n_lines
+        self.write_mask = [0] * n_lines
+
+    # ------------------------------------------------------------------ public operations
+
+    def access(
+        self, thread: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        """Perform one memory operation and return ``(class, latency_ns, wait_ns)``.
+
+        ``mask`` is the set of bytes of the line touched (bit i = byte i). ``out`` is a vector of
+        ``OUT_SIZE`` counters that the access adds to; its stall slot gets ``latency + wait``.
+        """
+        core = thread // self.threads_per_core
+        klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
+        out[klass] += 1
+        out[_LATENCY] += latency
+        out[_WAIT] += wait
+        out[_STALL] += latency + wait
+        return klass, latency, wait
+
+    def sequence(
+        self,
+        thread: int,
+        lines: Sequence[int] | npt.NDArray[np.int64],
+        ops: Sequence[int] | npt.NDArray[np.int64],
+        masks: Sequence[int] | npt.NDArray[np.int64],
+        now: float,
+        out: Any,
+    ) -> tuple[float, float]:
+        """Operations issued back to back: each starts when the previous one completes.
+
+        Exactly :meth:`access` on each, at ``now`` plus the costs so far; returns the total
+        cost (latencies and waits) and the total wait.
+        """
+        total = 0.0
+        waited = 0.0
+        for line, op, mask in zip(_as_int_list(lines), _as_int_list(ops), _as_masks(masks),
+                                  strict=True):
+            _, latency, wait = self.access(thread, line, op, mask, now + total, out)
+            total += latency + wait
+            waited += wait
+        return total, waited
+
+    def scan(
+        self,
+        thread: int,
+        lines: Sequence[int] | npt.NDArray[np.int64],
+        masks: Sequence[int] | npt.NDArray[np.int64] | npt.NDArray[np.uint64],
+        op: int,
+        mlp: float,
+        now: float,
+        out: Any,
+    ) -> float:
+        """Access many independent lines and return the stall time.
+
+        Misses overlap: every access beyond an L1 hit contributes ``latency / mlp``; queueing
+        behind a busy line does not overlap. The stall is also added to ``out``.
+
+        Loads that hit the core's L1 or L2 are handled here directly (the same steps as
+        :meth:`_load`). The latency and wait sums are kept in locals, which start from ``out``'s
+        values and receive the same additions in the same order (a hit's zero wait is not added),
+        and are stored into ``out`` once. L1 hits and misses are counted in ints, and the L1 and
+        L2 hit counts added to ``out`` once (counts are whole numbers, so this is exact); every
+        other access is an L2 hit.
+        """
+        lines = _as_int_list(lines)
+        masks = _as_masks(masks)
+        core = thread // self.threads_per_core
+        stall = 0.0
+        if op != _LOAD:
+            for line, mask in zip(lines, masks, strict=False):
+                klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
+                out[klass] += 1
+                out[_LATENCY] += latency
+                out[_WAIT] += wait
+                stall += wait
+                if klass != _L1_HIT:
+                    stall += latency / mlp
+            out[_STALL] += stall
+            return stall
+        l1_sets, l2_sets = self._private_sets(core)
+        l1_ns, l2_ns = self._l1_ns, self._l2_ns
+        l2_stall = l2_ns / mlp
+        read_mask, loads = self.read_mask, self.line_ops[_LOAD]
+        l1_hits, l2_hits = self.line_class[_L1_HIT], self.line_class[_L2_HIT]
+        l1_count = miss_count = 0
+        latency_sum, wait_sum = float(out[_LATENCY]), float(out[_WAIT])
+        for line, mask in zip(lines, masks, strict=False):
+            l1set = l1_sets[line]
+            if line in l1set:
+                l1set.remove(line)
+                l1set.append(line)
+                l1_hits[line] += 1
+                l1_count += 1
+                latency_sum += l1_ns
+            else:
+                l2set = l2_sets[line]
+                if line in l2set:
+                    l2set.move_to_end(line)
+                    l1set.append(line)  # a full set drops its LRU line, which stays in the L2
+                    l2_hits[line] += 1
+                    latency_sum += l2_ns
+                    stall += l2_stall
+                else:
+                    klass, latency, wait = self._load_miss(core, line, mask, now, out)
+                    self.line_class[klass][line] += 1
+                    self.line_wait_ns[line] += wait
+                    out[klass] += 1  # never L1_HIT or L2_HIT
+                    miss_count += 1
+                    latency_sum += latency
+                    wait_sum += wait
+                    stall += wait
+                    stall += latency / mlp
+            read_mask[line] |= mask
+            loads[line] += 1
+        out[_L1_HIT] += l1_count
+        out[_L2_HIT] += len(lines) - l1_count - miss_count
+        out[_LATENCY], out[_WAIT] = latency_sum, wait_sum
+        out[_STALL] += stall
+        return stall
+
+    def pollute(self, core: int, private_lines: int, l3_lines: int) -> None:
+        """Fill a core's private caches and its domain's L3 with untracked lines.
+
+        Models the memory footprint of other work: ``private_lines`` distinct lines pass through
+        the core's L2 and L1 (consecutive sets from a rotating position) and ``l3_lines`` through
+        the L3, evicting tracked lines in LRU order.
+        """
+        start = self.private_ptr[core]
+        sets2, _ = self.l2_geom
+        sets1, _ = self.l1_geom
+        for j in range(private_lines):
+            self._insert_l2(core, (start + j) % sets2, self._junk())
+            self._insert_l1(core, (start + j) % sets1, self._junk())
+        self.private_ptr[core] = (start + private_lines) % (sets1 * sets2)
+        domain = core // self.cores_per_domain
+        start3 = self.l3_ptr[domain]
+        sets3, _ = self.l3_geom
+        for j in range(l3_lines):
+            self._insert_l3(domain, (start3 + j) % sets3, self._junk(), False)
+        self.l3_ptr[domain] = (start3 + l3_lines) % sets3
+
+    def _private_sets(self, core: int) -> tuple[list[L1Set], list[CacheSet]]:
+        """Per tracked line, its L1 set and its L2 set in ``core`` (built on first use)."""
+        sets = self._sets_by_core[core]
+        if sets is None:
+            l1, l2 = self.l1[core], self.l2[core]
+            sets = ([l1[i] for i in self.set1], [l2[i] for i in self.set2])
+            self._sets_by_core[core] = sets
+        return sets
+
+    # ------------------------------------------------------------------ access paths
+
+    def _access(
+        self, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        """One access and its per-line statistics; the caller counts it in ``out``."""
+        if op == _LOAD:
+            klass, latency, wait = self._load(core, line, mask, now, out)
+            self.read_mask[line] |= mask
+        else:
+            klass, latency, wait = self._write(thread, core, line, op, mask, now, out)
+            self.write_mask[line] |= mask
+            self.last_writer[line] = thread
+        self.line_ops[op][line] += 1
+        self.line_class[klass][line] += 1
+        self.line_wait_ns[line] += wait
+        return klass, latency, wait
+
+    def _load(
+        self, core: int, line: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        l1set = self.l1[core][self.set1[line]]
+        if line in l1set:
+            l1set.remove(line)
+            l1set.append(line)
+            return _L1_HIT, self._l1_ns, 0.0
+        l2set = self.l2[core][self.set2[line]]
+        if line in l2set:
+            l2set.move_to_end(line)
+            self._insert_l1(core, self.set1[line], line)
+            return _L2_HIT, self._l2_ns, 0.0
+        return self._load_miss(core, line, mask, now, out)
+
+    def _load_miss(
+        self, core: int, line: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        """A load that missed the core's L1 and L2."""
+        domain = core // self.cores_per_domain
+        klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
+        if from_l3 == domain and self.victim_l3 and self.holders[line] == 0:
+            # A victim L3 hands an unshared line over to the L2 (exclusive caching).
+            self.l3[domain][self.set3[line]].pop(line)
+        wait = 0.0
+        if from_owner:
+            self._downgrade_owner(line)
+            if dirty:
+                self._attribute_hitm(line, mask, out)
+                wait = self._queue(line, now, latency)
+        elif dirty:
+            self._attribute_hitm(line, mask, out)
+        self._grant_shared(core, line)
+        if self.inclusive and from_l3 != domain:
+            self._insert_l3(domain, self.set3[line], line, False)
+        self._fill_private(core, line)
+        return klass, latency, wait
+
+    def _write(
+        self, thread: int, core: int, line: int, op: int, mask: int, now: float, out: Any
+    ) -> tuple[int, float, float]:
+        bit = 1 << core
+        domain = core // self.cores_per_domain
+        home = self.homes[line]
+        if line in self.l2[core][self.set2[line]]:
+            in_l1 = line in self.l1[core][self.set1[line]]
+            self._touch_private(core, line, in_l1)
+            if self.owner[line] == core and self.ostate[line] in (_M, _E):
+                if self.ostate[line] == _E:
+                    self.dirty_mask[line] = mask
+                else:
+                    self.dirty_mask[line] |= mask
+                self.ostate[line] = _M
+                return self._hit_cost(thread, core, line, op, in_l1)
+            others = self.holders[line] & ~bit
+            latency = self._upgrade_ns
+            latency = max(latency, self._invalidation_latency(domain, others, home))
+            owned_dirty = self.owner[line] == core and self.ostate[line] == _O
+            wait = self._queue(line, now, latency) if others else 0.0
+            self._invalidate_others(core, line, others, out)
+            self._drop_l3_copies(domain, line)
+            self.owner[line] = core
+            self.ostate[line] = _M
+            self.dirty_mask[line] = (self.dirty_mask[line] | mask) if owned_dirty else mask
+            return _UPGRADE, latency, wait
+        klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
+        if dirty:
+            self._attribute_hitm(line, mask, out)
+        others = self.holders[line] & ~bit
+        supplier_bit = (1 << self.owner[line]) if from_owner else 0
+        latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
+        wait = self._queue(line, now, latency) if others else 0.0
+        self._invalidate_others(core, line, others, out)
+        self._drop_l3_copies(domain, line)
+        self.owner[line] = core
+        self.ostate[line] = _M
+        self.holders[line] = bit
+        self.dirty_mask[line] = mask
+        if self.inclusive and from_l3 != domain:
+            self._insert_l3(domain, self.set3[line], line, False)
+        self._fill_private(core, line)
+        return klass, latency, wait
+
+    def _hit_cost(
+        self, thread: int, core: int, line: int, op: int, in_l1: bool
+    ) -> tuple[int, float, float]:
+        level_class = _L1_HIT if in_l1 else _L2_HIT
+        level_ns = self._l1_ns if in_l1 else self._l2_ns
+        if op != _RMW:
+            return level_class, level_ns, 0.0
+        writer = self.last_writer[line]
+        if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
+            return _SMT_SIBLING, self._smt_sibling_ns, 0.0
+        return level_class, max(self._atomic_local_ns, level_ns), 0.0
+
+    # ------------------------------------------------------------------ protocol helpers
+
+    def _supplier(self, core: int, domain: int, line: int) -> tuple[int, float, bool, bool, int]:
+        """Find who serves a miss: ``(class, latency, from_owner, dirty, l3_domain_or_-1)``."""
+        home = self.homes[line]
+        owner = self.owner[line]
+        if owner >= 0:
+            owner_domain = owner // self.cores_per_domain
+            dirty = self.ostate[line] in _DIRTY_STATES
+            d = DIRTY if dirty else CLEAN
+            klass = self._transfer_class[d][domain][owner_domain]
+            return klass, self._transfer_ns[d][domain][owner_domain][home], True, dirty, -1
+        index = self.set3[line]
+        if line in self.l3[domain][index]:
+            self.l3[domain][index].move_to_end(line)
+            return _L3_HIT, self._l3_ns, False, False, domain
+        for other in self._nearest_domains[domain]:
+            l3set = self.l3[other][index]
+            if line in l3set:
+                dirty = l3set[line]
+                l3set.move_to_end(line)
+                d = DIRTY if dirty else CLEAN
+                klass = self._transfer_class[d][domain][other]
+                return klass, self._transfer_ns[d][domain][other][home], False, dirty, other
+        return self._dram_class[domain][home], self._dram_ns[domain][home], False, False, -1
+
+    def _domains_by_distance(self, domain: int) -> list[int]:
+        socket = domain // self.domains_per_socket
+        n_domains = self.topology.n_domains
+        per_socket = self.domains_per_socket
+        same = [d for d in range(n_domains) if d != domain and d // per_socket == socket]
+        other = [d for d in range(n_domains) if d // per_socket != socket]
+        return same + other
+
+    def _downgrade_owner(self, line: int) -> None:
+        """The owner's state after it supplied a read."""
+        state = self.ostate[line]
+        if self.protocol == CoherenceProtocol.MOESI and state in (_M, _O):
+            self.ostate[line] = _O
+        else:
+            self.owner[line] = -1
+            self.ostate[line] = 0
+
+    def _grant_shared(self, core: int, line: int) -> None:
+        """The reader's state: E if alone, F (MESIF, no owner) or S if others hold it."""
+        if self.holders[line] == 0:
+            self.owner[line] = core
+            self.ostate[line] = _E
+        elif self.owner[line] < 0 and self.protocol == CoherenceProtocol.MESIF:
+            self.owner[line] = core
+            self.ostate[line] = _F
+        self.holders[line] |= 1 << core
+
+    def _attribute_hitm(self, line: int, mask: int, out: Any) -> None:
+        if mask & self.dirty_mask[line]:
+            out[_TRUE_HITM] += 1
+        else:
+            out[_FALSE_HITM] += 1
+            self.line_false_hitm[line] += 1
+
+    def _queue(self, line: int, now: float, latency: float) -> float:
+        """Serialize an ownership transfer with the line's others; return its wait.
+
+        A hot line is a single server, FIFO by logical time. Its recent transfers are kept as
+        reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
+        full, the oldest is forgotten). Requests usually arrive in time order: the transfer
+        then starts when every reservation ahead of it (started at or before the running start)
+        ends, which is the plain FIFO queue. Because processes run ahead of the simulation clock
+        by up to a quantum (see ``models.backend``), a request can arrive after reservations
+        made for *later* times. FIFO would serve it first and push those later transfers back;
+        they are already charged, so the request is charged their delays instead: its wait is
+        its FIFO wait plus the shift it imposes on each later reservation it overlaps (total
+        queueing time is conserved). Its own reservation takes the first free gap from its FIFO
+        start (the line's occupancy is conserved too). In time order this is exactly FIFO.
+        """
+        calendar = self.calendar[line]
+        if len(calendar) == CALENDAR_SLOTS:
+            del calendar[0]
+        start = now
+        ahead = 0
+        while ahead < len(calendar) and calendar[ahead][0] <= start:
+            start = max(start, calendar[ahead][1])
+            ahead += 1
+        wait = start - now
+        shifted_end = start + latency
+        for booked_start, booked_end in calendar[ahead:]:
+            if booked_start >= shifted_end:
+                break
+            wait += shifted_end - booked_start
+            shifted_end = booked_end + (shifted_end - booked_start)
+        position = len(calendar)
+        for index in range(ahead, len(calendar)):
+            booked_start, booked_end = calendar[index]
+            if booked_start >= start + latency:
+                position = index
+                break
+            start = max(start, booked_end)
+        calendar.insert(position, (start, start + latency))
+        return wait
+
+    def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
+        latency = 0.0
+        core = 0
+        while cores:
+            if cores & 1:
+                other_domain = core // self.cores_per_domain
+                latency = max(latency, self._transfer_ns[CLEAN][domain][other_domain][home])
+            cores >>= 1
+            core += 1
+        return latency
+
+    def _invalidate_others(self, core: int, line: int, others: int, out: Any) -> None:
+        count = 0
+        victim = 0
+        while others:
+            if others & 1:
+                self._remove_private(victim, line)
+                count += 1
+            others >>= 1
+            victim += 1
+        self.holders[line] &= 1 << core
+        if self.owner[line] != core:
+            self.owner[line] = -1
+            self.ostate[line] = 0
+        self.line_invalidations[line] += count
+        out[_INVALIDATIONS] += count
+
+    def _drop_l3_copies(self, domain: int, line: int) -> None:
+        """A write makes every L3 copy stale; an inclusive own-domain L3 keeps the tag."""
+        index = self.set3[line]
+        for other in range(self.topology.n_domains):
+            if other == domain and self.inclusive:
+                continue
+            self.l3[other][index].pop(line, None)
+
+    # ------------------------------------------------------------------ cache helpers
+
+    def _junk(self) -> int:
+        self._next_junk -= 1
+        return self._next_junk
+
+    def _touch_private(self, core: int, line: int, in_l1: bool) -> None:
+        if in_l1:
+            l1set = self.l1[core][self.set1[line]]
+            l1set.remove(line)
+            l1set.append(line)
+        else:
+            self.l2[core][self.set2[line]].move_to_end(line)
+            self._insert_l1(core, self.set1[line], line)
+
+    def _fill_private(self, core: int, line: int) -> None:
+        self._insert_l2(core, self.set2[line], line)
+        self._insert_l1(core, self.set1[line], line)
+
+    def _insert_l1(self, core: int, index: int, line: int) -> None:
+        # A full set drops its LRU line (``maxlen``); an L1 victim stays in the L2.
+        self.l1[core][index].append(line)
+
+    def _insert_l2(self, core: int, index: int, line: int) -> None:
+        cache_set = self.l2[core][index]
+        if len(cache_set) >= self.l2_geom[1]:
+            victim, _ = cache_set.popitem(last=False)
+            if victim >= 0:
+                self._evicted_from_l2(core, victim)
+        cache_set[line] = False
+
+    def _insert_l3(self, domain: int, index: int, line: int, dirty: bool) -> None:
+        cache_set = self.l3[domain][index]
+        if line in cache_set:
+            cache_set[line] = cache_set[line] or dirty
+            cache_set.move_to_end(line)
+            return
+        if len(cache_set) >= self.l3_geom[1]:
+            victim, _ = cache_set.popitem(last=False)
+            if victim >= 0 and self.inclusive:
+                self._back_invalidate(domain, victim)
+        cache_set[line] = dirty
+
+    def _evicted_from_l2(self, core: int, line: int) -> None:
+        """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
+        _discard(self.l1[core][self.set1[line]], line)
+        self.holders[line] &= ~(1 << core)
+        dirty = False
+        if self.owner[line] == core:
+            dirty = self.ostate[line] in _DIRTY_STATES
+            self.owner[line] = -1
+            self.ostate[line] = 0
+        domain = core // self.cores_per_domain
+        index = self.set3[line]
+        if self.inclusive:
+            if dirty and line in self.l3[domain][index]:
+                self.l3[domain][index][line] = True
+        else:
+            self._insert_l3(domain, index, line, dirty)
+
+    def _remove_private(self, core: int, line: int) -> None:
+        _discard(self.l1[core][self.set1[line]], line)
+        self.l2[core][self.set2[line]].pop(line, None)
+
+    def _back_invalidate(self, domain: int, line: int) -> None:
+        """Inclusive L3 eviction: every core of the domain loses its copy."""
+        first = domain * self.cores_per_domain
+        for core in range(first, first + self.cores_per_domain):
+            if self.holders[line] >> core & 1:
+                self._remove_private(core, line)
+                self.holders[line] &= ~(1 << core)
+                if self.owner[line] == core:
+                    self.owner[line] = -1
+                    self.ostate[line] = 0
+
+    # ------------------------------------------------------------------ inspection
+
+    def canonical_state(self) -> dict[str, Any]:
+        """The full state in an implementation-independent form (for equivalence tests)."""
+
+        def lines_of(caches: Sequence[Sequence[Iterable[int]]]) -> list[list[list[int]]]:
+            return [[[max(k, JUNK) for k in cache_set] for cache_set in cache] for cache in caches]
+
+        def lines_and_dirty_of(caches: list[list[CacheSet]]) -> list[list[list[Any]]]:
+            return [[[(max(k, JUNK), bool(v) if k >= 0 else False) for k, v in cache_set.items()]
+                     for cache_set in cache] for cache in caches]
+
+        return {
+            "owner": list(self.owner),
+            "ostate": list(self.ostate),
+            "holders": [[c for c in range(self.topology.n_cores) if h >> c & 1]
+                        for h in self.holders],
+            "last_writer": list(self.last_writer),
+            "dirty_mask": list(self.dirty_mask),
+            "calendar": [list(entries) for entries in self.calendar],
+            "l1": lines_of(self.l1),
+            "l2": lines_of(self.l2),
+            "l3": lines_and_dirty_of(self.l3),
+            **self.line_counters(),
+        }
+
+    def line_counters(self) -> dict[str, Any]:
+        """The per-line counters of :meth:`canonical_state` alone."""
+        return {
+            "line_ops": [list(r) for r in zip(*self.line_ops, strict=True)],
+            "line_class": [list(r) for r in zip(*self.line_class, strict=True)],
+            "line_invalidations": list(self.line_invalidations),
+            "line_false_hitm": list(self.line_false_hitm),
+            "line_wait_ns": list(self.line_wait_ns),
+            "read_mask": list(self.read_mask),
+            "write_mask": list(self.write_mask),
+        }
+
+    def reset_line_counters(self) -> None:
+        """Zero every per-line counter and byte mask (the coherence state is unchanged)."""
+        n_lines = len(self.owner)
+        for rows in (self.line_ops, self.line_class):
+            for row in rows:
+                row[:] = [0] * n_lines
+        self.line_invalidations[:] = [0] * n_lines
+        self.line_false_hitm[:] = [0] * n_lines
+        self.line_wait_ns[:] = [0.0] * n_lines
+        self.read_mask[:] = [0] * n_lines
+        self.write_mask[:] = [0] * n_lines
+
+
+def _discard(cache_set: L1Set, line: int) -> None:
+    """Remove ``line`` from an L1 set if it is there."""
+    if line in cache_set:
+        cache_set.remove(line)
+
+
+def _as_int_list(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
+    """Plain Python ints, converted once (NumPy scalar indexing is slow)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        result: list[int] = values.tolist()
+        return result
+    return [int(v) for v in values]
+
+
+def _as_masks(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
+    """Byte masks as unsigned Python ints (the kernel stores them as signed int64)."""
+    return [mask & _ALL_MASK for mask in _as_int_list(values)]
+
+
+_ALL_MASK = (1 << 64) - 1
+
+
+def new_out() -> npt.NDArray[np.float64]:
+    """A zeroed output vector."""
+    return np.zeros(OUT_SIZE, dtype=np.float64)

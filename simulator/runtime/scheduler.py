@@ -1,0 +1,729 @@
+"""CPU scheduling of tasks on hardware threads: run queue, time slices, wake-ups and SMT.
+
+A :class:`Task` is a schedulable entity: a PostgreSQL backend or a pgbench client thread. Its
+behaviour is a SimPy process that spends CPU time with ``yield from task.run(ns)`` and sleeps with
+``yield from task.block_until(event)``. The :class:`CpuScheduler` decides which hardware thread a
+task runs on and when. It is built for speed: no ``simpy.Resource`` or ``Store`` (5-7 µs per
+acquire, see ``reference/performance-notes.md``), one timeout per run segment, plain lists for the
+per-thread state, and no randomness (the same scenario always gives the same schedule).
+
+Model
+-----
+
+**Threads.** A hardware thread is *busy* while a task holds it: while the task runs, while it pays
+the wake-up or context-switch cost that precedes running there (the thread is reserved for it), and
+between two ``run`` calls of the task's process (the task keeps its thread until it blocks,
+releases it or is preempted). Otherwise the thread is *idle*. Busy time per thread gives the
+utilisation (:meth:`CpuScheduler.busy_ns`, :meth:`CpuScheduler.utilisation`); it includes the
+wake-up and context-switch costs.
+
+**One global run queue.** Runnable tasks without a thread wait in a single machine-wide queue.
+This simplifies Linux, which has one queue per CPU plus periodic and idle load balancing: here a
+freed thread always takes the first waiting task of the whole machine, so no thread idles while a
+task waits (perfect balancing). Invariant: the queue is not empty only when no thread is idle.
+Its order is the machine's ``scheduler.policy``:
+
+* ``cfs`` (the default), Linux's Completely Fair Scheduler before 6.6 with equal weights: the
+  task of least *virtual runtime* goes first, a task's virtual runtime being the on-CPU time it
+  has used (``cpu_ns + stall_ns``). A waking task is placed no earlier than
+  ``sleeper_credit_ns`` before the queue's minimum virtual runtime (``place_entity`` with
+  ``GENTLE_FAIR_SLEEPERS``), so a task that slept long does not monopolise the CPUs afterwards,
+  while one that slept briefly, like a client that waited for its answer, keeps its lead. The
+  queue's minimum is the virtual runtime of the last task dispatched (kept monotonic), where
+  Linux takes the smaller of the running and the leftmost task's. Ties go in arrival order.
+* ``fifo``: first come, first served.
+
+With many more runnable tasks than threads the order decides the dynamics. Under ``fifo`` every
+runnable task waits a full turn of the queue for each step it takes, so closed-loop clients keep
+the relative phase of their steps for ever and synchronise: with 15000 pgbench clients on 40
+threads the transactions complete in bursts 40 ms apart. Under ``cfs`` the short client steps
+overtake the long backend steps, each pair waits once per transaction, and throughput is steady
+within a few transactions per client.
+
+**Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
+used ``time_slice_ns`` and the run queue is not empty it is preempted at that instant, in the middle
+of a ``run`` if need be: its thread goes to the first task of the queue, which pays
+``context_switch_ns`` on that thread before it runs, and the preempted task joins the queue (at
+its virtual runtime, or the tail under ``fifo``) with the rest of its work; it resumes later,
+possibly on another thread. If the queue is empty
+the slice is renewed. A new slice starts each time a task gets a thread. Preemption is only checked
+while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
+waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
+is preempted at the start of the next ``run`` (or loses its thread anyway if it blocks). There
+are no priorities or nice values (all tasks weigh the same), slices do not shrink with the number
+of runnable tasks, and there is no wake-up preemption: a waking task never preempts a running
+one, whatever its virtual runtime.
+
+**Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of the run queue with
+a context switch, or goes idle) and waits for the event. On wake-up the task is placed on an idle
+thread if one exists, after a wake-up cost of ``wakeup_ns``, plus ``ipi_exit_ns`` on a virtualized
+machine (the IPI that wakes an idle vCPU exits to the hypervisor); the thread is reserved for it
+meanwhile. Without an idle thread it joins the run queue (no wake-up cost; it pays the context
+switch when dispatched). A task starts blocked, and its first ``run`` places it exactly like a
+wake-up (it pays the wake-up cost on an idle thread): a backend's first work follows a connection
+or a client message.
+
+**Placement** of a waking task (deterministic): its previous thread if idle; else the lowest thread
+of a fully idle core, the lowest such core of its previous L3 domain if there is one there, else the
+lowest such core of the machine; else the lowest idle thread. Queued tasks take whichever thread
+frees up first. Left out: Linux's pull of a task woken synchronously (a socket message) towards
+its waker's L3 domain (``wake_affine``) and periodic load balancing. (Checked on
+``e7-8890v3-4s`` with 48 clients: a wake-affine placement never chose another thread than this
+one, because each client/backend pair already shares a core.)
+
+**SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
+busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
+throughput of two busy siblings). Approximation: the sibling state is sampled at the start of each
+run segment (a ``run`` call, or its continuation after a slice renewal or a preemption) and held
+for the segment; a sibling that starts or stops mid-segment does not change the rate until the next
+segment. Cores with more than two threads use the same two-way figure when any sibling is busy.
+``run(ns, smt_scaled=False)`` is for memory stalls: they occupy the thread but are not slowed by
+the sibling.
+
+**Migrations.** When a task starts running on a different core than the one it last ran on, it is
+counted in ``Task.migrations`` and ``CpuScheduler.on_migrate(task, old_core, new_core)`` is called
+(if set) at that instant, before the task runs there. The scheduler itself knows nothing about
+caches: a model charges the cold private cache through this hook or through the core it reads
+from ``task.core``.
+
+**Accounting** (per task, ns): ``cpu_ns`` (wall time running ``smt_scaled`` work, including the SMT
+stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wakeup_ns``,
+``context_switch_ns`` (switch cost paid on a thread before this task ran there); counts
+``wakeups`` (blocked to runnable transitions, including the first placement), ``preemptions``,
+``migrations`` and ``context_switches``. For a task whose process only calls ``run`` and
+``block_until``, the sum of the five times plus its blocked time is its elapsed time.
+
+Left out: per-CPU run queues and load balancing, priorities, CPU affinity, NUMA balancing,
+interrupts and softirq time, the idle states of idle threads (a wake-up costs the same from any
+idle thread), the cost of the scheduler's own code beyond the configured switch and wake-up
+costs, hypervisor steal time, and interrupting a process inside ``run``/``block_until`` (SimPy
+``Interrupt`` is not supported there).
+
+**Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
+table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
+``on_cpu`` (starts running on the thread), ``preempt``, ``block`` and ``release`` (leaves it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import simpy
+
+from simulator.config.machine import MachineConfig, SchedulerConfig
+from simulator.hardware.topology import Topology
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+
+__all__ = ["BusySnapshot", "CpuScheduler", "MigrateHook", "Task"]
+
+MigrateHook = Callable[["Task", int, int], None]
+"""``on_migrate(task, old_core, new_core)``: called when a task starts running on a new core."""
+
+TRACE_TABLE = "scheduler"
+"""Name of the recorder table written when tracing is on."""
+
+_EPS_NS = 1e-9
+"""Work below this many ns left after a slice boundary is rounding noise, not another segment."""
+
+
+class BusySnapshot(NamedTuple):
+    """Busy time of every hardware thread at one instant (see :meth:`CpuScheduler.snapshot`)."""
+
+    time_ns: float
+    busy_ns: tuple[float, ...]
+
+
+class Task:
+    """A schedulable entity (a backend or a client thread) driven by one SimPy process at a time.
+
+    Create tasks with :meth:`CpuScheduler.new_task`. A task starts blocked, holding no thread.
+
+    Attributes:
+        name: label used in traces.
+        thread: hardware thread the task holds (running, or reserved for it while it pays a
+            wake-up or context-switch cost), ``None`` while it is blocked or queued.
+        core: core of ``thread``, or ``None``.
+        last_core: core it last ran on, ``None`` before its first placement.
+        cpu_ns: wall time spent running ``smt_scaled`` work (includes the SMT stretch).
+        stall_ns: wall time spent in ``run(..., smt_scaled=False)``.
+        runqueue_wait_ns: time spent runnable in the run queue.
+        wakeup_ns: time spent waking up on an idle thread.
+        context_switch_ns: context-switch time paid on a thread before the task ran there.
+        wakeups: blocked-to-runnable transitions, including the first placement.
+        preemptions: times its slice ended with tasks waiting.
+        migrations: times it started running on a different core than the previous one.
+        context_switches: times it was dispatched from the run queue.
+    """
+
+    __slots__ = (
+        "_active",
+        "_grant",
+        "_granted_at",
+        "_last_thread",
+        "_sched",
+        "_siblings",
+        "_slice_used",
+        "_vruntime_offset",
+        "context_switch_ns",
+        "context_switches",
+        "core",
+        "cpu_ns",
+        "last_core",
+        "migrations",
+        "name",
+        "preemptions",
+        "runqueue_wait_ns",
+        "stall_ns",
+        "thread",
+        "wakeup_ns",
+        "wakeups",
+    )
+
+    def __init__(self, scheduler: CpuScheduler, name: str) -> None:
+        self._sched = scheduler
+        self.name = name
+        self.thread: int | None = None
+        self.core: int | None = None
+        self.last_core: int | None = None
+        self._last_thread: int | None = None
+        self._siblings: tuple[int, ...] = ()
+        self._active = False
+        self._grant: simpy.Event | None = None
+        self._granted_at = 0.0
+        self._vruntime_offset = 0.0
+        self._slice_used = 0.0
+        self.cpu_ns = 0.0
+        self.stall_ns = 0.0
+        self.runqueue_wait_ns = 0.0
+        self.wakeup_ns = 0.0
+        self.context_switch_ns = 0.0
+        self.wakeups = 0
+        self.preemptions = 0
+        self.migrations = 0
+        self.context_switches = 0
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, thread={self.thread})"
+
+    @property
+    def vruntime_ns(self) -> float:
+        """Virtual runtime: on-CPU time used, shifted by sleeper placement (``cfs`` policy)."""
+        return self.cpu_ns + self.stall_ns + self._vruntime_offset
+
+    def location(self) -> tuple[int, int]:
+        """The ``(thread, core)`` the task holds.
+
+        Raises:
+            RuntimeError: the task holds no hardware thread.
+        """
+        if self.thread is None or self.core is None:
+            raise RuntimeError(f"task {self.name!r} holds no hardware thread")
+        return self.thread, self.core
+
+    def run(self, work_ns: float, smt_scaled: bool = True) -> ProcessGenerator:
+        """Execute ``work_ns`` of single-thread CPU time: ``yield from task.run(ns)``.
+
+        Gets a thread first if the task holds none (wake-up placement or run queue). Returns with
+        the thread still held, so ``task.thread`` and ``task.core`` are valid afterwards.
+
+        Args:
+            work_ns: CPU time the work would take alone on a core, in ns (>= 0).
+            smt_scaled: ``False`` for memory stalls: they occupy the thread at full rate,
+                unaffected by a busy SMT sibling, and count as ``stall_ns``.
+
+        Raises:
+            ValueError: ``work_ns`` is negative (raised by this call).
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        if not work_ns >= 0.0:
+            raise ValueError(f"task {self.name!r}: work must be >= 0 ns, got {work_ns!r}")
+        return self._run(float(work_ns), smt_scaled)
+
+    def run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+        """Execute work and memory stalls together, as one segment: ``yield from``.
+
+        The same as ``run(work_ns)`` followed by ``run(stall_ns, smt_scaled=False)`` except that
+        it takes one timeout (the SMT rate is sampled once, at its start) and, when a slice ends
+        inside it, the stall is consumed before the work.
+
+        Raises:
+            ValueError: a negative amount.
+        """
+        if not (work_ns >= 0.0 and stall_ns >= 0.0):
+            raise ValueError(f"task {self.name!r}: work and stall must be >= 0 ns, got "
+                             f"{work_ns!r} and {stall_ns!r}")
+        if stall_ns == 0.0:
+            return self._run(float(work_ns), True)
+        if work_ns == 0.0:
+            return self._run(float(stall_ns), False)
+        return self._run_mixed(float(work_ns), float(stall_ns))
+
+    def start_segment(self, work_ns: float, stall_ns: float) -> float:
+        """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
+
+        When the task holds its thread, no process of it is inside ``run``/``block_until``,
+        and the work (at the SMT rate sampled now) and the stall fit in what is left of its
+        slice, the segment is charged now and its wall time returned: the caller waits that
+        long (one ``env.timeout``, none if 0), exactly as ``yield from task.run_mixed(work_ns,
+        stall_ns)`` would, without its generator. Otherwise nothing changes and -1.0 is
+        returned: use :meth:`run_mixed`. Amounts must not be negative.
+        """
+        if self.thread is None or self._active:
+            return -1.0
+        sched = self._sched
+        left = sched._slice_ns - self._slice_used
+        if left <= 0.0:
+            return -1.0
+        rate = 1.0
+        if work_ns > 0.0:
+            holder = sched._holder
+            for sibling in self._siblings:
+                if holder[sibling] is not None:
+                    rate = sched._smt_rate
+                    break
+        work_wall = work_ns / rate
+        wall = stall_ns + work_wall
+        if wall > left:
+            return -1.0
+        self._slice_used += wall
+        self.stall_ns += stall_ns
+        self.cpu_ns += work_wall
+        return wall
+
+    def block_until(self, event: simpy.Event) -> ProcessGenerator:
+        """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
+
+        On return the task holds a thread again (see the module docstring for the wake-up cost
+        and placement). Returns the event's value; if the event fails its exception is raised
+        and the task stays blocked, holding no thread.
+
+        Raises:
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        return self._block_until(event)
+
+    def release(self) -> None:
+        """Give up the thread without waiting (e.g. when the task's process ends).
+
+        The thread takes the head of the run queue, or goes idle. No effect if the task holds no
+        thread. The next ``run`` places the task like a wake-up.
+
+        Raises:
+            RuntimeError: a process of this task is inside ``run``/``block_until``.
+        """
+        if self._active:
+            raise RuntimeError(f"task {self.name!r} cannot release its thread while it is in "
+                               "run() or block_until()")
+        self._leave_cpu("release")
+
+    # -- process bodies -----------------------------------------------------------------------
+
+    def _run(self, work_ns: float, smt_scaled: bool) -> ProcessGenerator:
+        """Run the work in segments cut at slice ends, one timeout per segment.
+
+        This is the hot path: the segment loop, the SMT rate and the accounting of a completed
+        run are inlined here so a ``run`` costs one generator level and one timeout.
+        """
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            if self.thread is None:
+                yield from self._wake()
+            sched = self._sched
+            holder = sched._holder
+            timeout = sched.env.timeout
+            fast_forward = sched.env.fast_forward
+            while True:
+                left = sched._slice_ns - self._slice_used
+                if left <= 0.0:
+                    yield from self._end_slice()
+                    continue
+                rate = 1.0
+                if smt_scaled:
+                    for sibling in self._siblings:
+                        if holder[sibling] is not None:
+                            rate = sched._smt_rate
+                            break
+                wall = work_ns / rate
+                if wall <= left:
+                    if wall > 0.0 and not fast_forward(wall):
+                        yield timeout(wall)
+                    self._slice_used += wall  # inlined _charge()
+                    if smt_scaled:
+                        self.cpu_ns += wall
+                    else:
+                        self.stall_ns += wall
+                    return
+                if not fast_forward(left):
+                    yield timeout(left)
+                self._charge(left, smt_scaled)
+                work_ns -= left * rate
+                if work_ns <= _EPS_NS:
+                    return
+        finally:
+            self._active = False
+
+    def _run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+        """:meth:`run_mixed`: segments cut at slice ends; within a segment stall goes first."""
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            if self.thread is None:
+                yield from self._wake()
+            sched = self._sched
+            holder = sched._holder
+            timeout = sched.env.timeout
+            fast_forward = sched.env.fast_forward
+            while True:
+                left = sched._slice_ns - self._slice_used
+                if left <= 0.0:
+                    yield from self._end_slice()
+                    continue
+                rate = 1.0
+                for sibling in self._siblings:
+                    if holder[sibling] is not None:
+                        rate = sched._smt_rate
+                        break
+                work_wall = work_ns / rate
+                wall = stall_ns + work_wall
+                if wall <= left:
+                    if not fast_forward(wall):
+                        yield timeout(wall)
+                    self._slice_used += wall
+                    self.stall_ns += stall_ns
+                    self.cpu_ns += work_wall
+                    return
+                if not fast_forward(left):
+                    yield timeout(left)
+                stalled = min(stall_ns, left)
+                self._charge(stalled, False)
+                stall_ns -= stalled
+                if left > stalled:
+                    self._charge(left - stalled, True)
+                    work_ns -= (left - stalled) * rate
+                if stall_ns <= _EPS_NS and work_ns <= _EPS_NS:
+                    return
+                stall_ns = max(stall_ns, 0.0)
+                work_ns = max(work_ns, 0.0)
+        finally:
+            self._active = False
+
+    def _block_until(self, event: simpy.Event) -> ProcessGenerator:
+        if self._active:
+            raise self._busy_error()
+        self._active = True
+        try:
+            self._leave_cpu("block")
+            value = yield event
+            yield from self._wake()
+        finally:
+            self._active = False
+        return value
+
+    def _busy_error(self) -> RuntimeError:
+        return RuntimeError(
+            f"task {self.name!r} is already in run() or block_until() in another process; "
+            "a task is driven by one process at a time"
+        )
+
+    def _charge(self, wall: float, smt_scaled: bool) -> None:
+        self._slice_used += wall
+        if smt_scaled:
+            self.cpu_ns += wall
+        else:
+            self.stall_ns += wall
+
+    def _end_slice(self) -> ProcessGenerator:
+        """Slice used up: preempt if tasks are waiting, else renew the slice."""
+        if not self._sched._queue:
+            self._slice_used = 0.0
+            return
+        self.preemptions += 1
+        self._leave_cpu("preempt")
+        yield from self._wait_in_queue()
+
+    def _wake(self) -> ProcessGenerator:
+        """Become runnable: take an idle thread after the wake-up cost, or queue."""
+        sched = self._sched
+        self.wakeups += 1
+        if sched._cfs:  # place_entity: a sleeper gets at most the credit before the minimum
+            floor = sched._min_vruntime - sched.config.sleeper_credit_ns
+            own = self.vruntime_ns
+            if own < floor:
+                self._vruntime_offset += floor - own
+        thread = sched._pick_idle(self._last_thread)
+        if thread is None:
+            yield from self._wait_in_queue()
+            return
+        sched._occupy(thread, self)
+        cost = sched.wakeup_cost_ns
+        if cost > 0.0:
+            if not sched.env.fast_forward(cost):
+                yield sched.env.timeout(cost)
+            self.wakeup_ns += cost
+        self._start_on_cpu()
+
+    def _wait_in_queue(self) -> ProcessGenerator:
+        """Wait in the run queue for a thread, then pay the context switch on it."""
+        sched = self._sched
+        env = sched.env
+        queued_at = env.now
+        grant = env.event()
+        self._grant = grant
+        sched._enqueue(self)
+        yield grant  # triggered at the end of the context switch (CpuScheduler._free)
+        self.runqueue_wait_ns += self._granted_at - queued_at
+        self.context_switches += 1
+        self.context_switch_ns += sched.config.context_switch_ns
+        self._start_on_cpu()
+
+    # -- thread bookkeeping -------------------------------------------------------------------
+
+    def _start_on_cpu(self) -> None:
+        """The task begins executing on its (already held) thread: new slice, migration check."""
+        sched = self._sched
+        thread, core = self.location()
+        self._slice_used = 0.0
+        self._last_thread = thread
+        old_core = self.last_core
+        self.last_core = core
+        if sched.trace:
+            sched._record(self, "on_cpu")
+        if old_core is not None and old_core != core:
+            self.migrations += 1
+            if sched.on_migrate is not None:
+                sched.on_migrate(self, old_core, core)
+
+    def _leave_cpu(self, event: str) -> None:
+        """Give the thread to the run-queue head, or make it idle."""
+        thread = self.thread
+        if thread is None:
+            return
+        sched = self._sched
+        if sched.trace:
+            sched._record(self, event)
+        self.thread = None
+        self.core = None
+        sched._free(thread)
+
+
+class CpuScheduler:
+    """Hardware threads of a machine and one global run queue (see the module docstring).
+
+    Args:
+        env: the simulation environment.
+        topology: the machine's hardware threads and cores.
+        config: time slice, context-switch, wake-up and IPI costs, SMT throughput.
+        virtualized: the machine is a VM, so waking an idle thread also costs ``ipi_exit_ns``.
+        trace: record every scheduling transition in ``env.recorder`` (table ``"scheduler"``).
+
+    Attributes:
+        on_migrate: optional ``hook(task, old_core, new_core)`` called when a task starts running
+            on another core than the one it last ran on.
+        wakeup_cost_ns: cost of waking a task on an idle thread.
+    """
+
+    def __init__(
+        self,
+        env: SimEnvironment,
+        topology: Topology,
+        config: SchedulerConfig,
+        virtualized: bool,
+        *,
+        trace: bool = False,
+    ) -> None:
+        self.env = env
+        self.topology = topology
+        self.config = config
+        self.virtualized = virtualized
+        self.trace = trace
+        self.on_migrate: MigrateHook | None = None
+        self.wakeup_cost_ns = config.wakeup_ns + (config.ipi_exit_ns if virtualized else 0.0)
+        self._smt_rate = config.smt_throughput / 2.0
+        self._slice_ns = config.time_slice_ns
+        n = topology.n_threads
+        self._thread_core = [topology.core_of(t) for t in range(n)]
+        self._core_domain = [topology.domain_of_core(c) for c in range(topology.n_cores)]
+        self._siblings = [topology.siblings(t) for t in range(n)]
+        self._holder: list[Task | None] = [None] * n
+        self._busy_acc = [0.0] * n
+        self._busy_since = [0.0] * n
+        self._idle_threads = list(range(n))
+        self._core_busy = [0] * topology.n_cores
+        self._idle_cores: list[list[int]] = [[] for _ in range(topology.n_domains)]
+        for core, domain in enumerate(self._core_domain):
+            self._idle_cores[domain].append(core)
+        self._queue: list[tuple[float, int, Task]] = []
+        """Heap of (virtual runtime, or 0 under fifo; arrival number; task)."""
+        self._cfs = config.policy == "cfs"
+        self._arrivals = 0
+        self._min_vruntime = 0.0
+        self._tasks: list[Task] = []
+
+    @classmethod
+    def from_machine(
+        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
+    ) -> CpuScheduler:
+        """The scheduler of a machine: its topology, scheduler costs and virtualization."""
+        return cls(env, Topology.from_config(machine), machine.scheduler, machine.virtualized,
+                   trace=trace)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def new_task(self, name: str) -> Task:
+        """Create a task, initially blocked (holding no thread)."""
+        task = Task(self, name)
+        self._tasks.append(task)
+        return task
+
+    def close(self) -> None:
+        """Forget every task (tasks and the scheduler refer to each other) once the run is over.
+
+        Part of tearing a finished simulation down (:meth:`SimEnvironment.close`); the
+        scheduler cannot be used afterwards.
+        """
+        for task in self._tasks:
+            task._grant = None
+        self._tasks.clear()
+        self._queue.clear()
+        self._holder = [None] * len(self._holder)
+
+    @property
+    def tasks(self) -> tuple[Task, ...]:
+        """All tasks created, in creation order."""
+        return tuple(self._tasks)
+
+    @property
+    def min_vruntime_ns(self) -> float:
+        """The run queue's minimum virtual runtime (``cfs``: sleepers are placed against it)."""
+        return self._min_vruntime
+
+    @property
+    def run_queue_length(self) -> int:
+        """Number of runnable tasks waiting for a thread."""
+        return len(self._queue)
+
+    @property
+    def n_idle_threads(self) -> int:
+        """Number of hardware threads no task holds."""
+        return len(self._idle_threads)
+
+    def holder(self, thread: int) -> Task | None:
+        """The task holding a hardware thread, or ``None`` if it is idle."""
+        return self._holder[thread]
+
+    def busy_ns(self, thread: int) -> float:
+        """Time a hardware thread has been busy since the start, up to now."""
+        busy = self._busy_acc[thread]
+        if self._holder[thread] is not None:
+            busy += self.env.now - self._busy_since[thread]
+        return busy
+
+    def busy_array(self) -> npt.NDArray[np.float64]:
+        """:meth:`busy_ns` of every hardware thread."""
+        return np.array([self.busy_ns(t) for t in range(len(self._holder))], dtype=np.float64)
+
+    def snapshot(self) -> BusySnapshot:
+        """Busy times now, to measure utilisation over a later window (e.g. after warm-up)."""
+        return BusySnapshot(float(self.env.now), tuple(self.busy_array().tolist()))
+
+    def utilisation(self, since: BusySnapshot | None = None) -> float:
+        """Mean fraction of time the hardware threads were busy, from ``since`` (or 0) to now.
+
+        Busy includes wake-up and context-switch costs. Returns 0.0 over an empty window.
+
+        Args:
+            since: a :meth:`snapshot` taken at the start of the window (e.g. after warm-up);
+                ``None`` measures from time 0.
+        """
+        start, base = (0.0, 0.0) if since is None else (since.time_ns, sum(since.busy_ns))
+        window = (self.env.now - start) * len(self._holder)
+        if window <= 0.0:
+            return 0.0
+        return (float(self.busy_array().sum()) - base) / window
+
+    # -- internals used by Task ---------------------------------------------------------------
+
+    def _pick_idle(self, previous: int | None) -> int | None:
+        """Placement of a waking task (module docstring), or ``None`` if no thread is idle."""
+        if not self._idle_threads:
+            return None
+        if previous is not None and self._holder[previous] is None:
+            return previous
+        core = self._idle_core(previous)
+        if core is not None:
+            return self.topology.threads_of_core(core).start
+        return self._idle_threads[0]
+
+    def _idle_core(self, previous: int | None) -> int | None:
+        """Lowest fully idle core, of the previous thread's domain first."""
+        if previous is not None:
+            local = self._idle_cores[self._core_domain[self._thread_core[previous]]]
+            if local:
+                return local[0]
+        for cores in self._idle_cores:
+            if cores:
+                return cores[0]
+        return None
+
+    def _enqueue(self, task: Task) -> None:
+        """A runnable task without a thread joins the run queue (policy order)."""
+        self._arrivals += 1
+        key = task.vruntime_ns if self._cfs else 0.0
+        heapq.heappush(self._queue, (key, self._arrivals, task))
+
+    def _occupy(self, thread: int, task: Task) -> None:
+        """An idle thread becomes held by ``task``."""
+        self._assign(thread, task)
+        self._busy_since[thread] = self.env.now
+        self._idle_threads.remove(thread)
+        core = self._thread_core[thread]
+        if self._core_busy[core] == 0:
+            self._idle_cores[self._core_domain[core]].remove(core)
+        self._core_busy[core] += 1
+
+    def _free(self, thread: int) -> None:
+        """A thread was given up: hand it to the run-queue head, or make it idle."""
+        if self._queue:
+            key, _, task = heapq.heappop(self._queue)
+            if key > self._min_vruntime:
+                self._min_vruntime = key
+            self._assign(thread, task)
+            grant = task._grant
+            task._grant = None
+            assert grant is not None, "queued task without a grant event"
+            task._granted_at = self.env.now
+            # The thread is the task's from now; it runs once the switch is paid.
+            self.env.succeed_after(grant, self.config.context_switch_ns)
+            return
+        self._holder[thread] = None
+        self._busy_acc[thread] += self.env.now - self._busy_since[thread]
+        bisect.insort(self._idle_threads, thread)
+        core = self._thread_core[thread]
+        self._core_busy[core] -= 1
+        if self._core_busy[core] == 0:
+            bisect.insort(self._idle_cores[self._core_domain[core]], core)
+
+    def _assign(self, thread: int, task: Task) -> None:
+        """``task`` now holds ``thread``."""
+        self._holder[thread] = task
+        task.thread = thread
+        task.core = self._thread_core[thread]
+        task._siblings = self._siblings[thread]
+
+    def _record(self, task: Task, event: str) -> None:
+        self.env.recorder.record(
+            TRACE_TABLE,
+            time_ns=float(self.env.now),
+            task=task.name,
+            thread=task.thread,
+            core=task.core,
+            event=event,
+        )

@@ -1,0 +1,241 @@
+"""``snapsim calibrate``: fit global model parameters to published measurements.
+
+The parameters are experiment keys (``options.costs.scan_cycles_per_entry.pre14``, ...) with
+bounds; every evaluation is a :func:`simulator.study.validate.validate` run of the chosen datasets
+with
+the parameters applied as ``--set`` overrides to *every* point, so one set of values is fitted
+jointly to all of them (never one curve at a time). The objective is
+
+    mean over series of median |relative error| + 0.5 * mean over series of max |relative error|
+
+(the calibration points of the manifest excluded), which follows the acceptance thresholds
+(median and maximum per series). It is minimised by a bounded Nelder-Mead search on the
+parameters scaled to [0, 1], with a budget of evaluations; the simulation is deterministic, so the
+objective is too.
+
+Outputs in ``--out``: ``calibration.csv`` (every evaluation: the values, the objective and each
+series' median and maximum error) and ``best.yaml`` (the best values as ``--set`` overrides and the
+objective). Fitted values are then written into the model's versioned cost file by hand (see the
+README and ``docs/validation.md``).
+
+Left out: uncertainty estimates of the fitted values and global optimisation (Nelder-Mead finds a
+local minimum from the starting point, the middle of the bounds or ``START``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simulator.errors import ConfigError
+from simulator.study.experiment_file import dump_yaml
+from simulator.study.measurements import Manifest, load_manifest
+from simulator.study.store import atomic_path
+from simulator.study.sweep import default_jobs
+from simulator.study.validate import RUN_DEFAULTS, summarise, validate
+
+DEFAULT_OUT = "snapsim-calibration"
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """A fitted experiment key: bounds, optional unit appended to the value, start."""
+
+    key: str
+    low: float
+    high: float
+    unit: str = ""
+    start: float | None = None
+
+    def value(self, unit_position: float) -> float:
+        """The value at a position in [0, 1] of the bounds."""
+        return self.low + min(max(unit_position, 0.0), 1.0) * (self.high - self.low)
+
+    def position(self, value: float) -> float:
+        """The position in [0, 1] of a value."""
+        return (value - self.low) / (self.high - self.low)
+
+    def override(self, value: float) -> str:
+        """The ``key=value`` override (``value unit`` when the key needs a unit)."""
+        text = f"{value:.6g}"
+        return f"{self.key}={text} {self.unit}" if self.unit else f"{self.key}={text}"
+
+
+def parse_parameter(text: str) -> Parameter:
+    """``KEY=LOW:HIGH[:UNIT[:START]]``, e.g. ``options.costs.client=5000:20000:cycles``.
+
+    Raises:
+        ConfigError: malformed text or bounds.
+    """
+    key, sep, bounds = text.partition("=")
+    parts = bounds.split(":")
+    if not sep or not key.strip() or len(parts) < 2 or len(parts) > 4:
+        raise ConfigError("--param", f"expected KEY=LOW:HIGH[:UNIT[:START]], got {text!r}")
+    try:
+        low, high = float(parts[0]), float(parts[1])
+        start = float(parts[3]) if len(parts) == 4 and parts[3] else None
+    except ValueError:
+        raise ConfigError("--param", f"bounds must be numbers in {text!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ConfigError("--param", f"need LOW < HIGH in {text!r}")
+    if start is not None and not low <= start <= high:
+        raise ConfigError("--param", f"START must lie within the bounds in {text!r}")
+    unit = parts[2].strip() if len(parts) >= 3 else ""
+    return Parameter(key.strip(), low, high, unit, start)
+
+
+def objective(summary: pd.DataFrame) -> float:
+    """Mean median error plus half the mean maximum error over the series."""
+    return float(summary["median_abs_rel_error"].mean()
+                 + 0.5 * summary["max_abs_rel_error"].mean())
+
+
+def nelder_mead(function: Callable[[np.ndarray], float], start: np.ndarray, *,
+                max_evaluations: int, step: float = 0.25) -> tuple[np.ndarray, float]:
+    """Minimise ``function`` over [0, 1]^n (points are clipped) from ``start``.
+
+    Standard coefficients (reflection 1, expansion 2, contraction 0.5, shrink 0.5); stops after
+    ``max_evaluations`` evaluations or when the simplex's values agree to 1e-4.
+    """
+    n = len(start)
+    evaluations = 0
+
+    def f(point: np.ndarray) -> float:
+        nonlocal evaluations
+        evaluations += 1
+        return function(np.clip(point, 0.0, 1.0))
+
+    simplex = [np.clip(start, 0.0, 1.0)]
+    for i in range(n):
+        vertex = simplex[0].copy()
+        vertex[i] = vertex[i] + step if vertex[i] + step <= 1.0 else vertex[i] - step
+        simplex.append(vertex)
+    values = [f(v) for v in simplex]
+    while evaluations < max_evaluations:
+        order = np.argsort(values)
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        if values[-1] - values[0] < 1e-4:
+            break
+        centroid = np.mean(simplex[:-1], axis=0)
+        reflected = np.clip(centroid + (centroid - simplex[-1]), 0.0, 1.0)
+        value = f(reflected)
+        if value < values[0] and evaluations < max_evaluations:
+            expanded = np.clip(centroid + 2.0 * (centroid - simplex[-1]), 0.0, 1.0)
+            expanded_value = f(expanded)
+            simplex[-1], values[-1] = ((expanded, expanded_value) if expanded_value < value
+                                       else (reflected, value))
+        elif value < values[-2]:
+            simplex[-1], values[-1] = reflected, value
+        else:
+            contracted = np.clip(centroid + 0.5 * (simplex[-1] - centroid), 0.0, 1.0)
+            contracted_value = f(contracted)
+            if contracted_value < values[-1]:
+                simplex[-1], values[-1] = contracted, contracted_value
+            else:
+                for i in range(1, len(simplex)):
+                    if evaluations >= max_evaluations:
+                        break
+                    simplex[i] = simplex[0] + 0.5 * (simplex[i] - simplex[0])
+                    values[i] = f(simplex[i])
+    best = int(np.argmin(values))
+    return np.clip(simplex[best], 0.0, 1.0), values[best]
+
+
+def calibrate(manifest: Manifest, parameters: Sequence[Parameter], *,
+              datasets: Sequence[str] | None, duration_ms: float, warmup_ms: float,
+              overrides: Sequence[str], jobs: int, max_evaluations: int,
+              log: Callable[[str], None]) -> pd.DataFrame:
+    """Run the search; return one row per evaluation (values, objective, per-series errors)."""
+    rows: list[dict[str, object]] = []
+
+    def evaluate(position: np.ndarray) -> float:
+        values = [p.value(float(x)) for p, x in zip(parameters, position, strict=True)]
+        sets = [*overrides, *(p.override(v) for p, v in zip(parameters, values, strict=True))]
+        started = time.perf_counter()
+        table = validate(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms,
+                         overrides=sets, jobs=jobs, datasets=datasets)
+        summary = summarise(table, manifest)
+        score = objective(summary)
+        row: dict[str, object] = {p.key: v for p, v in zip(parameters, values, strict=True)}
+        row["objective"] = score
+        for item in summary.itertuples():
+            row[f"median:{item.dataset}:{item.series}"] = item.median_abs_rel_error
+            row[f"max:{item.dataset}:{item.series}"] = item.max_abs_rel_error
+        rows.append(row)
+        shown = ", ".join(f"{p.key.rsplit('.', 1)[-1]}={v:.4g}"
+                          for p, v in zip(parameters, values, strict=True))
+        log(f"evaluation {len(rows)}: {shown}: objective {score:.4f} "
+            f"({time.perf_counter() - started:.0f} s)")
+        return score
+
+    start = np.array([p.position(p.start) if p.start is not None else 0.5 for p in parameters])
+    nelder_mead(evaluate, start, max_evaluations=max_evaluations)
+    return pd.DataFrame(rows)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim calibrate``."""
+    parser.add_argument("--param", action="append", default=[], required=True,
+                        metavar="KEY=LOW:HIGH[:UNIT[:START]]",
+                        help="a fitted experiment key with its bounds (repeatable)")
+    parser.add_argument("--manifest", metavar="FILE", help="measurement manifest")
+    parser.add_argument("--dataset", action="append", metavar="NAME",
+                        help="fit on this dataset only (repeatable; default: all)")
+    parser.add_argument("--max-evaluations", type=int, default=30, metavar="N",
+                        help="budget of validation runs (default 30)")
+    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
+    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a fixed override for every point")
+    parser.add_argument("--jobs", type=int, metavar="N", help="local worker processes")
+    parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
+
+
+def main(args: argparse.Namespace) -> int:
+    """``snapsim calibrate``."""
+    parameters = [parse_parameter(text) for text in args.param]
+    if len({p.key for p in parameters}) != len(parameters):
+        raise ConfigError("--param", "a key is given twice")
+    if args.max_evaluations < len(parameters) + 1:
+        raise ConfigError("--max-evaluations",
+                          f"must be at least {len(parameters) + 1} (the first simplex)")
+    manifest = load_manifest(args.manifest)
+    settings = {**RUN_DEFAULTS, **manifest.run}
+    out = Path(args.out or DEFAULT_OUT)
+    out.mkdir(parents=True, exist_ok=True)
+    history = calibrate(
+        manifest, parameters, datasets=args.dataset,
+        duration_ms=float(args.duration_ms or settings["duration_ms"]),
+        warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
+        overrides=args.set, jobs=args.jobs or default_jobs(),
+        max_evaluations=args.max_evaluations, log=_log)
+    with atomic_path(out / "calibration.csv") as tmp:
+        history.to_csv(tmp, index=False)
+    best = history.iloc[int(np.argmin(history["objective"].to_numpy()))]
+    sets = [p.override(float(best[p.key])) for p in parameters]
+    document: dict[str, object] = {
+        "objective": float(best["objective"]),
+        "set": sets,
+        "fixed": list(args.set),
+        "datasets": list(args.dataset or manifest.datasets),
+    }
+    with atomic_path(out / "best.yaml") as tmp:
+        tmp.write_text(dump_yaml(document), encoding="utf-8")
+    print(f"best objective {best['objective']:.4f} after {len(history)} evaluations:")
+    for item in sets:
+        print(f"  --set {item}")
+    _log(f"wrote {out}/calibration.csv and {out}/best.yaml")
+    return 0
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,335 @@
+"""Experiments: a grid of points, run through a workload model, gathered into DataFrames.
+
+An :class:`Experiment` is buildable in code (no YAML needed): a machine, the algorithms to compare,
+a workload, grids of active and idle clients, the idle kind, the simulated duration and warm-up,
+root seeds, the model's options and, optionally, the machine's measured single-client TPS and a
+measurement dataset to compare with. :func:`run` simulates every point of the grid (here, on
+local processes or on a Dask cluster) and returns a :class:`Result` whose ``.curve`` has one row
+per point and ``.lines`` the per-line tables, both tidy, with the point's parameters as columns.
+
+Every point has its own seed, derived from a root seed and the point's identity (not its
+position in the grid), so a point's result does not depend on which other points are run, in
+which order, or where.
+
+``single_client_tps`` (SPEC §3) rescales the model's base per-transaction work so that one
+client with no idle connections simulates that TPS: :func:`single_client_work_scale` finds the
+factor by a secant search on 1/TPS, which is affine in the work for a single client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.analysis.columns import POINT_KEYS
+from simulator.analysis.plotting import plot_tps
+from simulator.config.machine import MachineConfig
+from simulator.config.machine_file import load_machine
+from simulator.errors import ConfigError
+from simulator.study.sweep import OnRecord, PointRecord, PointTask, execute, run_tasks
+from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["Experiment", "Result", "point_seed", "run",
+           "single_client_work_scale"]
+
+CALIBRATION_MIN_DURATION_MS = 20.0
+"""Single-client calibration points simulate at least this long (about 700 transactions)."""
+CALIBRATION_TOLERANCE = 0.005
+CALIBRATION_MAX_STEPS = 6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Experiment:
+    """A grid of points to simulate (lists are accepted and stored as tuples)."""
+
+    name: str = "experiment"
+    description: str = ""
+    machine: MachineConfig | str = "gold5215-2s"
+    algorithms: tuple[str, ...] = ("pre14", "post14")
+    workload: str = "select-only"
+    clients: tuple[int, ...] = (1,)
+    idle_clients: tuple[int, ...] = (0,)
+    idle_kind: str = "idle"
+    duration_ms: float = 20.0
+    warmup_ms: float = 2.0
+    seeds: tuple[int, ...] = (0,)
+    """Root seeds: every point runs once per root seed (replications)."""
+    single_client_tps: float | None = None
+    """The machine's measured single-client TPS, or ``None`` for the global cost model as is."""
+    measurements: str | None = None
+    """A measurement dataset to compare with
+    (:func:`simulator.study.measurements.measurements_for`)."""
+    model: str = DEFAULT_MODEL
+    options: Mapping[str, object] = field(default_factory=dict)
+    """The workload model's options (PostgreSQL: ``costs``, ``batch``, ``think_time``, ...)."""
+
+    def __post_init__(self) -> None:
+        for name in ("algorithms", "clients", "idle_clients", "seeds"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+
+    def machine_config(self) -> MachineConfig:
+        """The machine, loaded if it was given by name or path."""
+        if isinstance(self.machine, MachineConfig):
+            return self.machine
+        return load_machine(self.machine)
+
+    def machine_name(self) -> str:
+        """The machine's name without loading it when it is a shipped name."""
+        if isinstance(self.machine, MachineConfig):
+            return self.machine.name
+        return self.machine_config().name
+
+    def grid(self) -> list[tuple[str, int, int, int]]:
+        """``(algorithm, clients, idle_clients, root_seed)`` of every point, in grid order."""
+        return [(a, c, i, s) for a in self.algorithms for c in self.clients
+                for i in self.idle_clients for s in self.seeds]
+
+    def validate(self) -> WorkloadModel:
+        """Check names and ranges against the workload model; return the model.
+
+        Raises:
+            ConfigError: naming the offending key (and the valid names for a name).
+        """
+        model = workload_model(self.model)
+        if not self.algorithms:
+            raise ConfigError("algorithms", "must name at least one algorithm")
+        for algorithm in self.algorithms:
+            if algorithm not in model.algorithms:
+                raise ConfigError("algorithms", f"unknown algorithm {algorithm!r} "
+                                  f"(choose from {', '.join(model.algorithms)})")
+        if len(set(self.algorithms)) != len(self.algorithms):
+            raise ConfigError("algorithms", "lists an algorithm twice")
+        if self.workload not in model.workloads:
+            raise ConfigError("workload", f"unknown workload {self.workload!r} "
+                              f"(choose from {', '.join(model.workloads)})")
+        if self.idle_kind not in model.idle_kinds:
+            raise ConfigError("idle_kind", f"unknown idle kind {self.idle_kind!r} "
+                              f"(choose from {', '.join(model.idle_kinds)})")
+        _check_counts("clients", self.clients, minimum=1)
+        _check_counts("idle_clients", self.idle_clients, minimum=0)
+        if not self.seeds:
+            raise ConfigError("seeds", "must list at least one root seed")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError("seeds", "lists a seed twice")
+        if not (self.duration_ms > 0 and math.isfinite(self.duration_ms)):
+            raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
+        if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
+            raise ConfigError("warmup_ms", f"must not be negative, got {self.warmup_ms}")
+        if self.single_client_tps is not None and not (
+                self.single_client_tps > 0 and math.isfinite(self.single_client_tps)):
+            raise ConfigError("single_client_tps",
+                              f"must be positive, got {self.single_client_tps}")
+        return model
+
+
+def _check_counts(key: str, values: Sequence[int], minimum: int) -> None:
+    if not values:
+        raise ConfigError(key, "must be a non-empty list of integers")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+            raise ConfigError(key, f"must be integers >= {minimum}, got {value!r}")
+    if len(set(values)) != len(values):
+        raise ConfigError(key, "lists a value twice")
+
+
+def point_seed(root: int, machine: str, algorithm: str, workload: str, clients: int,
+               idle_clients: int, idle_kind: str) -> int:
+    """A point's seed: a stable function of the root seed and the point's identity."""
+    key = f"{root}|{machine}|{algorithm}|{workload}|{clients}|{idle_clients}|{idle_kind}"
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def point_key(algorithm: str, clients: int, idle_clients: int, root_seed: int) -> str:
+    """A point's stable, file-name-safe key within an experiment."""
+    return f"{algorithm}-c{clients}-i{idle_clients}-r{root_seed}"
+
+
+def plan(experiment: Experiment, machine: MachineConfig, options: Mapping[str, object],
+         work_scale: float = 1.0) -> list[PointTask]:
+    """The tasks of every point of the grid, in grid order."""
+    tasks = []
+    for index, (algorithm, clients, idle, root) in enumerate(experiment.grid()):
+        seed = point_seed(root, machine.name, algorithm, experiment.workload, clients, idle,
+                          experiment.idle_kind)
+        spec = PointSpec(machine=machine, algorithm=algorithm, workload=experiment.workload,
+                         clients=clients, idle_clients=idle, idle_kind=experiment.idle_kind,
+                         duration_ns=experiment.duration_ms * 1e6,
+                         warmup_ns=experiment.warmup_ms * 1e6, seed=seed, options=options,
+                         work_scale=work_scale)
+        tasks.append(PointTask(key=point_key(algorithm, clients, idle, root), index=index,
+                               model=experiment.model, spec=spec, root_seed=root))
+    return tasks
+
+
+def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
+                             options: Mapping[str, object], target_tps: float,
+                             log: Callable[[str], None] | None = None) -> float:
+    """The work scale at which one client with no idle connections simulates ``target_tps``.
+
+    Runs the experiment's first algorithm and workload with 1 client, 0 idle connections and
+    the first root seed, for at least :data:`CALIBRATION_MIN_DURATION_MS`. 1/TPS is affine in
+    the work scale for one client (work plus fixed wake-up and scheduling costs), so secant
+    steps converge in two or three runs; it stops within :data:`CALIBRATION_TOLERANCE`.
+
+    Raises:
+        ConfigError: the target cannot be reached (the fixed costs alone are slower).
+    """
+    duration = max(experiment.duration_ms, CALIBRATION_MIN_DURATION_MS)
+    probe = replace(experiment, clients=(1,), idle_clients=(0,), idle_kind="idle",
+                    algorithms=experiment.algorithms[:1], seeds=experiment.seeds[:1],
+                    duration_ms=duration, warmup_ms=max(experiment.warmup_ms, 1.0))
+
+    def inverse_tps(scale: float) -> float:
+        record = execute(plan(probe, machine, options, scale)[0])
+        if record.failed:
+            raise ConfigError("single_client_tps", f"the calibration point failed: {record.error}")
+        tps = float(record.row["tps"])  # type: ignore[arg-type]
+        if log is not None:
+            log(f"calibration: work scale {scale:.4f} -> {tps:,.0f} TPS (target {target_tps:,.0f})")
+        return 1.0 / tps if tps > 0 else math.inf
+
+    target = 1.0 / target_tps
+    x0, y0 = 1.0, inverse_tps(1.0)
+    if not math.isfinite(y0):
+        raise ConfigError("single_client_tps", "the calibration point completed no transaction")
+    x1 = target / y0  # as if all of the time were work
+    y1 = inverse_tps(x1)
+    for _ in range(CALIBRATION_MAX_STEPS):
+        if abs(y1 / target - 1) <= CALIBRATION_TOLERANCE:
+            return x1
+        slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
+        if not slope > 0:
+            break
+        x2 = x1 + (target - y1) / slope
+        if x2 <= 0:
+            raise ConfigError("single_client_tps", f"{target_tps:,.0f} TPS is faster than the "
+                              "model's fixed per-transaction costs allow on this machine")
+        x0, y0, x1, y1 = x1, y1, x2, inverse_tps(x2)
+    if abs(y1 / target - 1) <= 2 * CALIBRATION_TOLERANCE:
+        return x1
+    raise ConfigError("single_client_tps",
+                      f"could not reach {target_tps:,.0f} TPS (last: {1 / y1:,.0f} TPS)")
+
+
+@dataclass(slots=True)
+class Result:
+    """The outcome of an experiment."""
+
+    curve: pd.DataFrame
+    """One row per point: the point's parameters, ``tps``, latencies, transfers per transaction
+    by class, the time breakdown (``share_*``, ``*_us``) and, for a failed point, ``error``
+    (see the README's column reference)."""
+    lines: pd.DataFrame
+    """The per-line tables of every point, with the point's parameters as leading columns."""
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Wall-clock seconds per point (kept out of ``curve`` so that curves are reproducible)."""
+    experiment: Experiment | None = None
+    measured: pd.DataFrame | None = None
+    """The experiment's measurement dataset, if it names one (tidy measured rows)."""
+    work_scale: float = 1.0
+
+    @property
+    def failures(self) -> pd.DataFrame:
+        """The points that failed, with their error."""
+        if "error" not in self.curve:
+            return self.curve.iloc[0:0]
+        errors = self.curve["error"]
+        return self.curve[errors.notna() & (errors.astype(str) != "")]
+
+    def plot(self, x: str | None = None, ax: Axes | None = None) -> Axes:
+        """TPS against idle or active clients (log x), measurements overlaid if named."""
+        return plot_tps(self.curve, x=x, ax=ax, measurements=self.measured)
+
+
+def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
+        scheduler: str | None = None, progress: bool = False,
+        on_record: OnRecord | None = None, done: Mapping[str, PointRecord] | None = None,
+        log: Callable[[str], None] | None = None) -> Result:
+    """Simulate every point of an experiment.
+
+    Args:
+        experiment: the grid.
+        jobs: local worker processes (1: in this process).
+        client: a ``dask.distributed.Client`` to run the points on (overrides ``jobs``).
+        scheduler: a Dask scheduler address to connect to (``tcp://host:8786``).
+        progress: show a progress bar.
+        on_record: called with every newly computed point as it completes.
+        done: points already computed, by key (a resumed sweep); they are not run again.
+        log: receives progress messages (the single-client calibration).
+
+    Raises:
+        ConfigError: a bad name or value in the experiment.
+    """
+    model = experiment.validate()
+    options = model.resolve_options(experiment.options)
+    machine = experiment.machine_config()
+    work_scale = 1.0
+    if experiment.single_client_tps is not None:
+        work_scale = single_client_work_scale(experiment, machine, options,
+                                              experiment.single_client_tps, log)
+    return run_planned(experiment, plan(experiment, machine, options, work_scale), jobs=jobs,
+                       client=client, scheduler=scheduler, progress=progress,
+                       on_record=on_record, done=done, work_scale=work_scale)
+
+
+def run_planned(experiment: Experiment, tasks: Sequence[PointTask], *, jobs: int = 1,
+                client: Any = None, scheduler: str | None = None, progress: bool = False,
+                on_record: OnRecord | None = None, done: Mapping[str, PointRecord] | None = None,
+                work_scale: float = 1.0) -> Result:
+    """Run planned tasks (skipping those in ``done``) and assemble the :class:`Result`."""
+    finished = dict(done or {})
+    todo = [task for task in tasks if task.key not in finished]
+    for record in run_tasks(todo, jobs=jobs, client=client, scheduler=scheduler,
+                            on_record=on_record, progress=progress):
+        finished[record.key] = record
+    records = [finished[task.key] for task in tasks]
+    measured = None
+    if experiment.measurements is not None:
+        from simulator.study.measurements import measurements_for
+
+        measured = measurements_for(experiment.measurements)
+    return assemble(records, experiment, measured, work_scale)
+
+
+def assemble(records: Sequence[PointRecord], experiment: Experiment | None = None,
+             measured: pd.DataFrame | None = None, work_scale: float = 1.0) -> Result:
+    """Build a :class:`Result` from point records (in grid order)."""
+    rows = []
+    for record in records:
+        row = dict(record.row)
+        row["work_scale"] = work_scale
+        row["error"] = record.error
+        rows.append(row)
+    curve = pd.DataFrame(rows)
+    if measured is not None and not curve.empty:
+        curve = _with_measured(curve, measured)
+    tables = [record.lines for record in records if not record.failed and len(record.lines)]
+    lines = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    timings = pd.DataFrame({
+        **{key: [record.row.get(key) for record in records] for key in POINT_KEYS},
+        "wall_s": [record.wall_s for record in records],
+        "error": [record.error for record in records],
+    })
+    return Result(curve=curve, lines=lines, timings=timings, experiment=experiment,
+                  measured=measured, work_scale=work_scale)
+
+
+def _with_measured(curve: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
+    """Add ``measured_tps`` (and ``rel_error``) where a measured point matches."""
+    keys = ["algorithm", "clients", "idle_clients"]
+    points = measured.groupby(keys, as_index=False)["measured_tps"].mean()
+    merged = curve.merge(points, on=keys, how="left")
+    merged["rel_error"] = merged["tps"] / merged["measured_tps"] - 1
+    return merged

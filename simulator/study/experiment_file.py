@@ -1,0 +1,293 @@
+"""Experiment files (YAML), ``extends:``, command-line overrides and the resolved configuration.
+
+An experiment file sets any of the keys of :class:`~simulator.study.experiment.Experiment`; absent
+keys
+take the dataclass defaults. ``extends: OTHER`` (a shipped experiment name, or a file relative to
+this one) starts from another file: mappings merge key by key (so ``options`` overrides single
+values), everything else replaces. Command-line flags and ``--set key=value`` (a dotted key, a
+YAML value) apply on top with the same strict validation; lists also accept ``1,48``.
+
+Relative paths in ``machine`` and ``measurements`` are resolved from the file that sets them;
+``options`` paths (a cost-model file) from the file that is run.
+
+The resolved configuration (:func:`resolved_document`) has every key with its value in effect,
+the model's options complete, and a ``computed`` section (work scale, version) that snapsim
+writes and ignores when the file is read back, so ``snapsim run config.resolved.yaml`` repeats a
+run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+from simulator.config import configs_dir
+from simulator.config.machine import MachineConfig
+from simulator.config.machine_file import machines_dir, parse_yaml, read_yaml
+from simulator.config.values import (
+    check_keys,
+    describe_kind,
+    expect_int,
+    expect_list,
+    expect_mapping,
+    expect_number,
+    expect_str,
+)
+from simulator.errors import ConfigError
+from simulator.study.experiment import Experiment
+from simulator.version import __version__
+
+__all__ = [
+    "EXPERIMENT_KEYS",
+    "apply_overrides",
+    "dump_yaml",
+    "experiment_from_document",
+    "experiments_dir",
+    "load_document",
+    "parse_int_list",
+    "resolved_document",
+    "shipped_experiments",
+]
+
+EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "algorithms", "workload",
+                   "clients", "idle_clients", "idle_kind", "duration_ms", "warmup_ms", "seeds",
+                   "single_client_tps", "measurements", "model", "options", "computed")
+_LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int}
+MAX_EXTENDS_DEPTH = 16
+
+
+def experiments_dir() -> Path:
+    """Directory of the shipped experiment files (``configs/experiments``)."""
+    return configs_dir() / "experiments"
+
+
+def shipped_experiments() -> list[str]:
+    """Names of the shipped experiments (file stems), sorted."""
+    return sorted(path.stem for path in experiments_dir().glob("*.yaml"))
+
+
+def _resolve_path(name_or_path: str, relative_to: Path | None) -> Path:
+    looks_like_name = "/" not in name_or_path and not name_or_path.endswith((".yaml", ".yml"))
+    if looks_like_name:
+        shipped = experiments_dir() / f"{name_or_path}.yaml"
+        if shipped.exists():
+            return shipped
+    path = Path(name_or_path)
+    if not path.is_absolute() and relative_to is not None:
+        path = relative_to / path
+    if path.exists() or not looks_like_name:
+        return path
+    raise ConfigError("", f"no such experiment file or shipped experiment {name_or_path!r} "
+                      f"(shipped: {', '.join(shipped_experiments()) or 'none'})")
+
+
+def load_document(name_or_path: str) -> tuple[dict[str, object], str]:
+    """Read an experiment file with its ``extends`` chain merged; return it and its path.
+
+    Raises:
+        ConfigError: missing or malformed file, an unknown key, a cycle of ``extends``.
+    """
+    path = _resolve_path(name_or_path, None)
+    return _load(path, []), str(path)
+
+
+def _load(path: Path, chain: list[Path]) -> dict[str, object]:
+    source = str(path)
+    resolved = path.resolve()
+    if resolved in chain:
+        raise ConfigError("extends", "extends itself (cycle: "
+                          + " -> ".join(p.name for p in [*chain, resolved]) + ")", source)
+    if len(chain) >= MAX_EXTENDS_DEPTH:
+        raise ConfigError("extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends", source)
+    data = read_yaml(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("", f"the top level must be a mapping of experiment keys, got "
+                          f"{describe_kind(data)}", source)
+    try:
+        check_keys(data, "", EXPERIMENT_KEYS, optional=EXPERIMENT_KEYS)
+        document = _absolutise(dict(data), path.parent)
+    except ConfigError as exc:
+        raise ConfigError(exc.key, exc.message, source) from None
+    parent = document.pop("extends", None)
+    if parent is None:
+        return document
+    try:
+        parent_path = _resolve_path(expect_str("extends", parent), path.parent)
+    except ConfigError as exc:
+        raise ConfigError("extends", exc.message, source) from None
+    return merge(_load(parent_path, [*chain, resolved]), document)
+
+
+def _absolutise(document: dict[str, object], base: Path) -> dict[str, object]:
+    """Make the file paths of ``machine`` and ``measurements`` independent of the file."""
+    machine = document.get("machine")
+    if isinstance(machine, str) and ("/" in machine or machine.endswith((".yaml", ".yml"))):
+        path = Path(machine)
+        document["machine"] = str(path if path.is_absolute() else (base / path).resolve())
+    measurements = document.get("measurements")
+    if isinstance(measurements, str) and ":" in measurements:
+        file, dataset = measurements.rsplit(":", 1)
+        path = Path(file)
+        document["measurements"] = f"{path if path.is_absolute() else (base / path).resolve()}" \
+                                   f":{dataset}"
+    return document
+
+
+def merge(base: Mapping[str, object], top: Mapping[str, object]) -> dict[str, object]:
+    """``base`` with ``top`` on it: mappings merge key by key, other values replace."""
+    result = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        current = result.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            result[key] = merge(current, value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def parse_int_list(flag: str, text: str) -> list[int]:
+    """Comma-separated integers (``1,48``).
+
+    Raises:
+        ConfigError: naming ``flag`` and the text.
+    """
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ConfigError(flag, f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise ConfigError(flag, "must list at least one integer")
+    return values
+
+
+def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict[str, object]:
+    """Apply ``--set key=value`` overrides (dotted keys, YAML values) to a document.
+
+    Raises:
+        ConfigError: a malformed override, an unknown top-level key, or a dotted key into a
+            value that is not a mapping.
+    """
+    result = copy.deepcopy(dict(document))
+    for item in sets:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError("--set", f"expected key=value, got {item!r}")
+        parts = key.split(".")
+        if parts[0] not in EXPERIMENT_KEYS or parts[0] in ("extends", "computed"):
+            choices = ", ".join(k for k in EXPERIMENT_KEYS if k not in ("extends", "computed"))
+            raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
+        value = parse_yaml(text, "--set") if text.strip() else ""
+        if len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
+            value = [part.strip() for part in str(value).split(",") if part.strip()]
+            if _LIST_KEYS[parts[0]] is int:
+                value = parse_int_list(key, ",".join(value))
+        target = result
+        for depth, part in enumerate(parts[:-1]):
+            child = target.get(part)
+            if child is None:
+                child = {}
+                target[part] = child
+            if not isinstance(child, dict):
+                raise ConfigError(".".join(parts[:depth + 1]),
+                                  f"is {describe_kind(child)}, cannot set {key}", "--set")
+            target = child
+        target[parts[-1]] = value
+    return result
+
+
+def experiment_from_document(document: Mapping[str, object], source: str | None = None,
+                             default_name: str = "experiment") -> Experiment:
+    """Build an :class:`Experiment` from a merged document, checking every key's type.
+
+    Names (algorithms, workload, ...) are checked later against the model
+    (:meth:`Experiment.validate`).
+
+    Raises:
+        ConfigError: an unknown key or a value of the wrong type, with the dotted key.
+    """
+    try:
+        return _experiment(document, default_name)
+    except ConfigError as exc:
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.key, exc.message, source) from None
+
+
+def _experiment(document: Mapping[str, object], default_name: str) -> Experiment:
+    check_keys(document, "", EXPERIMENT_KEYS, optional=EXPERIMENT_KEYS)
+    defaults = Experiment()
+    kwargs: dict[str, object] = {}
+    for key in ("name", "description", "machine", "workload", "idle_kind", "model"):
+        if key in document:
+            kwargs[key] = expect_str(key, document[key])
+    for key in ("algorithms", "clients", "idle_clients", "seeds"):
+        if key in document:
+            kwargs[key] = tuple(_list_of(key, document[key]))
+    for key in ("duration_ms", "warmup_ms"):
+        if key in document:
+            kwargs[key] = expect_number(key, document[key])
+    if document.get("single_client_tps") is not None:
+        kwargs["single_client_tps"] = expect_number("single_client_tps",
+                                                    document["single_client_tps"])
+    if document.get("measurements") is not None:
+        kwargs["measurements"] = expect_str("measurements", document["measurements"])
+    if "options" in document:
+        kwargs["options"] = dict(expect_mapping("options", document["options"] or {}))
+    kwargs.setdefault("name", default_name or defaults.name)
+    return Experiment(**kwargs)  # type: ignore[arg-type]
+
+
+def _list_of(key: str, value: object) -> list[object]:
+    kind = _LIST_KEYS[key]
+    if isinstance(value, str) and kind is str:
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, int) and not isinstance(value, bool) and kind is int:
+        value = [value]
+    items = expect_list(key, value)
+    if kind is int:
+        return [expect_int(f"{key}[{i}]", item) for i, item in enumerate(items)]
+    return [expect_str(f"{key}[{i}]", item) for i, item in enumerate(items)]
+
+
+def resolved_document(experiment: Experiment, options: Mapping[str, object],
+                      work_scale: float | None = None) -> dict[str, object]:
+    """Every key of the experiment with the value in effect (for ``config.resolved.yaml``)."""
+    machine = experiment.machine
+    if isinstance(machine, MachineConfig):
+        machine_value = machine.name
+    elif (machines_dir() / f"{machine}.yaml").exists():
+        machine_value = machine
+    else:
+        machine_value = str(Path(machine).resolve())
+    document: dict[str, object] = {
+        "name": experiment.name,
+        "description": experiment.description,
+        "machine": machine_value,
+        "algorithms": list(experiment.algorithms),
+        "workload": experiment.workload,
+        "clients": [int(c) for c in experiment.clients],
+        "idle_clients": [int(i) for i in experiment.idle_clients],
+        "idle_kind": experiment.idle_kind,
+        "duration_ms": float(experiment.duration_ms),
+        "warmup_ms": float(experiment.warmup_ms),
+        "seeds": [int(s) for s in experiment.seeds],
+        "single_client_tps": experiment.single_client_tps,
+        "measurements": experiment.measurements,
+        "model": experiment.model,
+        "options": copy.deepcopy(dict(options)),
+    }
+    if work_scale is not None:
+        document["computed"] = {"work_scale": float(work_scale), "snapsim_version": __version__}
+    return document
+
+
+def dump_yaml(document: Mapping[str, object]) -> str:
+    """YAML text of a document: keys in order, short lists inline."""
+    return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=None, width=100,
+                          allow_unicode=True)

@@ -1,0 +1,258 @@
+"""Published measurements: the manifest that maps measurement CSVs to simulated points.
+
+A manifest (YAML, format in the README and in ``configs/measurements/manifest.yaml``) lists
+datasets. Each names a CSV file (relative to the manifest), the machine and workload it ran,
+its idle kind, the columns (or constants) that give the active and idle clients, and which TPS
+column is which algorithm. :meth:`Dataset.table` turns a dataset into tidy rows
+``dataset, series, algorithm, machine, workload, idle_kind, clients, idle_clients,
+measured_tps``. A manifest may also fix, per machine, the measured point that gives its
+single-client TPS (the one optional per-machine calibration), and error thresholds.
+
+Nothing here knows what the algorithms mean; names are checked by whoever runs the points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.config import configs_dir
+from simulator.config.machine_file import read_yaml
+from simulator.config.values import (
+    check_keys,
+    expect_int,
+    expect_mapping,
+    expect_number,
+    expect_str,
+    join_key,
+)
+from simulator.errors import ConfigError
+
+MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
+                    "clients", "idle_clients", "measured_tps")
+_TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets")
+_RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
+_DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
+                 "idle_clients", "series")
+_THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
+_CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
+
+
+def shipped_manifest_path() -> Path:
+    """The manifest of the shipped reference measurements."""
+    return configs_dir() / "measurements" / "manifest.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """One measurement file and how its columns map to points."""
+
+    name: str
+    path: Path
+    description: str
+    machine: str
+    workload: str
+    idle_kind: str
+    clients: str | int
+    idle_clients: str | int
+    series: Mapping[str, str]
+
+    def table(self) -> pd.DataFrame:
+        """Tidy measured rows (:data:`MEASURED_COLUMNS`), one per CSV row and series.
+
+        Raises:
+            ConfigError: the file is missing or lacks a column the manifest names.
+        """
+        try:
+            raw = pd.read_csv(self.path)
+        except FileNotFoundError:
+            raise ConfigError(f"datasets.{self.name}.file", f"no such file: {self.path}") from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"datasets.{self.name}.file",
+                              f"cannot read {self.path}: {exc}") from None
+        frames = []
+        for column, algorithm in self.series.items():
+            frame = pd.DataFrame({
+                "dataset": self.name, "series": column, "algorithm": algorithm,
+                "machine": self.machine, "workload": self.workload, "idle_kind": self.idle_kind,
+                "clients": self._values(raw, self.clients, "clients"),
+                "idle_clients": self._values(raw, self.idle_clients, "idle_clients"),
+                "measured_tps": self._column(raw, column, "series").astype(float),
+            })
+            frames.append(frame)
+        table = pd.concat(frames, ignore_index=True)
+        return table[list(MEASURED_COLUMNS)]
+
+    def _values(self, raw: pd.DataFrame, spec: str | int, key: str) -> pd.Series:
+        if isinstance(spec, int):
+            return pd.Series([spec] * len(raw), dtype="int64")
+        return self._column(raw, spec, key).astype("int64")
+
+    def _column(self, raw: pd.DataFrame, column: str, key: str) -> pd.Series:
+        if column not in raw.columns:
+            raise ConfigError(f"datasets.{self.name}.{key}",
+                              f"column {column!r} is not in {self.path.name} "
+                              f"(columns: {', '.join(map(str, raw.columns))})")
+        return raw[column]
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationPoint:
+    """The measured point whose TPS is a machine's single-client TPS."""
+
+    dataset: str
+    series: str
+    clients: int
+    idle_clients: int
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A parsed manifest."""
+
+    path: Path
+    datasets: Mapping[str, Dataset]
+    median_abs_rel_error: float
+    max_abs_rel_error: float
+    calibration: Mapping[str, CalibrationPoint]
+    """Machine name → the point giving its single-client TPS."""
+    run: Mapping[str, float]
+    """Simulation settings of ``snapsim validate`` (``duration_ms``, ``warmup_ms``, ``seed``)."""
+
+    def dataset(self, name: str) -> Dataset:
+        """The dataset called ``name``.
+
+        Raises:
+            ConfigError: no such dataset (the message lists them).
+        """
+        if name not in self.datasets:
+            raise ConfigError("measurements", f"no dataset {name!r} in {self.path} "
+                              f"(datasets: {', '.join(self.datasets)})")
+        return self.datasets[name]
+
+    def single_client_tps(self, machine: str) -> float | None:
+        """The machine's measured single-client TPS, if the manifest gives one."""
+        point = self.calibration.get(machine)
+        if point is None:
+            return None
+        table = self.dataset(point.dataset).table()
+        match = table[(table["series"] == point.series) & (table["clients"] == point.clients)
+                      & (table["idle_clients"] == point.idle_clients)]
+        if len(match) != 1:
+            raise ConfigError(f"machines.{machine}.single_client_tps",
+                              f"expected exactly one measured point, found {len(match)}",
+                              str(self.path))
+        return float(match["measured_tps"].iloc[0])
+
+
+def load_manifest(path: str | Path | None = None) -> Manifest:
+    """Read and validate a manifest (default: the shipped one).
+
+    Raises:
+        ConfigError: malformed YAML, an unknown or missing key, a bad value.
+    """
+    manifest_path = Path(path) if path is not None else shipped_manifest_path()
+    source = str(manifest_path)
+    try:
+        return _build(read_yaml(manifest_path), manifest_path)
+    except ConfigError as exc:
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.key, exc.message, source) from None
+
+
+def _build(data: object, path: Path) -> Manifest:
+    top = expect_mapping("", data)
+    check_keys(top, "", _TOP_KEYS, optional=("version", "thresholds", "machines", "run"))
+    run_section = expect_mapping("run", top.get("run") or {})
+    check_keys(run_section, "run", _RUN_KEYS, optional=_RUN_KEYS)
+    run = {key: (float(expect_int("run.seed", value)) if key == "seed"
+                 else _fraction(f"run.{key}", value) if key == "duration_ms"
+                 else expect_number(f"run.{key}", value))
+           for key, value in run_section.items()}
+    if run.get("warmup_ms", 0.0) < 0:
+        raise ConfigError("run.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    thresholds = expect_mapping("thresholds", top.get("thresholds", {}))
+    check_keys(thresholds, "thresholds", _THRESHOLD_KEYS, optional=_THRESHOLD_KEYS)
+    limits = {key: _fraction(f"thresholds.{key}", thresholds.get(key, default))
+              for key, default in zip(_THRESHOLD_KEYS, (0.10, 0.25), strict=True)}
+    datasets = {}
+    for name, value in expect_mapping("datasets", top["datasets"]).items():
+        datasets[str(name)] = _dataset(str(name), value, path.parent)
+    if not datasets:
+        raise ConfigError("datasets", "must list at least one dataset")
+    calibration = {}
+    for machine, value in expect_mapping("machines", top.get("machines") or {}).items():
+        key = f"machines.{machine}"
+        entry = expect_mapping(key, value)
+        check_keys(entry, key, ("single_client_tps",))
+        point = expect_mapping(f"{key}.single_client_tps", entry["single_client_tps"])
+        check_keys(point, f"{key}.single_client_tps", _CALIBRATION_KEYS)
+        dataset = expect_str(f"{key}.single_client_tps.dataset", point["dataset"])
+        if dataset not in datasets:
+            raise ConfigError(f"{key}.single_client_tps.dataset",
+                              f"no dataset {dataset!r} (datasets: {', '.join(datasets)})")
+        calibration[str(machine)] = CalibrationPoint(
+            dataset=dataset, series=expect_str(f"{key}.single_client_tps.series", point["series"]),
+            clients=expect_int(f"{key}.single_client_tps.clients", point["clients"]),
+            idle_clients=expect_int(f"{key}.single_client_tps.idle_clients",
+                                    point["idle_clients"]))
+    return Manifest(path=path, datasets=datasets, median_abs_rel_error=limits[_THRESHOLD_KEYS[0]],
+                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], calibration=calibration,
+                    run=run)
+
+
+def _dataset(name: str, value: object, base: Path) -> Dataset:
+    key = f"datasets.{name}"
+    data = expect_mapping(key, value)
+    check_keys(data, key, _DATASET_KEYS, optional=("description",))
+    series = {}
+    for column, algorithm in expect_mapping(f"{key}.series", data["series"]).items():
+        series[str(column)] = expect_str(join_key(f"{key}.series", str(column)), algorithm)
+    if not series:
+        raise ConfigError(f"{key}.series", "must map at least one TPS column to an algorithm")
+    return Dataset(
+        name=name, path=base / expect_str(f"{key}.file", data["file"]),
+        description=expect_str(f"{key}.description", data.get("description", "")),
+        machine=expect_str(f"{key}.machine", data["machine"]),
+        workload=expect_str(f"{key}.workload", data["workload"]),
+        idle_kind=expect_str(f"{key}.idle_kind", data["idle_kind"]),
+        clients=_column_or_count(f"{key}.clients", data["clients"]),
+        idle_clients=_column_or_count(f"{key}.idle_clients", data["idle_clients"]),
+        series=series,
+    )
+
+
+def _column_or_count(key: str, value: object) -> str | int:
+    if isinstance(value, str):
+        return value
+    count = expect_int(key, value)
+    if count < 0:
+        raise ConfigError(key, f"must not be negative, got {count}")
+    return count
+
+
+def _fraction(key: str, value: object) -> float:
+    number = expect_number(key, value)
+    if not number > 0:
+        raise ConfigError(key, f"must be positive, got {number}")
+    return number
+
+
+def measurements_for(reference: str, source: str | None = None) -> pd.DataFrame:
+    """Measured rows named by an experiment's ``measurements`` value.
+
+    ``reference`` is a dataset of the shipped manifest (``gold5215_idle``) or
+    ``PATH:DATASET`` for a dataset of another manifest (PATH relative to ``source``'s folder).
+    """
+    manifest_path: Path | None = None
+    name = reference
+    if ":" in reference:
+        file, name = reference.rsplit(":", 1)
+        manifest_path = Path(file)
+        if not manifest_path.is_absolute() and source is not None:
+            manifest_path = Path(source).resolve().parent / manifest_path
+    return load_manifest(manifest_path).dataset(name).table()

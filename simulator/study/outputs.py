@@ -1,0 +1,179 @@
+"""The output directory of a run: tables, plots, and reading them back.
+
+Files (every one written atomically: a temporary file renamed into place):
+
+* ``curve.csv`` / ``curve.parquet``: one row per point (``Result.curve``); byte-identical for the
+  same configuration and seeds (wall-clock times are kept apart);
+* ``lines.csv``: the per-line tables of every point (``snapsim c2c DIR`` reads it);
+* ``timings.csv``: wall-clock seconds per point;
+* ``usl.csv``: a Universal Scalability Law fit per curve, where a curve has 3 or more points;
+* ``tps.png`` (TPS against clients or idle clients, log x, one line per algorithm, measurements
+  overlaid), ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
+  transaction by function), ``ratio.png`` (when two algorithms share the grid);
+* ``config.resolved.yaml`` and ``experiment.yaml`` (written by ``snapsim run`` when it starts) and
+  ``points/`` (one file per finished point, for resuming).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from simulator.errors import ConfigError
+from simulator.study.store import atomic_path
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from simulator.study.experiment import Result
+
+TABLES = ("curve.csv", "curve.parquet", "lines.csv", "timings.csv", "usl.csv")
+PLOTS = ("tps.png", "transfers.png", "breakdown.png", "ratio.png")
+CONFIGS = ("config.resolved.yaml", "experiment.yaml")
+POINTS_DIR = "points"
+OWNED = (*TABLES, *PLOTS, *CONFIGS, POINTS_DIR)
+"""Every name snapsim writes in an output directory (``--overwrite`` removes only these)."""
+
+
+def write_results(result: Result, directory: Path) -> list[Path]:
+    """Write the tables and plots of a result into ``directory``; return the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [
+        _write(directory / "curve.csv", lambda p: result.curve.to_csv(p, index=False)),
+        _write(directory / "curve.parquet", lambda p: result.curve.to_parquet(p, index=False)),
+        _write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
+        _write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
+    ]
+    usl = usl_summary(result.curve)
+    if usl is not None:
+        written.append(_write(directory / "usl.csv", lambda p: usl.to_csv(p, index=False)))
+    written += write_plots(result.curve, directory, result.measured)
+    return written
+
+
+def usl_summary(curve: pd.DataFrame) -> pd.DataFrame | None:
+    """The USL fit of every curve of the result, or ``None`` when nothing can be fitted."""
+    from simulator.analysis.usl import usl_table
+
+    ok = _successful(curve)
+    if ok.empty:
+        return None
+    return usl_table(ok)
+
+
+def write_plots(curve: pd.DataFrame, directory: Path,
+                measured: pd.DataFrame | None = None) -> list[Path]:
+    """Draw the standard plots of a curve into ``directory``; return the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from simulator.analysis import plotting
+
+    ok = _successful(curve)
+    if ok.empty:
+        return []
+    written = [
+        _tps_figure(directory / "tps.png", ok, measured),
+        _figure(directory / "transfers.png", lambda ax: plotting.plot_transfers(ok, ax=ax)),
+        _figure(directory / "breakdown.png", lambda ax: plotting.plot_breakdown(ok, ax=ax)),
+    ]
+    pair = ratio_pair(ok)
+    if pair is not None:
+        numerator, denominator = pair
+        written.append(_figure(directory / "ratio.png", lambda ax: plotting.plot_ratio(
+            ok, numerator, denominator, ax=ax)))
+    return written
+
+
+def ratio_pair(curve: pd.DataFrame) -> tuple[str, str] | None:
+    """The two algorithms to compare when exactly two share the grid (newer over older)."""
+    algorithms = list(dict.fromkeys(curve["algorithm"]))
+    if len(algorithms) != 2:
+        return None
+    grids = [set(map(tuple, curve[curve["algorithm"] == a][["clients", "idle_clients"]].values))
+             for a in algorithms]
+    if not grids[0] & grids[1]:
+        return None
+    return algorithms[1], algorithms[0]
+
+
+def _successful(curve: pd.DataFrame) -> pd.DataFrame:
+    if "error" in curve.columns:
+        curve = curve[~curve["error"].notna() | (curve["error"].astype(str) == "")]
+    return curve[curve["tps"].notna()] if "tps" in curve.columns else curve.iloc[0:0]
+
+
+def _write(path: Path, writer: Callable[[Path], object]) -> Path:
+    with atomic_path(path) as tmp:
+        writer(tmp)
+    return path
+
+
+def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None) -> Path:
+    """TPS plot, one panel per active-client count when idle clients vary."""
+    from simulator.analysis import plotting
+
+    panels = plotting.tps_panels(curve, measured)
+
+    def draw(figure: Figure) -> None:
+        for index, (title, part, measurements) in enumerate(panels, start=1):
+            ax = plotting.plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
+                                   measurements=measurements)
+            if title:
+                ax.set_title(title)
+
+    return save_png(path, draw, size=(8, 5 if len(panels) == 1 else 4 * len(panels)))
+
+
+def _figure(path: Path, draw: Callable[[Axes], object]) -> Path:
+    return save_png(path, lambda figure: draw(figure.add_subplot()))
+
+
+def save_png(path: Path, draw: Callable[[Figure], object],
+             size: tuple[float, float] = (8, 5)) -> Path:
+    """A new figure of ``size`` inches, drawn by ``draw``, written atomically as a PNG."""
+    import matplotlib.pyplot as plt
+
+    figure: Figure = plt.figure(figsize=size)
+    try:
+        draw(figure)
+        figure.tight_layout()
+        with atomic_path(path) as tmp:
+            figure.savefig(tmp, format="png", dpi=110)
+    finally:
+        plt.close(figure)
+    return path
+
+
+def read_curve(directory: Path) -> pd.DataFrame:
+    """``DIR/curve.csv``.
+
+    Raises:
+        ConfigError: the directory or the file does not exist or cannot be read.
+    """
+    return _read_table(directory, "curve.csv")
+
+
+def read_lines(directory: Path) -> pd.DataFrame:
+    """``DIR/lines.csv`` (empty ``fields_*`` cells read as empty strings)."""
+    lines = _read_table(directory, "lines.csv")
+    for column in ("fields_read", "fields_written", "label"):
+        if column in lines.columns:
+            lines[column] = lines[column].fillna("")
+    return lines
+
+
+def _read_table(directory: Path, name: str) -> pd.DataFrame:
+    if not directory.is_dir():
+        raise ConfigError("DIR", f"{directory} is not a directory of snapsim results")
+    path = directory / name
+    if not path.exists():
+        raise ConfigError("DIR", f"{path} does not exist (is {directory} a snapsim run's output?)")
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError("DIR", f"cannot read {path}: {exc}") from None

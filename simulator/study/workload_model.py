@@ -1,0 +1,86 @@
+"""Discovery of workload models (the programs that run on the machine).
+
+``simulator`` knows nothing about PostgreSQL: a workload model registers itself under the entry
+point group ``snapsim.models`` (see ``pyproject.toml``) with an object implementing
+:class:`WorkloadModel`. :func:`workload_model` loads it by name at run time, so the generic
+package never imports the model package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Protocol
+
+import pandas as pd
+
+from simulator.config.machine import MachineConfig
+from simulator.errors import ConfigError
+
+ENTRY_POINT_GROUP = "snapsim.models"
+DEFAULT_MODEL = "postgres"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointSpec:
+    """One point of an experiment, as handed to a workload model."""
+
+    machine: MachineConfig
+    algorithm: str
+    workload: str
+    clients: int
+    idle_clients: int
+    idle_kind: str
+    duration_ns: float
+    warmup_ns: float
+    seed: int
+    options: Mapping[str, object] = field(default_factory=dict)
+    """The model's options as returned by :meth:`WorkloadModel.resolve_options`."""
+    work_scale: float = 1.0
+    """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PointOutput:
+    """What a model returns for one point: one curve row and its per-line table."""
+
+    row: dict[str, object]
+    lines: pd.DataFrame
+
+
+class WorkloadModel(Protocol):
+    """A workload model: validates names and options and simulates points."""
+
+    algorithms: tuple[str, ...]
+    workloads: tuple[str, ...]
+    idle_kinds: tuple[str, ...]
+
+    def resolve_options(self, options: Mapping[str, object],
+                        source: str | None = None) -> dict[str, object]:
+        """Validate the experiment's ``options`` and return them with every default filled in.
+
+        The result is plain YAML data (it is saved in ``config.resolved.yaml``) and resolving
+        it again returns it unchanged. Errors are :class:`ConfigError` with keys relative to
+        ``options``.
+        """
+        ...
+
+    def run_point(self, spec: PointSpec) -> PointOutput:
+        """Simulate one point (``spec.options`` resolved, ``spec.work_scale`` applied)."""
+        ...
+
+
+def available_models() -> list[str]:
+    """Names of the installed workload models."""
+    return sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def workload_model(name: str = DEFAULT_MODEL) -> WorkloadModel:
+    """Load the workload model registered as ``name``."""
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name == name:
+            model: WorkloadModel = entry_point.load()
+            return model
+    installed = ", ".join(available_models()) or "none (is snapsim installed with pip?)"
+    raise ConfigError("model", f"no workload model {name!r} is installed (installed: {installed})")

@@ -1,0 +1,132 @@
+"""LWLock semantics: sharing, exclusion, FIFO hand-off, no lost wake-ups, cost on the lock line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.backend import Backend, Category
+from models.lwlock import LockMode, LWLock
+from simulator.config.machine_file import load_machine
+from simulator.hardware.codes import AccessClass, Op
+from simulator.hardware.machine import Machine
+from simulator.hardware.tracked import Access, Ops
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.scheduler import CpuScheduler
+
+S, X = LockMode.SHARED, LockMode.EXCLUSIVE
+
+
+def setup(
+    n: int, protocol: str = "atomic"
+) -> tuple[SimEnvironment, LWLock, list[Backend], Machine]:
+    config = load_machine("gold5215-2s")
+    env = SimEnvironment(seed=0)
+    sched = CpuScheduler.from_machine(env, config)
+    machine = Machine(config, [0, 64])
+    backends = [Backend(env, machine, config.clock_ghz, k, k, sched.new_task(f"b{k}"))
+                for k in range(n)]
+    word = [Access(0, Op.RMW, 0xF0, "lock.state"), Access(0, Op.STORE, 0xF00, "lock.shared")]
+    return env, LWLock("TestLock", Ops(word if protocol == "spinlock" else word[:1]), protocol), \
+        backends, machine
+
+
+def holder(env: SimEnvironment, lock: LWLock, b: Backend, mode: LockMode, start: float,
+           hold_ns: float, log: list[tuple[str, float, int]]) -> ProcessGenerator:
+    yield env.timeout(start)
+    yield from b.compute(10, Category.OTHER)
+    yield from lock.acquire(b, mode, Category.OTHER)
+    log.append(("got", b.now, b.connection))
+    yield from b.compute(hold_ns * b.clock_ghz, Category.OTHER)
+    yield from lock.release(b, mode, Category.OTHER)
+    log.append(("rel", b.now, b.connection))
+
+
+def test_exclusive_excludes_and_waiters_get_the_lock_in_fifo_order() -> None:
+    env, lock, bs, _ = setup(3)
+    log: list[tuple[str, float, int]] = []
+    env.process(holder(env, lock, bs[0], X, 0, 50_000, log))
+    env.process(holder(env, lock, bs[1], X, 1_000, 1_000, log))
+    env.process(holder(env, lock, bs[2], X, 2_000, 1_000, log))
+    env.run()
+    order = [who for event, _, who in log if event == "got"]
+    assert order == [0, 1, 2]
+    releases = {who: t for event, t, who in log if event == "rel"}
+    grants = {who: t for event, t, who in log if event == "got"}
+    assert grants[1] >= releases[0]
+    assert grants[2] >= releases[1]
+
+
+def test_shared_holders_share_and_an_exclusive_waiter_blocks_newcomers() -> None:
+    env, lock, bs, _ = setup(4)
+    log: list[tuple[str, float, int]] = []
+    env.process(holder(env, lock, bs[0], S, 0, 30_000, log))
+    env.process(holder(env, lock, bs[1], S, 500, 30_000, log))
+    env.process(holder(env, lock, bs[2], X, 1_000, 1_000, log))
+    env.process(holder(env, lock, bs[3], S, 2_000, 1_000, log))  # must wait behind the writer
+    env.run()
+    grants = {who: t for event, t, who in log if event == "got"}
+    releases = {who: t for event, t, who in log if event == "rel"}
+    assert grants[1] < releases[0]  # the two readers overlapped
+    assert grants[2] >= max(releases[0], releases[1])
+    assert grants[3] >= releases[2]
+
+
+def test_conditional_acquire_fails_when_held() -> None:
+    env, lock, bs, _ = setup(2)
+    results: list[bool] = []
+
+    def try_it() -> ProcessGenerator:
+        yield from bs[0].compute(10, Category.OTHER)
+        yield from lock.acquire(bs[0], X, Category.OTHER)
+        yield from bs[1].compute(10, Category.OTHER)
+        got = yield from lock.conditional_acquire(bs[1], X, Category.OTHER)
+        results.append(got)
+        yield from lock.release(bs[0], X, Category.OTHER)
+        got = yield from lock.conditional_acquire(bs[1], S, Category.OTHER)
+        results.append(got)
+
+    env.process(try_it())
+    env.run()
+    assert results == [False, True]
+
+
+@pytest.mark.parametrize("protocol", ["atomic", "spinlock"])
+def test_random_contention_never_loses_a_wakeup(protocol: str) -> None:
+    env, lock, bs, machine = setup(12, protocol)
+    rng = np.random.default_rng(3)
+    done = [0]
+
+    def worker(b: Backend) -> ProcessGenerator:
+        for _ in range(30):
+            mode = X if rng.random() < 0.4 else S
+            yield from b.compute(float(rng.integers(10, 5000)), Category.OTHER)
+            yield from lock.acquire(b, mode, Category.OTHER)
+            yield from b.compute(float(rng.integers(10, 3000)), Category.OTHER)
+            yield from lock.release(b, mode, Category.OTHER)
+        done[0] += 1
+
+    for b in bs:
+        env.process(worker(b))
+    env.run()
+    assert done[0] == len(bs)
+    assert not lock.held
+    assert not lock.waiters
+    table = machine.line_table()
+    assert int(table["rmws"].iloc[0]) >= 2 * 12 * 30  # every acquire and release touched the word
+    assert int(table["local_hitm"].iloc[0]) + int(table["remote_hitm"].iloc[0]) > 0
+
+
+def test_atomic_protocol_costs_read_cas_and_sub() -> None:
+    env, lock, bs, machine = setup(1)
+
+    def once() -> ProcessGenerator:
+        yield from bs[0].compute(10, Category.OTHER)
+        yield from lock.acquire(bs[0], S, Category.OTHER)
+        yield from lock.release(bs[0], S, Category.OTHER)
+
+    env.process(once())
+    env.run()
+    row = machine.line_table().iloc[0]
+    assert (row["loads"], row["rmws"], row["stores"]) == (1, 2, 0)
+    assert row[AccessClass.DRAM_LOCAL.name.lower()] == 1

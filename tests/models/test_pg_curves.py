@@ -1,0 +1,99 @@
+"""Slow curve checks: TPS against idle connections on gold5215-2s (run with ``-m slow``).
+
+The shapes come from the reference (``/work/shared/reference/postgres-snapshot-access.md``): the
+pre-14 snapshot scans every procArray entry (ref §2.2, §5 "≈ 3 + N/4" lines per snapshot), so its
+cost grows with idle connections, while 14 reuses its cached snapshot in pgbench -S (ref §2.3
+step 2, §5 reuse path: 2 lines, independent of N). Idle connections are otherwise passive
+(ref §4, last point); mostly-idle ones also write their PGXACT xmin, invalidating lines the
+active backends scan (ref §4, §5 last column).
+
+Each point is 3 ms of simulated time after 1 ms of warm-up; points are computed once per module
+and shared by the tests.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from itertools import pairwise
+
+import pytest
+
+from models.point import PointConfig, run_point
+from simulator.config.machine_file import load_machine
+
+pytestmark = pytest.mark.slow
+
+GOLD = load_machine("gold5215-2s")
+IDLE = (0, 100, 1000, 2500, 5000, 10000)
+
+
+@cache
+def row(algorithm: str, clients: int, idle: int, kind: str = "idle") -> dict[str, object]:
+    config = PointConfig(machine=GOLD, algorithm=algorithm, clients=clients, idle_clients=idle,
+                         idle_kind=kind, duration_ns=3e6, warmup_ns=1e6)
+    return run_point(config).row
+
+
+def tps(algorithm: str, clients: int, idle: int, kind: str = "idle") -> float:
+    value = row(algorithm, clients, idle, kind)["tps"]
+    assert isinstance(value, float)
+    return value
+
+
+def curve(algorithm: str, clients: int) -> list[float]:
+    return [tps(algorithm, clients, idle) for idle in IDLE]
+
+
+def test_pre14_one_client_falls_monotonically_with_idle_connections() -> None:
+    """Ref §2.2, §5: each pre-14 snapshot scans all N entries (~3 + N/4 lines), so with 1 active
+    client TPS strictly falls over 0, 100, 1000, 2500, 5000 and 10000 idle connections."""
+    values = curve("pre14", 1)
+    assert all(a > b for a, b in pairwise(values)), values
+
+
+def test_post14_one_client_is_flat() -> None:
+    """Ref §2.3 step 2, §5 reuse path: 14 reuses its snapshot (2 lines, independent of N), so
+    with 1 active client TPS stays within 5 % of its 0-idle value up to 10000 idle."""
+    values = curve("post14", 1)
+    assert all(abs(v / values[0] - 1) <= 0.05 for v in values), values
+
+
+def test_pre14_snapshot_time_dominates_at_10000_idle() -> None:
+    """Ref §5 (N = 10002: ~2.5k lines per snapshot, 2 snapshots per transaction): at 10000 idle
+    connections GetSnapshotData is the largest share of the pre-14 backend's time."""
+    shares = {k: v for k, v in row("pre14", 1, 10000).items() if k.startswith("share_")}
+    assert max(shares, key=shares.__getitem__) == "share_get_snapshot", shares  # type: ignore[arg-type]
+
+
+def test_48_clients_pre14_falls_further_and_post14_stays_flat() -> None:
+    """With 48 active clients (more than the 40 hardware threads) pre-14 loses more of its
+    0-idle TPS at 10000 idle than with 1 client (ProcArrayLock is held for the whole scan, ref
+    §2.2, and the scans compete for the machine), and 14 stays within 10 % (ref §2.3)."""
+    pre14 = curve("pre14", 48)
+    assert pre14[-1] / pre14[0] < tps("pre14", 1, 10000) / tps("pre14", 1, 0)
+    assert all(a > b for a, b in pairwise(pre14)), pre14
+    post14 = curve("post14", 48)
+    assert all(abs(v / post14[0] - 1) <= 0.10 for v in post14), post14
+
+
+def test_pre14_mostly_idle_snapshots_miss_on_lines_the_sleepers_write() -> None:
+    """Ref §4 last point, §5 last column: an idle entry costs pre-14 snapshots a resident line
+    read, but a mostly-idle one (``\\sleep 100ms; SELECT 1``) also writes xmin on a PGXACT line
+    every active snapshot scans, so the active client's snapshots take longer."""
+    idle = row("pre14", 1, 1000, "idle")
+    mostly = row("pre14", 1, 1000, "mostly-idle")
+    assert mostly["mostly_idle_tps"] > 0  # type: ignore[operator]
+    assert mostly["get_snapshot_us"] > idle["get_snapshot_us"]  # type: ignore[operator]
+    assert mostly["local_hitm"] + mostly["remote_hitm"] > idle["local_hitm"] + idle["remote_hitm"]  # type: ignore[operator]
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the model lacks the mechanism by which "
+                   "mostly-idle connections hurt a single active client (a cost that saturates "
+                   "with the background's rate; power management suspected, docs/validation.md)")
+def test_pre14_mostly_idle_hurts_like_the_measurements() -> None:
+    """Published (gold5215_idle.csv vs gold5215_mostly_idle.csv, 1 client, 1000 connections):
+    idle 29377 TPS, mostly idle 25523 TPS, a 13 % larger loss. The model must show at least
+    half of that difference."""
+    idle = tps("pre14", 1, 1000, "idle")
+    mostly = tps("pre14", 1, 1000, "mostly-idle")
+    assert mostly < idle * (1 - 0.065)

@@ -1,0 +1,60 @@
+"""docs/predictions.py: the table it writes and its argument checks (the runs themselves are
+``snapsim run`` of the shipped predict-* experiments, tested elsewhere)."""
+
+from __future__ import annotations
+
+import importlib.util
+from types import ModuleType
+
+import pandas as pd
+import pytest
+
+from tests.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("predictions", ROOT / "docs" / "predictions.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tps_table_has_one_row_per_point_and_the_post14_ratio() -> None:
+    script = load_script()
+    curve = pd.DataFrame({
+        "algorithm": ["pre14", "post14", "pre14", "post14"],
+        "clients": [1, 1, 48, 48], "idle_clients": [0, 0, 0, 0],
+        "tps": [30000.0, 33000.0, 400000.0, 1000000.0]})
+    lines = script._tps_table(curve, ["clients"])
+    assert lines[0] == "| clients | pre14 | post14 | post14 / pre14 |"
+    assert lines[2] == "| 1 | 30,000 | 33,000 | 1.10 |"
+    assert lines[3] == "| 48 | 400,000 | 1,000,000 | 2.50 |"
+
+
+def test_tps_table_of_the_whatif_study_has_the_lockfree_ratio() -> None:
+    script = load_script()
+    curve = pd.DataFrame({
+        "algorithm": ["post14", "post14_lockfree"], "clients": [48, 48],
+        "tps": [1000000.0, 1250000.0]})
+    lines = script._tps_table(curve, ["clients"])
+    assert lines[0] == "| clients | post14 | post14_lockfree | post14_lockfree / post14 |"
+    assert lines[2] == "| 48 | 1,000,000 | 1,250,000 | 1.25 |"
+
+
+def test_unknown_machine_or_study_exits_2_before_running(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    script = load_script()
+    assert script.main(["--machines", "no-such-machine"]) == 2
+    assert "no-such-machine" in capsys.readouterr().err
+    assert script.main(["--studies", "nope"]) == 2
+
+
+def test_shipped_prediction_experiments_are_valid() -> None:
+    from simulator.cli import main
+
+    for name in ("predict-idle", "predict-active", "predict-many", "predict-whatif"):
+        assert main(["check-config", str(ROOT / "configs" / "experiments" / f"{name}.yaml")]) == 0

@@ -1,0 +1,76 @@
+"""The README's first screen, its examples and its command-line tour stay true."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import yaml
+
+from tests.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+FIRST_COMMAND = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' "
+                 "&& snapsim run")
+
+
+def test_first_screen_has_the_two_commands() -> None:
+    first_screen = README.splitlines()[:30]
+    commands = "\n".join(first_screen).split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert commands == [FIRST_COMMAND, "pytest"]
+
+
+def test_first_screen_names_every_output_of_the_default_run() -> None:
+    from simulator.study.outputs import OWNED
+
+    first_screen = "\n".join(README.splitlines()[:30])
+    for name in OWNED:
+        assert f"`{name}" in first_screen, name
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in ci.splitlines() if line and not line.startswith("#")]
+    assert commands[-1] == "pytest"
+
+
+def test_the_command_line_tour_names_every_command() -> None:
+    from simulator.cli import COMMANDS
+
+    tour = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    for name in COMMANDS:
+        assert f"| `snapsim {name}" in tour, name
+
+
+def test_experiment_examples_are_valid(tmp_path: Path) -> None:
+    from simulator.cli.run import check_experiment, is_experiment
+
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", README,
+                                                           flags=re.DOTALL)]
+    experiments = [block for block in blocks if isinstance(block, dict) and is_experiment(block)]
+    assert experiments
+    for index, block in enumerate(experiments):
+        path = tmp_path / f"example{index}.yaml"
+        path.write_text(yaml.safe_dump(block, sort_keys=False), encoding="utf-8")
+        assert check_experiment(block, str(path)).startswith(f"experiment {block['name']}: ")
+
+
+def test_python_examples_run_and_print_what_they_say() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    assert len(blocks) == 3
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), {})
+    text = output.getvalue()
+    assert "share_get_snapshot" in text  # the PostgreSQL example's table
+    assert "12 points on the cluster, 0 failed" in text  # the Dask example
+    assert "REMOTE_HITM" in text  # the machine example
+    assert "latency_ns=115.6" in text
+    assert "false_sharing_hitm" in text

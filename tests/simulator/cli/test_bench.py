@@ -1,0 +1,106 @@
+"""``snapsim bench`` prints its figures (their values are never asserted: no timed tests)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from simulator.cli import main
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.study.bench import scaling_exponent
+
+KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
+          "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
+END_TO_END = {"slowdown_pre14_n10000", "cpu_slowdown_pre14_n10000", "slowdown_post14_n10000",
+              "cpu_slowdown_post14_n10000", "line_accesses_per_s", "events_per_s",
+              "slowdown_pre14_n15000_128t", "cpu_slowdown_pre14_n15000_128t", "peak_rss_mb",
+              "sweep_speedup_2_workers"}
+TINY = ["--scale", "0.01", "--duration-ms", "0.2", "--n15000-duration-ms", "0.2",
+        "--sweep-duration-ms", "0.1"]
+
+
+def test_bench_json_has_every_default_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--json", "--repeats", "1", *TINY]) == 0
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out)
+    conditions = figures.pop("conditions")
+    assert set(figures) == KERNEL | END_TO_END | {"scaling_exponent_pre14"}
+    # The exponent of a tiny run can have any sign; every other figure is a positive rate.
+    assert math.isfinite(figures.pop("scaling_exponent_pre14"))
+    assert all(value > 0 for value in figures.values())
+    assert conditions["repeats"] == 1
+    assert conditions["scale"] == 0.01
+    assert "validate" not in conditions["groups"]
+    assert conditions["cpu_share"] > 0
+    assert conditions["sweep_cpus_2_workers"] > 0
+    # One progress line per figure on stderr.
+    assert all(f"bench: {name} = " in captured.err for name in figures)
+
+
+def test_bench_skips_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--json", "--repeats", "1", *TINY,
+                 "--skip", "kernel,n15000,sweep,scaling"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures) == {"slowdown_pre14_n10000", "cpu_slowdown_pre14_n10000",
+                            "slowdown_post14_n10000", "cpu_slowdown_post14_n10000",
+                            "line_accesses_per_s", "events_per_s", "conditions"}
+
+
+@pytest.mark.parametrize(("argv", "key"), [
+    (["--repeats", "0"], "repeats"),
+    (["--duration-ms", "0"], "--duration-ms"),
+    (["--scale", "-1"], "--scale"),
+    (["--skip", "kernel,nope"], "--skip"),
+])
+def test_bench_rejects_bad_options(argv: list[str], key: str,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", *argv]) == 2
+    assert key in capsys.readouterr().err
+
+
+def test_scaling_exponent_is_the_log_log_slope() -> None:
+    connections = [100, 1000, 10000]
+    assert scaling_exponent(connections, [2.0 * n ** 0.75 for n in connections]) == \
+        pytest.approx(0.75)
+    with pytest.raises(ValueError, match="distinct"):
+        scaling_exponent([100, 100], [1.0, 2.0])
+
+
+def test_environment_counts_processed_events() -> None:
+    env = SimEnvironment(seed=0)
+
+    def ticks() -> ProcessGenerator:
+        for _ in range(10):
+            yield env.timeout(1.0)
+
+    env.process(ticks())
+    before = SimEnvironment.events_total
+    env.run(until=5.5)
+    # The process start, five timeouts and the stop event; the run's order is unchanged.
+    assert env.events_processed == 7
+    env.run()
+    # Five more timeouts, the process's end and the first run's stop event (left queued).
+    assert env.events_processed == 7 + 5 + 1 + 1
+    assert SimEnvironment.events_total - before == env.events_processed
+    assert env.now == 10.0
+
+
+def test_a_failing_group_is_reported_and_the_others_still_measured(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import simulator.study.bench as bench
+
+    def broken(settings: object, report: object) -> dict[str, float]:
+        raise RuntimeError("benchmark point failed: NoTransactionError: no transaction")
+
+    monkeypatch.setattr(bench, "n15000_figures", broken)
+    assert main(["bench", "--json", "--repeats", "1", *TINY,
+                 "--skip", "kernel,sweep,scaling"]) == 1
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out)
+    assert "slowdown_pre14_n10000" in figures  # the e2e group still ran
+    assert "slowdown_pre14_n15000_128t" not in figures
+    assert figures["conditions"]["failed_groups"] == {
+        "n15000": "RuntimeError: benchmark point failed: NoTransactionError: no transaction"}
+    assert "bench: group n15000 failed: RuntimeError" in captured.err

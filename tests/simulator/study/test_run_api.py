@@ -1,0 +1,89 @@
+"""``simulator.run``: the Python API over a workload model found through its entry point."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd
+import pytest
+
+import simulator
+from simulator.analysis.plotting import ratio_curve
+from simulator.errors import ConfigError
+from simulator.study.experiment import Experiment, point_seed
+from simulator.study.workload_model import available_models
+
+TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 0.5}
+CURVE_COLUMNS = ["machine", "algorithm", "workload", "clients", "idle_clients", "seed", "tps",
+                 "latency_p50_us", "latency_p99_us", "l1_hit", "l2_hit", "l3_hit", "local_hit",
+                 "local_hitm", "remote_hit", "remote_hitm", "dram_local", "dram_remote",
+                 "invalidations", "share_get_snapshot", "share_lock_wait", "share_other",
+                 "share_scheduling", "cpu_utilisation", "mostly_idle_tps"]
+LINE_COLUMNS = ["label", "loads", "stores", "rmws", "local_hitm", "remote_hitm",
+                "false_sharing_hitm", "fields_read", "fields_written"]
+
+
+@pytest.fixture(scope="module")
+def result() -> simulator.Result:
+    return simulator.run(Experiment(**TINY))  # type: ignore[arg-type]
+
+
+def test_postgres_model_is_installed() -> None:
+    assert "postgres" in available_models()
+
+
+def test_curve_has_one_row_per_point_with_the_contract_columns(result: simulator.Result) -> None:
+    curve = result.curve
+    assert len(curve) == 4
+    for column in CURVE_COLUMNS:
+        assert column in curve.columns, column
+    assert list(curve["algorithm"]) == ["pre14", "pre14", "post14", "post14"]
+    assert (curve["tps"] > 0).all()
+
+
+def test_lines_table_carries_point_keys_and_fields(result: simulator.Result) -> None:
+    lines = result.lines
+    for column in [*LINE_COLUMNS, "algorithm", "idle_clients"]:
+        assert column in lines.columns, column
+    pre14 = lines[(lines["algorithm"] == "pre14") & (lines["idle_clients"] == 200)]
+    assert pre14["label"].str.startswith("PGXACT[").any()
+    assert "ProcArrayLock" in set(pre14["label"])
+
+
+def test_same_seed_same_curve() -> None:
+    first = simulator.run(Experiment(**TINY)).curve  # type: ignore[arg-type]
+    second = simulator.run(Experiment(**TINY)).curve  # type: ignore[arg-type]
+    assert "wall_s" not in first.columns  # wall-clock time lives in Result.timings
+    pd.testing.assert_frame_equal(first, second, check_exact=True)  # identical, not close
+
+
+def test_point_seed_depends_on_identity_not_order() -> None:
+    a = point_seed(0, "m", "pre14", "select-only", 1, 0, "idle")
+    assert a == point_seed(0, "m", "pre14", "select-only", 1, 0, "idle")
+    assert a != point_seed(1, "m", "pre14", "select-only", 1, 0, "idle")
+    assert a != point_seed(0, "m", "post14", "select-only", 1, 0, "idle")
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    ({"algorithms": ("pre15",)}, "algorithms"),
+    ({"workload": "ycsb"}, "workload"),
+    ({"idle_kind": "sleepy"}, "idle_kind"),
+    ({"clients": ()}, "clients"),
+    ({"idle_clients": (-1,)}, "idle_clients"),
+    ({"duration_ms": -1.0}, "duration_ms"),
+])
+def test_bad_experiments_name_the_key(change: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        simulator.run(Experiment(**{**TINY, **change}))  # type: ignore[arg-type]
+    assert info.value.key == key
+
+
+def test_plot_and_ratio(result: simulator.Result) -> None:
+    ax = result.plot()
+    assert ax.get_xlabel() == "idle clients"
+    assert len(ax.get_lines()) == 2
+    ratio = ratio_curve(result.curve, "post14", "pre14")
+    assert list(ratio.columns) == ["clients", "idle_clients", "post14/pre14"]
+    assert (ratio["post14/pre14"] > 0.9).all()

@@ -1,0 +1,178 @@
+"""``snapsim validate`` and ``snapsim calibrate`` on a tiny manifest; the shipped manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulator.cli import main
+from simulator.errors import ConfigError
+from simulator.study.calibrate import nelder_mead, objective, parse_parameter
+from simulator.study.measurements import load_manifest, shipped_manifest_path
+from simulator.study.validate import summarise, validate
+
+CSV = """idle_connections,active_connections,tps_pre14,tps_post14
+0,1,33599,33406
+200,1,31088,33279
+"""
+
+
+def write_manifest(tmp_path: Path, *, thresholds: str = "{median_abs_rel_error: 0.9, "
+                   "max_abs_rel_error: 0.9}", machines: str = "{}", extra: str = "") -> Path:
+    (tmp_path / "m.csv").write_text(CSV, encoding="utf-8")
+    path = tmp_path / "manifest.yaml"
+    path.write_text(f"""\
+version: 1
+thresholds: {thresholds}
+machines: {machines}
+run: {{duration_ms: 0.4, warmup_ms: 0.2, seed: 0}}
+datasets:
+  tiny:
+    file: m.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {{tps_pre14: pre14, tps_post14: post14}}
+{extra}""", encoding="utf-8")
+    return path
+
+
+def test_validate_table_has_every_measured_point(tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path))
+    table = validate(manifest, duration_ms=0.4, warmup_ms=0.2)
+    assert list(table.columns[:10]) == [
+        "dataset", "series", "algorithm", "machine", "workload", "idle_kind", "clients",
+        "idle_clients", "measured_tps", "predicted_tps"]
+    assert len(table) == 4
+    assert (table["predicted_tps"] > 0).all()
+    np.testing.assert_allclose(table["rel_error"],
+                               table["predicted_tps"] / table["measured_tps"] - 1)
+    assert not table["calibration_point"].any()
+
+
+def test_points_measured_twice_are_simulated_once(tmp_path: Path) -> None:
+    twin = """  twin:
+    file: m.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps_pre14: pre14}
+"""
+    manifest = load_manifest(write_manifest(tmp_path, extra=twin))
+    messages: list[str] = []
+    table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, log=messages.append)
+    assert "6 measured points, 4 simulations" in messages[-1]
+    tiny = table[(table["dataset"] == "tiny") & (table["series"] == "tps_pre14")]
+    twin_rows = table[table["dataset"] == "twin"]
+    assert list(tiny["predicted_tps"]) == list(twin_rows["predicted_tps"])
+
+
+def test_single_client_calibration_point_is_excluded(tmp_path: Path) -> None:
+    machines = ("{gold5215-2s: {single_client_tps: {dataset: tiny, series: tps_pre14, "
+                "clients: 1, idle_clients: 0}}}")
+    manifest = load_manifest(write_manifest(tmp_path, machines=machines))
+    assert manifest.single_client_tps("gold5215-2s") == 33599
+    table = validate(manifest, duration_ms=2.0, warmup_ms=0.5)
+    flagged = table[table["calibration_point"]]
+    assert list(flagged["series"]) == ["tps_pre14"]
+    assert list(flagged["idle_clients"]) == [0]
+    assert abs(float(flagged["rel_error"].iloc[0])) < 0.02  # the work scale reproduces it
+    summary = summarise(table, manifest)
+    assert list(summary["points"]) == [1, 2]
+
+
+def test_cli_writes_results_and_exit_code_follows_thresholds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loose = write_manifest(tmp_path)
+    out = tmp_path / "out"
+    assert main(["validate", "--manifest", str(loose), "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 0
+    for name in ("validation.csv", "summary.csv", "validation_tiny.png",
+                 "validation_scatter.png"):
+        assert (out / name).stat().st_size > 0, name
+    printed = capsys.readouterr().out
+    assert "tps_pre14" in printed
+    assert "ok" in printed
+    strict = write_manifest(tmp_path, thresholds="{median_abs_rel_error: 0.0001, "
+                                                 "max_abs_rel_error: 0.0001}")
+    assert main(["validate", "--manifest", str(strict), "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("file: m.csv", "file: nothere.csv"),
+    ("tps_pre14: pre14", "tps_pre15: pre14"),
+])
+def test_bad_manifests_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            edit: str, message: str) -> None:
+    path = write_manifest(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace(edit, message), encoding="utf-8")
+    assert main(["validate", "--manifest", str(path), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "datasets.tiny" in err[0]
+
+
+def test_shipped_manifest_lists_every_reference_file_with_its_provenance() -> None:
+    manifest = load_manifest()
+    assert set(manifest.datasets) == {
+        "gold5215_idle", "gold5215_mostly_idle", "gold5215_pg12_idle",
+        "gold5215_pg12_mostly_idle", "platinum8168_master_vs_split"}
+    reference = Path("/work/shared/reference/measurements")
+    for dataset in manifest.datasets.values():
+        assert dataset.path.parent == shipped_manifest_path().parent
+        if reference.exists():  # the shipped copies are byte-identical to the reference
+            assert dataset.path.read_bytes() == (reference / dataset.path.name).read_bytes()
+    platinum = manifest.dataset("platinum8168_master_vs_split").table()
+    assert set(platinum["algorithm"]) == {"pre14", "pgxact_split"}
+    assert (platinum["idle_clients"] == 0).all()
+    assert manifest.single_client_tps("gold5215-2s") == 33599
+    assert manifest.single_client_tps("platinum8168-2s-vm") == pytest.approx(26842.492845)
+
+
+def test_parse_parameter() -> None:
+    p = parse_parameter("options.costs.client=2000:30000:cycles:10000")
+    assert (p.key, p.low, p.high, p.unit, p.start) == ("options.costs.client", 2000, 30000,
+                                                      "cycles", 10000)
+    assert p.override(12345.6) == "options.costs.client=12345.6 cycles"
+    assert parse_parameter("a.b=1:2").override(1.5) == "a.b=1.5"
+    for bad in ("a=1", "a=2:1", "a=1:x", "=1:2", "a=1:2:u:3"):
+        with pytest.raises(ConfigError):
+            parse_parameter(bad)
+
+
+def test_nelder_mead_finds_the_minimum_of_a_bowl() -> None:
+    target = np.array([0.3, 0.7])
+    best, value = nelder_mead(lambda x: float(((x - target) ** 2).sum()),
+                              np.array([0.5, 0.5]), max_evaluations=200)
+    np.testing.assert_allclose(best, target, atol=1e-2)
+    assert value < 1e-4
+
+
+def test_objective_weights_median_and_max() -> None:
+    summary = pd.DataFrame({"median_abs_rel_error": [0.1, 0.3], "max_abs_rel_error": [0.2, 0.4]})
+    assert objective(summary) == pytest.approx(0.2 + 0.5 * 0.3)
+
+
+def test_calibrate_cli_writes_history_and_best(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path)
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--manifest", str(manifest), "--param",
+                 "options.costs.client=5000:20000:cycles", "--max-evaluations", "3",
+                 "--jobs", "1", "--out", str(out)]) == 0
+    history = pd.read_csv(out / "calibration.csv")
+    assert len(history) == 3
+    assert {"options.costs.client", "objective", "median:tiny:tps_pre14"} <= set(history)
+    best = (out / "best.yaml").read_text(encoding="utf-8")
+    assert "options.costs.client=" in best
+    assert "--set options.costs.client=" in capsys.readouterr().out
