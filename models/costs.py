@@ -15,8 +15,8 @@ from pathlib import Path
 from models.procarray import ScanCosts
 from models.workloads import StatementCosts
 from simulator.config import configs_dir
-from simulator.config.machine_file import read_yaml
 from simulator.config.units import parse_size_bytes, parse_time_ns
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
 DEFAULT_COSTS_FILE = configs_dir() / "postgres-costs.yaml"

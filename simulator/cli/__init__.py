@@ -24,12 +24,8 @@ from pathlib import Path
 
 from simulator.analysis.tables import format_table
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import (
-    load_machine,
-    machine_from_dict,
-    read_yaml,
-    shipped_machines,
-)
+from simulator.config.machine_file import load_machine, machine_from_dict, shipped_machines
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError, SnapsimError
 from simulator.version import __version__
 

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import read_yaml
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, plan, run_planned, single_client_work_scale
 from simulator.study.experiment_file import (

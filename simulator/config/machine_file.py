@@ -32,9 +32,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
 from simulator.config import configs_dir
 from simulator.config.machine import (
     CacheConfig,
@@ -62,14 +59,13 @@ from simulator.config.values import expect_number as _number
 from simulator.config.values import expect_section as _section
 from simulator.config.values import expect_str as _str
 from simulator.config.values import join_key as _join
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
 __all__ = [
     "load_machine",
     "machine_from_dict",
     "machines_dir",
-    "parse_yaml",
-    "read_yaml",
     "shipped_machines",
 ]
 
@@ -135,71 +131,6 @@ def _resolve_machine_path(name_or_path: str | Path) -> Path:
             return candidate
     shipped = ", ".join(shipped_machines()) or "none"
     raise ConfigError("", f"no such machine file or shipped machine {text!r} (shipped: {shipped})")
-
-
-def read_yaml(path: str | Path) -> object:
-    """Read one YAML document with the safe loader, rejecting duplicate mapping keys.
-
-    Raises:
-        ConfigError: the file cannot be read or is not well-formed YAML (with line and column).
-    """
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("", "no such file", source) from None
-    except IsADirectoryError:
-        raise ConfigError("", "is a directory, not a YAML file", source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("", f"cannot read file: {exc}", source) from exc
-    return parse_yaml(text, source)
-
-
-def parse_yaml(text: str, source: str | None = None) -> object:
-    """Parse one YAML document (safe loader, duplicate keys rejected).
-
-    Raises:
-        ConfigError: malformed YAML (naming line and column) or a duplicate key (naming its path).
-    """
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is not None:
-            _reject_duplicate_keys(node, "", set())
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError("", _describe_yaml_error(exc), source) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError("", f"malformed YAML: {exc}", source) from exc
-    except ConfigError as exc:
-        raise ConfigError(exc.key, exc.message, source) from exc
-
-
-def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    problem = exc.problem or exc.context or "syntax error"
-    if mark is None:
-        return f"malformed YAML: {problem}"
-    return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
-
-
-def _reject_duplicate_keys(node: Node, path: str, seen: set[int]) -> None:
-    if id(node) in seen:  # an alias of a node already checked (also stops recursive aliases)
-        return
-    seen.add(id(node))
-    if isinstance(node, SequenceNode):
-        for index, item in enumerate(node.value):
-            _reject_duplicate_keys(item, f"{path}[{index}]", seen)
-    elif isinstance(node, MappingNode):
-        keys: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value) if isinstance(key_node, ScalarNode) else "?"
-            child = _join(path, key)
-            if isinstance(key_node, ScalarNode) and key != "<<":
-                if key in keys:
-                    line = key_node.start_mark.line + 1
-                    raise ConfigError(child, f"duplicate key (line {line})")
-                keys.add(key)
-            _reject_duplicate_keys(value_node, child, seen)
 
 
 # --------------------------------------------------------------------------------------------

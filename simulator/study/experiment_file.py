@@ -26,7 +26,7 @@ import yaml
 
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import machines_dir, parse_yaml, read_yaml
+from simulator.config.machine_file import machines_dir
 from simulator.config.values import (
     check_keys,
     describe_kind,
@@ -36,6 +36,7 @@ from simulator.config.values import (
     expect_number,
     expect_str,
 )
+from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment
 from simulator.version import __version__

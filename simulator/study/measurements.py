@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.config import configs_dir
-from simulator.config.machine_file import read_yaml
 from simulator.config.values import (
     check_keys,
     expect_int,
@@ -29,6 +28,7 @@ from simulator.config.values import (
     expect_str,
     join_key,
 )
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",

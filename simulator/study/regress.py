@@ -26,8 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.analysis.tables import format_table
-from simulator.config.machine_file import read_yaml
 from simulator.config.values import check_keys, expect_mapping, expect_number
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import run
 from simulator.study.experiment_file import (

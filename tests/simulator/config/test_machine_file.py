@@ -16,9 +16,9 @@ from simulator.config.machine_file import (
     load_machine,
     machine_from_dict,
     machines_dir,
-    parse_yaml,
     shipped_machines,
 )
+from simulator.config.yaml_io import parse_yaml
 from simulator.errors import ConfigError
 
 WriteYaml = Callable[[Any], Path]
