@@ -60,6 +60,38 @@ def run_study(machine: str, study: str, scratch: Path, jobs: int | None) -> int:
     return code
 
 
+PAGE_OPENING = """\
+# Predictions for the shipped machines
+
+Predicted `pgbench -S -M prepared` throughput of PostgreSQL 13's snapshot (`pre14`), 14's layout without the snapshot cache (`pgxact_split`) and PostgreSQL 14 (`post14`), and of the what-if `post14_lockfree`, on every shipped machine.
+
+## Method
+
+Every point comes from the machine's file and the one global cost model; `gold5215-2s` and `platinum8168-2s-vm` also use their measured single-client TPS (each machine's section says which). Regenerate with `python docs/predictions.py` (see its docstring for options). Four studies:
+
+* **Idle** (`configs/experiments/predict-idle.yaml`): 1 and 48 active clients with 0 to 10,000 fully idle connections; 5 ms after 5 ms of warm-up, the mean of four seeds.
+* **Active** (`predict-active.yaml`): 1 to 1,000 active clients (`pgbench -c N -j N`), no idle connection; 20 ms after 10 ms, one seed.
+* **Many** (`predict-many.yaml`): 2,000 to 15,000 active clients; 30 ms after 80 ms, one seed. With N clients in a closed loop a transaction takes about N / TPS, and the clients' first transactions end together after about one such period (26 ms after the start for 15,000 pre14 clients on `westmere-ex-8s`, 40-60 ms on `gold5215-2s`); the warm-up covers that start-up burst. The run queue is ordered like Linux CFS (`simulator/runtime/scheduler.py`); a first-in, first-out queue would make the clients move in lockstep.
+* **What-if** (`predict-whatif.yaml`): post14 against `post14_lockfree`, 1 to 1,000 active clients; windows as the active study. The question comes from the PostgreSQL 14 commit that added the snapshot cache (623a9ba79b, "snapshot scalability: cache snapshots using a xact completion counter"), which checks for reuse under ProcArrayLock and expects "another significant gain" if the lock could safely be avoided. `post14_lockfree` is an assumed design (`models/snapshots.py`: read `xactCompletionCount`, publish xmin, a memory barrier, read it again), not PostgreSQL code.
+
+## How far to trust it
+
+* **Validation** (`docs/validation.md`): the idle-connection study is validated on the Gold 5215; the many-active-clients axis is not: the model under-estimates pre14's loss there by about 2x on the Platinum 8168.
+* **Convergence**: up to 1,000 active clients the windows are converged to about 1 % on the Gold 5215 and the Platinum 8168. For 2,000-15,000 clients, on `gold5215-2s` (the slowest machine of that study) a window three times longer (90 ms) moves pre14 at 5,000 and 15,000 clients by 0.15 % and 0.06 %.
+* **Seeds**: in the idle study the four seeds of a point agree within 1.6 % on every machine for 1 client, and for 48 clients on the one- and two-socket machines (within 2.7 %). On `e7-8890v3-4s` (4 sockets) and `westmere-ex-8s` (8) they differ by up to 13 % and 15 % (median 3-4 %), and the 48-client rows there are not monotonic in the idle connections, nor is post14 always above pgxact_split. There the ProcArrayLock word is the bottleneck (4 atomics per transaction, 160-215 ns per cross-socket handoff on `westmere-ex-8s`: lock waits are 35-43 % of a transaction with no idle connection), and the model's costs are deterministic (no variation within a latency class), so the closed loop of 48 clients settles into a repeating order of requests at that word, set by the clients' start phases (the seed), and keeps it. The placement is not what differs: on `e7-8890v3-4s` every seed gives the same layout (each client/backend pair on the two threads of one core, 12, 18 and 18 pairs on three sockets, no migration), yet lock waits of 4.3 to 6.7 us per transaction. Real hardware's latency jitter would mix those orders. Read differences under about 10 % between those rows as noise. The active study (one seed) has the same regime in one row: `e7-8890v3-4s` with 50 clients, 8 % between seeds 0-3; its 100- and 200-client rows, and `westmere-ex-8s`'s 50-200, agree within 0.6 %.
+* **What-if rows** say what removing the lock from the reuse path is worth under the model's costs, for an assumed design, with one seed.
+
+## Findings
+
+* **Idle connections**: with 10,000 idle connections post14 runs 1.77-2.65x pre14 for one active client (1.70-2.64x for 48), from 1.77x on `platinum8168-2s-vm` to 2.65x on `sapphire-rapids-2s`. post14 itself stays within 0.5 % of its 0-idle throughput on every machine, except 48 clients on `e7-8890v3-4s` and `westmere-ex-8s` (within 6 % and 9 %, the seed noise described above).
+* **Active clients**: with no idle connection post14 gains 1.04-1.23x over pre14 at 100 active clients and 1.19-1.28x at 1,000 on most machines, more on the AMD chiplet machines at 1,000 (`threadripper-3990x` 1.47x, `epyc-9654-2s` 3.58x). With 15,000 active clients the gain is 2.54-4.95x.
+* **Lock waits on 4-8 sockets**: longer scans space the ProcArrayLock acquisitions out, which is why pgxact_split gains throughput from 0 to 2,500 idle connections on `westmere-ex-8s` (lock waits 11-15 us down to 4-5 us per transaction).
+* **Lock-free reuse check**: `post14_lockfree` gains nothing for one client, 1.20-1.29x at 100 clients on the machines whose lock word crosses sockets or CCXs (`azure-f72s-v2`, `platinum8168-2s-vm`, `e7-8890v3-4s`, `epyc-9654-2s`, `sapphire-rapids-2s`, `threadripper-3990x`), 1.55x for 48 clients on `westmere-ex-8s`, and 1-4 % on `gold5215-2s` (40 threads, saturated from 48 clients) and `graviton3` (one socket). With more clients both variants stop at the same ceiling on `e7-8890v3-4s` and `westmere-ex-8s` (from 200 clients) and `sapphire-rapids-2s` (from 500): the next hot lines, the buffer headers of the B-tree root and inner page that every `pgbench -S` transaction pins and their buffer-mapping partition locks (the lines table of those points); there `post14_lockfree` runs 1 % above to 2 % below post14 (one seed).
+
+"""
+"""The page above the machine sections: method, how far to trust it, findings (edit here)."""
+
+
 def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> list[str]:
     """Markdown table: one row per point of ``row_keys``, one TPS column per algorithm."""
     table = curve.pivot_table(index=row_keys, columns="algorithm", values="tps", aggfunc="mean")
@@ -79,71 +111,7 @@ def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> list[str]:
 
 def write_markdown() -> Path:
     """Rewrite docs/predictions.md from the curves in docs/predictions/."""
-    lines = [
-        "# Predictions for the shipped machines",
-        "",
-        "Predicted `pgbench -S -M prepared` throughput of PostgreSQL 13's snapshot (`pre14`), "
-        "14's layout without the snapshot cache (`pgxact_split`) and PostgreSQL 14 (`post14`), "
-        "and of the what-if `post14_lockfree`, on every shipped machine, from the machine files and the one global cost model. "
-        "Regenerate with `python docs/predictions.py` (see its docstring for options). "
-        "How far to trust them: `docs/validation.md` (the idle-connection study is validated "
-        "on the Gold 5215; the many-active-clients axis is not: the model under-estimates "
-        "pre14's loss there by about 2x on the Platinum 8168).",
-        "",
-        "Each point is a short window: 5 ms after 5 ms of warm-up, averaged over four seeds, "
-        "for the idle study, 20 ms after 10 ms for 1 to 1,000 active clients and 30 ms after "
-        "80 ms for 2,000 to 15,000 (with N clients in a closed loop a transaction takes about "
-        "N / TPS, and the clients' first transactions end together after about one such "
-        "period). Up to 1,000 active clients that is converged to about 1 % on the Gold 5215 "
-        "and the Platinum 8168.",
-        "",
-        "In the idle study the four seeds of a point agree within "
-        "1.6 % on every machine for 1 client, and for 48 clients on the one- and two-socket "
-        "machines (within 2.7 %); on `e7-8890v3-4s` (4 sockets) and `westmere-ex-8s` (8) they "
-        "differ by up to 13 % and 15 % (median 3-4 %), and the 48-client rows there are not "
-        "monotonic in the idle connections, nor is post14 always above pgxact_split. There, "
-        "with 48 clients on 4-8 sockets, the ProcArrayLock word is the bottleneck (4 atomics "
-        "per transaction, 160-215 ns per cross-socket handoff on `westmere-ex-8s`: lock waits "
-        "are 35-43 % of a transaction with no idle connection), and the model's costs are "
-        "deterministic (no variation within a latency class), so the closed loop of 48 "
-        "clients settles into a repeating order of requests at that word, set by the clients' "
-        "start phases (the seed), and keeps it. The placement is not what differs: on "
-        "`e7-8890v3-4s` every seed gives the same layout (each client/backend pair on the two "
-        "threads of one core, 12, 18 and 18 pairs on three sockets, no migration), yet lock "
-        "waits of 4.3 to 6.7 us per transaction. Real hardware's latency jitter would mix "
-        "those orders. Longer scans space the acquisitions out: that is why pgxact_split gains "
-        "throughput from 0 to 2,500 idle connections on `westmere-ex-8s` (lock waits 11-15 us "
-        "down to 4-5 us per transaction). Read differences under about 10 % between those rows "
-        "as noise. The active study (one seed) has the same regime in one row: "
-        "`e7-8890v3-4s` with 50 clients, 8 % between seeds 0-3; its 100- and 200-client rows, "
-        "and `westmere-ex-8s`'s 50-200, agree within 0.6 %.",
-        "",
-        "The what-if study answers SPEC's question \"what if ProcArrayLock's reuse check were "
-        "lock-free?\" (the PG 14 commit that added the snapshot cache, 623a9ba79b, expects "
-        "\"another significant gain\" from it). `post14_lockfree` is an assumed design "
-        "(`models/snapshots.py`: read `xactCompletionCount`, publish xmin, a memory barrier, "
-        "read it again), not PostgreSQL code, so its rows say what removing the lock from the "
-        "reuse path is worth under the model's costs. It gains nothing for one client, 1.20-1.29x "
-        "at 100 clients on the machines whose lock word crosses sockets or CCXs "
-        "(`azure-f72s-v2`, `platinum8168-2s-vm`, `e7-8890v3-4s`, `epyc-9654-2s`, "
-        "`sapphire-rapids-2s`, `threadripper-3990x`), 1.55x for 48 clients on `westmere-ex-8s`, "
-        "and 1-4 % on `gold5215-2s` (40 threads, saturated from 48 clients) and `graviton3` "
-        "(one socket). With more clients both variants stop at the same ceiling on "
-        "`e7-8890v3-4s` and `westmere-ex-8s` (from 200 clients) and `sapphire-rapids-2s` (from "
-        "500): the next hot lines, the buffer headers of the B-tree root and inner page that "
-        "every `pgbench -S` transaction pins and their buffer-mapping partition locks (the "
-        "lines table of those points); there `post14_lockfree` runs 1 % above to 2 % below "
-        "post14 (one seed).",
-        "",
-        "With thousands of clients the run queue's order matters: the model orders it "
-        "like Linux CFS (`simulator/runtime/scheduler.py`); a first-in, first-out queue would make "
-        "the clients move in lockstep. The 80 ms warm-up of the 2,000-15,000-client study "
-        "covers the start-up burst (all clients' first transactions end together, 26 ms after "
-        "the start for 15,000 pre14 clients on `westmere-ex-8s`, 40-60 ms on `gold5215-2s`): "
-        "on `gold5215-2s`, the slowest machine of the study, a window three times longer (90 "
-        "ms) moves pre14 at 5,000 and 15,000 clients by 0.15 % and 0.06 %.",
-        "",
-    ]
+    lines = PAGE_OPENING.splitlines()
     manifest = load_manifest()
     for machine in shipped_machines():
         found = {s: OUT / f"{machine}-{s}.csv" for s in STUDIES if (OUT / f"{machine}-{s}.csv")
