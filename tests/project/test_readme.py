@@ -74,3 +74,16 @@ def test_python_examples_run_and_print_what_they_say() -> None:
     assert "REMOTE_HITM" in text  # the machine example
     assert "latency_ns=115.6" in text
     assert "false_sharing_hitm" in text
+
+
+def test_the_architecture_tree_lists_every_package_and_only_real_ones() -> None:
+    section = README.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    tree = re.findall(r"```\n(.*?)```", section, flags=re.DOTALL)[0]
+    listed = {line.split()[0].rstrip("/") for line in tree.splitlines() if line.strip()}
+    packages = {path.parent.relative_to(ROOT).name
+                for root in ("simulator", "models")
+                for path in (ROOT / root).glob("*/__init__.py")}
+    assert packages <= listed
+    for name in listed:
+        found = [p for p in (ROOT, ROOT / "simulator", ROOT / "models") if (p / name).exists()]
+        assert found, name
