@@ -1,8 +1,8 @@
-"""The per-line report in perf c2c terms, and the ``snapsim c2c DIR`` command.
+"""The per-line report in perf c2c terms (the library of ``snapsim c2c DIR``).
 
 perf c2c's "Shared Data Cache Line Table" lists the cache lines with the most HITMs (loads that
 hit a line modified in another core's cache), one row per line, sorted by remote HITM by
-default (reference/simulator-anchors.md §2.9). :func:`c2c_table` builds that table from a
+default (``perf-c2c(1)``, option ``-d``/``--display``). :func:`c2c_table` builds that table from a
 simulated per-line table (``Result.lines`` or ``DIR/lines.csv``), one section per point, with
 what perf cannot give: every line's label and the fields its accesses read and wrote, so a HITM
 can be read as true sharing (same field) or false sharing (another field of the same line;
@@ -23,7 +23,6 @@ of the simulated run (the warm-up is excluded).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,12 @@ from simulator.errors import ConfigError
 __all__ = [
     "C2C_COLUMNS",
     "SORT_KEYS",
-    "add_arguments",
     "c2c_table",
     "format_report",
-    "main",
+    "lines_per_point",
     "read_run",
     "select_points",
+    "with_transactions",
 ]
 
 SORT_KEYS: dict[str, str] = {"rmt": "rmt_hitm", "lcl": "lcl_hitm", "tot": "tot_hitm"}
@@ -199,7 +198,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
         raise ConfigError("", f"cannot read: {exc}", str(path)) from None
 
 
-def _with_transactions(table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.DataFrame:
+def with_transactions(table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.DataFrame:
     """``table`` with the points' ``transactions`` from ``curve`` after the point keys."""
     if curve is None or "transactions" not in curve.columns:
         return table
@@ -239,6 +238,15 @@ def format_report(table: pd.DataFrame, sort: str = "rmt",
     return out
 
 
+def lines_per_point(lines: pd.DataFrame) -> dict[str, int]:
+    """The number of lines of every point of a per-line table, by the point's report header.
+
+    These are the ``counts`` of :func:`format_report` ("top N of M").
+    """
+    keys = [k for k in POINT_KEYS if k in lines.columns]
+    return {_point_header(group, keys): len(group) for _, group in _point_groups(lines, keys)}
+
+
 def _point_header(group: pd.DataFrame, keys: list[str]) -> str:
     first = group.iloc[0]
     return " ".join(f"{key}={first[key]}" for key in keys)
@@ -261,65 +269,3 @@ def _cell(column: str, value: Any) -> str:
     if column in _TEXT:
         return str(value) if str(value) else "-"
     return str(int(value))
-
-
-# --------------------------------------------------------------------------------------------
-# snapsim c2c
-# --------------------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim c2c``."""
-    parser.add_argument("directory", metavar="DIR",
-                        help="output directory of snapsim run (reads lines.csv, and curve.csv "
-                             "for transactions if present)")
-    parser.add_argument("--sort", choices=tuple(SORT_KEYS), default="rmt",
-                        help="HITM kind to sort on: remote, local or total (default: rmt)")
-    parser.add_argument("--top", type=int, default=20, metavar="N",
-                        help="lines shown per point (default: 20)")
-    parser.add_argument("--algorithm", metavar="LIST", help="only these algorithms (a,b,...)")
-    parser.add_argument("--clients", metavar="LIST", help="only these active client counts")
-    parser.add_argument("--idle-clients", metavar="LIST", help="only these idle client counts")
-    parser.add_argument("--csv", action="store_true",
-                        help="print the table as CSV (one row per point and line) instead")
-
-
-def main(args: argparse.Namespace) -> int:
-    """Print the per-line report of a run directory."""
-    if args.top < 1:
-        raise ConfigError("--top", f"must be a positive integer, got {args.top}")
-    lines, curve = read_run(args.directory)
-    lines = select_points(
-        lines,
-        algorithm=_names("--algorithm", args.algorithm),
-        clients=_integers("--clients", args.clients),
-        idle_clients=_integers("--idle-clients", args.idle_clients),
-    )
-    table = _with_transactions(c2c_table(lines, sort=args.sort, top=args.top), curve)
-    if args.csv:
-        print(table.to_csv(index=False), end="")
-        return 0
-    keys = [k for k in POINT_KEYS if k in lines.columns]
-    counts = {_point_header(group, keys): len(group) for _, group in _point_groups(lines, keys)}
-    for line in format_report(table, sort=args.sort, counts=counts):
-        print(line)
-    return 0
-
-
-def _names(option: str, text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    if not names:
-        raise ConfigError(option, f"expected a comma-separated list, got {text!r}")
-    return names
-
-
-def _integers(option: str, text: str | None) -> list[int] | None:
-    names = _names(option, text)
-    if names is None:
-        return None
-    try:
-        return [int(name) for name in names]
-    except ValueError:
-        raise ConfigError(option, f"expected comma-separated integers, got {text!r}") from None

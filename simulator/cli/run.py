@@ -1,4 +1,4 @@
-"""``snapsim run`` and ``snapsim plot``: experiments from the command line into a directory.
+"""``snapsim run``: an experiment from the command line into a directory.
 
 ``snapsim run [EXPERIMENT] [flags]`` loads the experiment (default: the shipped ``default``),
 applies the flags and ``--set`` overrides, validates everything before touching the output
@@ -12,27 +12,25 @@ directory, then runs the sweep into ``--out`` (default ``./snapsim-out``):
   the files snapsim writes (see :data:`simulator.study.outputs.OWNED`).
 
 Finished points are stored as they complete; a failing point records its error and the run exits
-1 at the end, after writing everything else.
+1 at the end, after writing everything else. The running, storing and resuming are
+:func:`simulator.study.experiment.run`'s; this module owns the output directory and the messages.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from simulator.config.machine import MachineConfig
+from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, plan, run_planned, single_client_work_scale
+from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, run
 from simulator.study.experiment_file import (
-    EXPERIMENT_KEYS,
     apply_overrides,
     dump_yaml,
     experiment_from_document,
@@ -40,13 +38,11 @@ from simulator.study.experiment_file import (
     parse_int_list,
     resolved_document,
 )
-from simulator.study.outputs import OWNED, POINTS_DIR, read_curve, write_plots, write_results
+from simulator.study.outputs import OWNED, POINTS_DIR, write_results
 from simulator.study.store import PointStore, atomic_path
-from simulator.study.sweep import PointRecord, connect_dask, default_jobs
+from simulator.study.sweep import connect_dask, default_jobs
 
-DEFAULT_EXPERIMENT = "default"
 DEFAULT_OUT = "snapsim-out"
-EXIT_OK, EXIT_FAILED_POINTS = 0, 1
 
 _FLAG_KEYS = {  # flag attribute -> experiment key
     "machine": "machine", "workload": "workload", "idle_kind": "idle_kind",
@@ -109,68 +105,61 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
 
 
 def main(args: argparse.Namespace) -> int:
-    """``snapsim run``."""
+    """``snapsim run``: check everything, prepare ``--out``, run or resume, write the outputs."""
     started = time.perf_counter()
     experiment, document, source = load_experiment(args)
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
-    machine = experiment.machine_config()
-    if args.jobs is not None and args.jobs < 1:
-        raise ConfigError("--jobs", f"must be at least 1, got {args.jobs}")
-    jobs = args.jobs or default_jobs()
+    experiment.machine_config()
+    jobs = checked_jobs(args.jobs) or default_jobs()
     out = Path(args.out or DEFAULT_OUT)
     resolved = resolved_document(experiment, options)
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite)
-        return _run(args, experiment, machine, document, options, out, previous, jobs, client,
-                    started)
+        result = run(experiment, jobs=jobs, client=client, progress=not args.no_progress,
+                     log=log, store=PointStore(out / POINTS_DIR), source=source,
+                     work_scale=_previous_work_scale(experiment, previous),
+                     on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
     finally:
         if client is not None:
             client.close()
-
-
-def _run(args: argparse.Namespace, experiment: Experiment, machine: MachineConfig,
-         document: dict[str, object], options: dict[str, object], out: Path,
-         previous: dict[str, object] | None, jobs: int, client: Any, started: float) -> int:
-    log = _log
-    work_scale = 1.0
-    if experiment.single_client_tps is not None:
-        computed = (previous or {}).get("computed")
-        if isinstance(computed, Mapping) and "work_scale" in computed:
-            work_scale = float(str(computed["work_scale"]))
-        else:
-            work_scale = single_client_work_scale(experiment, machine, options,
-                                                  experiment.single_client_tps, log)
-    resolved = resolved_document(experiment, options, work_scale)
-    _write_text(out / "config.resolved.yaml", dump_yaml(resolved))
-    _write_text(out / "experiment.yaml", dump_yaml(document))
-
-    tasks = plan(experiment, machine, options, work_scale)
-    store = PointStore(out / POINTS_DIR)
-    done: dict[str, PointRecord] = {}
-    for task in tasks:
-        record = store.load(task.key)
-        if record is not None:
-            done[task.key] = record
-    where = f"on {args.scheduler}" if args.scheduler else f"with {min(jobs, len(tasks))} job(s)"
-    log(f"{experiment.name}: {len(tasks)} points on {machine.name} {where} -> {out}/")
-    if done:
-        log(f"resuming: {len(done)} of {len(tasks)} points already done")
-    result = run_planned(experiment, tasks, jobs=jobs, client=client,
-                         progress=not args.no_progress, on_record=store.save, done=done,
-                         work_scale=work_scale)
     written = write_results(result, out)
     _print_summary(result.curve)
-    failures = result.failures
     names = ", ".join(path.name for path in written)
-    log(f"wrote {out}/: {names} ({len(tasks)} points, {time.perf_counter() - started:.1f} s)")
+    points = len(experiment.grid())
+    log(f"wrote {out}/: {names} ({points} points, {time.perf_counter() - started:.1f} s)")
+    failures = result.failures
     if len(failures):
         for _, row in failures.iterrows():
             log(f"failed: {row['algorithm']} clients={row['clients']} "
                 f"idle_clients={row['idle_clients']}: {row['error']}")
-        return EXIT_FAILED_POINTS
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _previous_work_scale(experiment: Experiment,
+                         previous: Mapping[str, object] | None) -> float | None:
+    """The work scale a resumed run found already (``None``: none, or not calibrated)."""
+    if experiment.single_client_tps is None:
+        return None
+    computed = (previous or {}).get("computed")
+    if isinstance(computed, Mapping) and "work_scale" in computed:
+        return float(str(computed["work_scale"]))
+    return None
+
+
+def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
+           document: dict[str, object], out: Path, jobs: int) -> None:
+    """Before the first point: record what runs (so a killed run resumes) and say so."""
+    resolved = resolved_document(experiment, plan.options, plan.work_scale)
+    _write_text(out / "config.resolved.yaml", dump_yaml(resolved))
+    _write_text(out / "experiment.yaml", dump_yaml(document))
+    tasks = len(plan.tasks)
+    where = f"on {args.scheduler}" if args.scheduler else f"with {min(jobs, tasks)} job(s)"
+    log(f"{experiment.name}: {tasks} points on {plan.machine.name} {where} -> {out}/")
+    if plan.done:
+        log(f"resuming: {len(plan.done)} of {tasks} points already done")
 
 
 def _prepare_out_dir(out: Path, resolved: dict[str, object],
@@ -229,10 +218,6 @@ def _write_text(path: Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _print_summary(curve: pd.DataFrame) -> None:
     """TPS per point: rows (clients, idle clients), one column per algorithm."""
     if curve.empty or "tps" not in curve.columns:
@@ -243,62 +228,3 @@ def _print_summary(curve: pd.DataFrame) -> None:
     formatted = table.map(lambda v: f"{v:,.0f}" if pd.notna(v) else "failed")
     print("TPS")
     print(formatted.to_string())
-
-
-def is_experiment(data: Mapping[str, object]) -> bool:
-    """Whether a parsed file looks like an experiment (``check-config``)."""
-    return bool(data) and all(key in EXPERIMENT_KEYS for key in data)
-
-
-def check_experiment(data: Mapping[str, object], source: str) -> str:
-    """Validate an experiment file completely without running it; a one-line summary."""
-    del data  # reloaded with its extends chain
-    document, path = load_document(source)
-    experiment = experiment_from_document(document, path, default_name=Path(path).stem)
-    model = experiment.validate()
-    model.resolve_options(experiment.options, path)
-    machine = experiment.machine_config()
-    if experiment.measurements is not None:
-        from simulator.study.measurements import measurements_for
-
-        measurements_for(experiment.measurements)
-    points = len(experiment.grid())
-    return (f"experiment {experiment.name}: {points} points "
-            f"({', '.join(experiment.algorithms)}) on {machine.name}")
-
-
-def check_manifest(data: Mapping[str, object], source: str) -> str:
-    """Validate a measurement manifest and every file it names; a one-line summary."""
-    del data
-    from simulator.study.measurements import load_manifest
-
-    manifest = load_manifest(source)
-    rows = sum(len(dataset.table()) for dataset in manifest.datasets.values())
-    return f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points"
-
-
-# --------------------------------------------------------------------------------------------
-# snapsim plot
-# --------------------------------------------------------------------------------------------
-
-
-def add_plot_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim plot``."""
-    parser.add_argument("directory", metavar="DIR", help="output directory of a snapsim run")
-
-
-def plot_main(args: argparse.Namespace) -> int:
-    """``snapsim plot DIR``: draw the plots again from ``DIR/curve.csv``."""
-    directory = Path(args.directory)
-    curve = read_curve(directory)
-    measured = None
-    config = directory / "config.resolved.yaml"
-    if config.exists():
-        data = read_yaml(config)
-        if isinstance(data, Mapping) and data.get("measurements"):
-            from simulator.study.measurements import measurements_for
-
-            measured = measurements_for(str(data["measurements"]))
-    written = write_plots(curve, directory, measured)
-    _log(f"wrote {', '.join(str(path) for path in written) or 'no plot (no successful point)'}")
-    return EXIT_OK

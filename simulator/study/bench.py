@@ -1,17 +1,23 @@
-"""``snapsim bench``: measured speed of snapsim (figures printed, never asserted by tests).
+"""Measured speed of snapsim, the library of ``snapsim bench`` (figures never asserted by tests).
 
 Every figure is the median of ``--repeats`` runs (default 3). Wall-clock time is measured, so a
 machine shared with other work gives slower figures: the JSON output's ``conditions`` block
 records the load average before and after and the share of a CPU the measured runs got.
 
+Every point and machine comes from the experiment file ``bench``
+(``configs/experiments/bench.yaml``; the "first algorithm" below is the first it lists), so this
+module names no workload model's vocabulary; the figures carry the algorithm names and counts of
+that file.
+
 Kernel figures (line accesses per wall-clock second, one call scanning 5000 tracked lines of the
-shipped ``gold5215-2s``; group ``kernel``):
+bench experiment's machine; group ``kernel``):
 
 * ``kernel_hits_lines_per_s``: one thread rescans the lines; every access hits its private caches
   (5000 lines do not fit the 32 KiB L1, so these are L2 hits that refill the L1).
-* ``kernel_mixed_lines_per_s``: the miss-heavy case of ``reference/performance-notes.md``: the
-  scanning thread moves to the next core for every scan and other cores rewrite 5 % of the lines
-  between scans, so most accesses are transfers from other caches. Only the scans are timed.
+* ``kernel_mixed_lines_per_s``: a miss-heavy case, as when backends on many cores scan a shared
+  array that others keep writing: the scanning thread moves to the next core for every scan and
+  other cores rewrite 5 % of the lines between scans, so most accesses are transfers from other
+  caches. Only the scans are timed.
 * ``reference_lines_per_s`` / ``reference_mixed_lines_per_s``: the plain-Python reference on the
   same two scenarios.
 
@@ -24,42 +30,43 @@ Python does around them.
   (:meth:`~simulator.hardware.machine.Machine.sequence`, unchecked) on two operations that hit the
   L1:
   almost all of it is Numba's argument dispatch.
-* ``pollute_call_us``: microseconds per pass of a transaction's footprint (64 KiB through a
-  core's L1 and L2, 16 KiB through its L3: the sizes of ``configs/postgres-costs.yaml``) on
-  ``gold5215-2s``, the core changing every call.
+* ``pollute_call_us``: microseconds per pass of a transaction-sized footprint (64 KiB through a
+  core's L1 and L2, 16 KiB through its L3) on the bench experiment's machine, the core changing
+  every call.
 
-End-to-end figures: whole points of the PostgreSQL model, run through the experiment API
-(:func:`simulator.run`, the workload model found by :mod:`simulator.study.workload_model`),
-select-only, no
-warm-up (every simulated nanosecond is measured), ``--duration-ms`` of simulated time (default
-10). A point's wall time is that of the whole :func:`simulator.run` call: loading the machine,
-building shared memory and the coherence state, the simulation and the result tables; imports and
-the kernel's compilation are left out (a tiny point of each machine runs first). The
+End-to-end figures: whole points of the workload model, run through the experiment API
+(:func:`simulator.run`, the workload model found by :mod:`simulator.study.workload_model`), with
+the bench experiment's workload, no warm-up (every simulated nanosecond is measured) and
+``--duration-ms`` of simulated time (default: the experiment's, 10 ms). A point's wall time is
+that of the whole :func:`simulator.run` call: loading the machine, building shared memory and the
+coherence state, the simulation and the result tables; imports and the kernel's compilation are
+left out (a tiny point of each machine runs first). The
 ``cpu_slowdown_*`` figures are the same slowdowns in CPU seconds of the measured process, which
 a busy machine inflates less than wall time.
 
-* ``slowdown_pre14_n10000`` / ``slowdown_post14_n10000`` (group ``e2e``): wall seconds per
-  simulated second, 48 active clients and 10000 idle connections on ``gold5215-2s``.
+* ``slowdown_<algorithm>_n<idle>`` (group ``e2e``, one per algorithm of the experiment): wall
+  seconds per simulated second of the experiment's point (48 active clients and 10000 idle
+  connections).
 * ``line_accesses_per_s`` / ``events_per_s`` (group ``e2e``): tracked-line accesses (loads,
   stores and RMWs of the per-line table, scans included) and SimPy events processed, per wall
-  second, in the pre14 runs above.
-* ``slowdown_pre14_n15000_128t`` and ``peak_rss_mb`` (group ``n15000``): 15000 active clients
-  on ``westmere-ex-8s`` (64 cores, 128 threads), simulated for ``--n15000-duration-ms``
-  (default 40: with 30000 tasks on 128 threads and the CFS run queue, every backend runs its
-  first statement before any client sees an answer, so the first transactions end together
-  about 26 ms after the start, and the rate is steady from then on), each run in a fresh Python
-  process; ``peak_rss_mb`` is that process's peak resident set (``ru_maxrss``: interpreter,
-  libraries and the point).
-* ``sweep_speedup_2_workers`` (group ``sweep``): wall time of a 12-point sweep (pre14 and post14,
-  48 clients, 0/100/1000/2500/5000/10000 idle connections, ``--sweep-duration-ms``, default 5:
-  the measured window of ``snapsim validate``'s points; with 2 ms points fixed costs (the
-  pool's start-up, points of unequal length) took 12-17 % of the 2-worker run)
+  second, in the first algorithm's runs above.
+* ``slowdown_<first algorithm>_n15000_128t`` and ``peak_rss_mb`` (group ``n15000``): 15000
+  active clients on ``westmere-ex-8s`` (64 cores, 128 threads), simulated for
+  ``--n15000-duration-ms`` (default 40: with 30000 tasks on 128 threads and the CFS run queue,
+  every backend runs its first statement before any client sees an answer, so the first
+  transactions end together some tens of milliseconds after the start, and the rate is steady
+  from then on), each run in a fresh Python process; ``peak_rss_mb`` is that process's peak
+  resident set (``ru_maxrss``: interpreter, libraries and the point).
+* ``sweep_speedup_2_workers`` (group ``sweep``): wall time of a sweep (the experiment's
+  algorithms, 48 clients, 0/100/1000/2500/5000/10000 idle connections, ``--sweep-duration-ms``,
+  default 5: the measured window of ``snapsim validate``'s points; much shorter points let the
+  fixed costs, the pool's start-up and points of unequal length, dominate the 2-worker run)
   with ``jobs=1`` over the same sweep with ``jobs=2`` (forked local workers, pool start-up
   included). ``conditions.sweep_cpus_2_workers`` is the CPU time the two workers got per wall
   second (2.0 on an idle machine): the speedup cannot exceed it.
-* ``scaling_exponent_pre14`` (group ``scaling``): least-squares slope of log(wall time per point)
-  against log(connections) for pre14, 48 active clients, 100, 300, 1000, 3000 and 10000
-  connections (median wall per point, then the fit).
+* ``scaling_exponent_<first algorithm>`` (group ``scaling``): least-squares slope of log(wall
+  time per point) against log(connections) for the first algorithm, 48 active clients, 100, 300,
+  1000, 3000 and 10000 connections (median wall per point, then the fit).
 * ``validate_wall_s`` (group ``validate``, only with ``--full``: it takes minutes): wall time of
   ``snapsim validate`` with the shipped manifest, default jobs, in a fresh process.
 
@@ -74,9 +81,7 @@ is 1.
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import os
 import platform
 import resource
@@ -86,39 +91,37 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import simpy
 
-from simulator.config.machine_file import load_machine
-from simulator.errors import ConfigError
+from simulator.config.machine import MachineConfig
 from simulator.hardware.codes import Op
 from simulator.hardware.machine import Implementation, Machine, new_counters
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.study.experiment import Experiment, run
+from simulator.study.experiment_file import experiment_from_document, load_document
 
 N_LINES = 5000
 WRITE_FRACTION = 0.05
 GROUPS = ("kernel", "e2e", "n15000", "sweep", "scaling", "validate")
 DEFAULT_GROUPS = tuple(g for g in GROUPS if g != "validate")
-MACHINE = "gold5215-2s"
+EXPERIMENT = "bench"
+"""The shipped experiment file of the end-to-end points."""
 MACHINE_128T = "westmere-ex-8s"
-ACTIVE = 48
-IDLE = 10000
 ACTIVE_128T = 15000
 SWEEP_IDLE = (0, 100, 1000, 2500, 5000, 10000)
 SCALING_CONNECTIONS = (100, 300, 1000, 3000, 10000)
-DURATION_MS = 10.0
 N15000_DURATION_MS = 40.0
 SWEEP_DURATION_MS = 5.0
 SIMPY_PROCESSES = 96
 SIMPY_EVENTS = 200_000
 CALLS = 20_000
-# The footprint of configs/postgres-costs.yaml (footprint.private, footprint.l3) when the floor was
-# introduced; simulator/ does not read the PostgreSQL model's files.
-FOOTPRINT_PRIVATE_BYTES = 64 * 1024
-FOOTPRINT_L3_BYTES = 16 * 1024
+POLLUTE_PRIVATE_BYTES = 64 * 1024
+"""Bytes of a transaction-sized footprint passed through a core's L1 and L2."""
+POLLUTE_L3_BYTES = 16 * 1024
+"""Bytes of the same footprint passed through the core's L3."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,8 +129,8 @@ FOOTPRINT_L3_BYTES = 16 * 1024
 # --------------------------------------------------------------------------------------------
 
 
-def _hits_rate(implementation: Implementation, scans: int) -> float:
-    machine = _machine(implementation)
+def _hits_rate(config: MachineConfig, implementation: Implementation, scans: int) -> float:
+    machine = _machine(config, implementation)
     lines = np.arange(N_LINES, dtype=np.int64)
     out = new_counters()
     machine.scan(0, lines, out=out)  # warm: first touch from DRAM
@@ -137,8 +140,8 @@ def _hits_rate(implementation: Implementation, scans: int) -> float:
     return scans * N_LINES / (time.perf_counter() - start)
 
 
-def _mixed_rate(implementation: Implementation, scans: int) -> float:
-    machine = _machine(implementation)
+def _mixed_rate(config: MachineConfig, implementation: Implementation, scans: int) -> float:
+    machine = _machine(config, implementation)
     threads_per_core = machine.config.topology.threads_per_core
     n_cores = machine.topology.n_cores
     lines = np.arange(N_LINES, dtype=np.int64)
@@ -176,8 +179,8 @@ def _simpy_event_us() -> float:
     return (time.perf_counter() - start) / SIMPY_EVENTS * 1e6
 
 
-def _sequence_call_us() -> float:
-    machine = _machine("compiled")
+def _sequence_call_us(config: MachineConfig) -> float:
+    machine = _machine(config, "compiled")
     lines = np.array([0, 1], dtype=np.int64)
     ops = np.array([int(Op.LOAD), int(Op.STORE)], dtype=np.int64)
     masks = np.array([-1, -1], dtype=np.int64)
@@ -189,48 +192,50 @@ def _sequence_call_us() -> float:
     return (time.perf_counter() - start) / CALLS * 1e6
 
 
-def _pollute_call_us() -> float:
-    machine = _machine("compiled")
+def _pollute_call_us(config: MachineConfig) -> float:
+    machine = _machine(config, "compiled")
     n_cores = machine.topology.n_cores
     calls = CALLS // 10
-    machine.pollute(0, FOOTPRINT_PRIVATE_BYTES, FOOTPRINT_L3_BYTES)
+    machine.pollute(0, POLLUTE_PRIVATE_BYTES, POLLUTE_L3_BYTES)
     start = time.perf_counter()
     for call in range(calls):
-        machine.pollute(call % n_cores, FOOTPRINT_PRIVATE_BYTES, FOOTPRINT_L3_BYTES)
+        machine.pollute(call % n_cores, POLLUTE_PRIVATE_BYTES, POLLUTE_L3_BYTES)
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def _machine(implementation: Implementation) -> Machine:
-    return Machine(load_machine(MACHINE), np.arange(N_LINES) * 64, implementation=implementation)
+def _machine(config: MachineConfig, implementation: Implementation) -> Machine:
+    return Machine(config, np.arange(N_LINES) * 64, implementation=implementation)
 
 
-def warm_kernel() -> None:
+def warm_kernel(config: MachineConfig) -> None:
     """Compile the kernel (or load it from Numba's cache) so that no timing includes it."""
-    _hits_rate("compiled", 1)
+    _hits_rate(config, "compiled", 1)
 
 
-def warm_model() -> None:
-    """Load the workload model and compile every kernel it calls with a tiny point."""
-    warm_kernel()
-    for machine in (MACHINE, MACHINE_128T):
-        run(_experiment(machine, "pre14", 2, 2, 0.05))
+def warm_model(base: Experiment) -> None:
+    """Load the workload model and compile every kernel it calls with a tiny point per machine."""
+    warm_kernel(base.machine_config())
+    for machine in (base.machine, MACHINE_128T):
+        run(point(base, machine, base.algorithms[0], 2, 2, 0.05))
 
 
 def _median(measure: Callable[[], float], repeats: int) -> float:
     return statistics.median(measure() for _ in range(repeats))
 
 
-def kernel_figures(repeats: int) -> dict[str, float]:
-    """The kernel figures and the floors (medians of ``repeats``)."""
-    warm_kernel()
+def kernel_figures(repeats: int, config: MachineConfig) -> dict[str, float]:
+    """The kernel figures and the floors on a machine (medians of ``repeats``)."""
+    warm_kernel(config)
     return {
-        "kernel_hits_lines_per_s": _median(lambda: _hits_rate("compiled", 200), repeats),
-        "kernel_mixed_lines_per_s": _median(lambda: _mixed_rate("compiled", 80), repeats),
-        "reference_lines_per_s": _median(lambda: _hits_rate("reference", 4), repeats),
-        "reference_mixed_lines_per_s": _median(lambda: _mixed_rate("reference", 4), repeats),
+        "kernel_hits_lines_per_s": _median(lambda: _hits_rate(config, "compiled", 200), repeats),
+        "kernel_mixed_lines_per_s": _median(lambda: _mixed_rate(config, "compiled", 80),
+                                            repeats),
+        "reference_lines_per_s": _median(lambda: _hits_rate(config, "reference", 4), repeats),
+        "reference_mixed_lines_per_s": _median(lambda: _mixed_rate(config, "reference", 4),
+                                               repeats),
         "simpy_event_us": _median(_simpy_event_us, repeats),
-        "sequence_call_us": _median(_sequence_call_us, repeats),
-        "pollute_call_us": _median(_pollute_call_us, repeats),
+        "sequence_call_us": _median(lambda: _sequence_call_us(config), repeats),
+        "pollute_call_us": _median(lambda: _pollute_call_us(config), repeats),
     }
 
 
@@ -241,10 +246,13 @@ def kernel_figures(repeats: int) -> dict[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Sizes and durations of the end-to-end figures."""
+    """The experiment, sizes and durations of the end-to-end figures."""
 
     repeats: int = 3
-    duration_ms: float = DURATION_MS
+    experiment: str = EXPERIMENT
+    """The experiment file (a shipped name or a path) of the end-to-end points."""
+    duration_ms: float | None = None
+    """Simulated time of the experiment's points (``None``: the experiment's ``duration_ms``)."""
     n15000_duration_ms: float = N15000_DURATION_MS
     sweep_duration_ms: float = SWEEP_DURATION_MS
     scale: float = 1.0
@@ -252,6 +260,10 @@ class Settings:
     def count(self, n: int) -> int:
         """A client or connection count under ``scale`` (at least 1)."""
         return max(1, round(n * self.scale))
+
+    def duration(self, experiment: Experiment) -> float:
+        """Simulated milliseconds of the experiment's points."""
+        return float(experiment.duration_ms if self.duration_ms is None else self.duration_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,17 +287,22 @@ class PointRun:
         return self.cpu_s / self.simulated_s
 
 
-def _experiment(machine: str, algorithm: str, clients: int, idle: int,
-                duration_ms: float) -> Experiment:
-    return Experiment(name="bench", machine=machine, algorithms=(algorithm,),
-                      workload="select-only", clients=(clients,), idle_clients=(idle,),
-                      duration_ms=duration_ms, warmup_ms=0.0)
+def bench_experiment(name_or_path: str = EXPERIMENT) -> Experiment:
+    """The experiment of the end-to-end points (a shipped experiment name or a file)."""
+    document, source = load_document(name_or_path)
+    return experiment_from_document(document, source, default_name=EXPERIMENT)
 
 
-def run_point(machine: str, algorithm: str, clients: int, idle: int,
-              duration_ms: float) -> PointRun:
-    """Run one point in this process through :func:`simulator.run` and measure it."""
-    experiment = _experiment(machine, algorithm, clients, idle, duration_ms)
+def point(base: Experiment, machine: str | MachineConfig, algorithm: str, clients: int,
+          idle: int, duration_ms: float) -> Experiment:
+    """One point of ``base``'s workload with the given machine, algorithm and counts."""
+    return replace(base, machine=machine, algorithms=(algorithm,), clients=(clients,),
+                   idle_clients=(idle,), duration_ms=duration_ms)
+
+
+def run_point(experiment: Experiment) -> PointRun:
+    """Run a one-point experiment in this process through :func:`simulator.run`; measure it."""
+    duration_ms = experiment.duration_ms
     events_before = SimEnvironment.events_total
     wall, cpu = time.perf_counter(), time.process_time()
     result = run(experiment)
@@ -299,19 +316,24 @@ def run_point(machine: str, algorithm: str, clients: int, idle: int,
 
 _CHILD = """
 import json, resource, sys
-from simulator.study.bench import run_point, warm_model
-warm_model()
-run = run_point(*json.loads(sys.argv[1]))
+from simulator.study.bench import bench_experiment, point, run_point, warm_model
+experiment_file, *arguments = json.loads(sys.argv[1])
+base = bench_experiment(experiment_file)
+warm_model(base)
+run = run_point(point(base, *arguments))
 print(json.dumps({"wall_s": run.wall_s, "cpu_s": run.cpu_s, "simulated_s": run.simulated_s,
                   "events": run.events, "line_accesses": run.line_accesses,
                   "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
 
-def run_point_in_fresh_process(machine: str, algorithm: str, clients: int, idle: int,
-                               duration_ms: float) -> tuple[PointRun, float]:
-    """:func:`run_point` in a new Python process; also returns that process's peak RSS (MiB)."""
-    argument = json.dumps([machine, algorithm, clients, idle, duration_ms])
+def run_point_in_fresh_process(experiment_file: str, machine: str, algorithm: str, clients: int,
+                               idle: int, duration_ms: float) -> tuple[PointRun, float]:
+    """:func:`run_point` of :func:`point` of an experiment file, in a new Python process.
+
+    Also returns that process's peak RSS (MiB).
+    """
+    argument = json.dumps([experiment_file, machine, algorithm, clients, idle, duration_ms])
     done = subprocess.run([sys.executable, "-c", _CHILD, argument], capture_output=True,
                           text=True, check=False)
     if done.returncode != 0:
@@ -323,18 +345,21 @@ def run_point_in_fresh_process(machine: str, algorithm: str, clients: int, idle:
 
 def e2e_figures(settings: Settings, report: Callable[[str, float, float], None]
                 ) -> dict[str, float]:
-    """Slowdowns of the 48 + 10000 points and the pre14 access and event rates."""
+    """Slowdowns of the experiment's points and the first algorithm's access and event rates."""
+    base = bench_experiment(settings.experiment)
+    active, idle = base.clients[0], base.idle_clients[0]
     figures: dict[str, float] = {}
-    for algorithm in ("pre14", "post14"):
+    for algorithm in base.algorithms:
         start = time.perf_counter()
-        runs = [run_point(MACHINE, algorithm, settings.count(ACTIVE), settings.count(IDLE),
-                          settings.duration_ms) for _ in range(settings.repeats)]
-        name = f"slowdown_{algorithm}_n10000"
+        experiment = point(base, base.machine, algorithm, settings.count(active),
+                           settings.count(idle), settings.duration(base))
+        runs = [run_point(experiment) for _ in range(settings.repeats)]
+        name = f"slowdown_{algorithm}_n{idle}"
         figures[name] = statistics.median(r.slowdown for r in runs)
         report(name, figures[name], time.perf_counter() - start)
         figures[f"cpu_{name}"] = statistics.median(r.cpu_slowdown for r in runs)
         report(f"cpu_{name}", figures[f"cpu_{name}"], 0.0)
-        if algorithm == "pre14":
+        if algorithm == base.algorithms[0]:
             figures["line_accesses_per_s"] = statistics.median(
                 r.line_accesses / r.wall_s for r in runs)
             report("line_accesses_per_s", figures["line_accesses_per_s"], 0.0)
@@ -346,26 +371,31 @@ def e2e_figures(settings: Settings, report: Callable[[str, float, float], None]
 def n15000_figures(settings: Settings, report: Callable[[str, float, float], None]
                    ) -> dict[str, float]:
     """Slowdown and peak RSS of 15000 active clients on 128 threads (fresh processes)."""
+    algorithm = bench_experiment(settings.experiment).algorithms[0]
     start = time.perf_counter()
-    runs = [run_point_in_fresh_process(MACHINE_128T, "pre14", settings.count(ACTIVE_128T), 0,
+    runs = [run_point_in_fresh_process(settings.experiment, MACHINE_128T, algorithm,
+                                       settings.count(ACTIVE_128T), 0,
                                        settings.n15000_duration_ms)
             for _ in range(settings.repeats)]
     elapsed = time.perf_counter() - start
-    figures = {"slowdown_pre14_n15000_128t": statistics.median(r.slowdown for r, _ in runs),
-               "cpu_slowdown_pre14_n15000_128t": statistics.median(r.cpu_slowdown
-                                                                   for r, _ in runs),
+    name = f"slowdown_{algorithm}_n{ACTIVE_128T}_128t"
+    figures = {name: statistics.median(r.slowdown for r, _ in runs),
+               f"cpu_{name}": statistics.median(r.cpu_slowdown for r, _ in runs),
                "peak_rss_mb": statistics.median(rss for _, rss in runs)}
-    for name in figures:
-        report(name, figures[name], elapsed if name.startswith("slowdown") else 0.0)
+    for figure in figures:
+        report(figure, figures[figure], elapsed if figure.startswith("slowdown") else 0.0)
     return figures
 
 
 def sweep_experiment(settings: Settings) -> Experiment:
-    """The 12-point sweep of ``sweep_speedup_2_workers``."""
+    """The sweep of ``sweep_speedup_2_workers``.
+
+    The experiment's algorithms and active clients with :data:`SWEEP_IDLE` idle connections.
+    """
+    base = bench_experiment(settings.experiment)
     idle = tuple(dict.fromkeys(settings.count(i) if i else 0 for i in SWEEP_IDLE))
-    return Experiment(name="bench-sweep", machine=MACHINE, algorithms=("pre14", "post14"),
-                      workload="select-only", clients=(settings.count(ACTIVE),),
-                      idle_clients=idle, duration_ms=settings.sweep_duration_ms, warmup_ms=0.0)
+    return replace(base, name="bench-sweep", clients=(settings.count(base.clients[0]),),
+                   idle_clients=idle, duration_ms=settings.sweep_duration_ms)
 
 
 def sweep_figures(settings: Settings, report: Callable[[str, float, float], None]
@@ -402,17 +432,20 @@ def scaling_exponent(connections: Sequence[int], walls: Sequence[float]) -> floa
 
 def scaling_figures(settings: Settings, report: Callable[[str, float, float], None]
                     ) -> dict[str, float]:
-    """Exponent of wall time per point against connections, pre14, 48 active clients."""
+    """Exponent of wall time per point against connections, first algorithm, 48 active clients."""
+    base = bench_experiment(settings.experiment)
+    algorithm = base.algorithms[0]
     start = time.perf_counter()
-    active = settings.count(ACTIVE)
+    active = settings.count(base.clients[0])
     connections = sorted({max(settings.count(n), active + 1) for n in SCALING_CONNECTIONS})
-    walls = [statistics.median(run_point(MACHINE, "pre14", active, n - active,
-                                         settings.duration_ms).wall_s
-                               for _ in range(settings.repeats))
+    walls = [statistics.median(
+                 run_point(point(base, base.machine, algorithm, active, n - active,
+                                 settings.duration(base))).wall_s
+                 for _ in range(settings.repeats))
              for n in connections]
-    figures = {"scaling_exponent_pre14": scaling_exponent(connections, walls)}
-    report("scaling_exponent_pre14", figures["scaling_exponent_pre14"],
-           time.perf_counter() - start)
+    name = f"scaling_exponent_{algorithm}"
+    figures = {name: scaling_exponent(connections, walls)}
+    report(name, figures[name], time.perf_counter() - start)
     return figures
 
 
@@ -455,11 +488,12 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
                    ) -> dict[str, object]:
     """Measure the figures of ``groups``; return them by name plus a ``conditions`` block."""
     settings = settings or Settings()
+    base = bench_experiment(settings.experiment)
     load_before = os.getloadavg()[0]
     started, cpu_started = time.perf_counter(), _cpu_seconds()
     figures: dict[str, object] = {}
     if "kernel" in groups:
-        kernel = kernel_figures(settings.repeats)
+        kernel = kernel_figures(settings.repeats, base.machine_config())
         for name, value in kernel.items():
             report(name, value, 0.0)
         figures.update(kernel)
@@ -468,7 +502,7 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
         "e2e": e2e_figures, "n15000": n15000_figures, "sweep": sweep_figures,
         "scaling": scaling_figures, "validate": validate_figures}
     if any(group in groups for group in measure):
-        warm_model()
+        warm_model(base)
     conditions: dict[str, object] = {}
     failures: dict[str, str] = {}
     for group, function in measure.items():
@@ -495,61 +529,10 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
         "wall_s": round(wall, 1),
         "python": platform.python_version(),
         "repeats": settings.repeats,
-        "duration_ms": settings.duration_ms,
+        "duration_ms": settings.duration(base),
         "n15000_duration_ms": settings.n15000_duration_ms,
         "sweep_duration_ms": settings.sweep_duration_ms,
         "scale": settings.scale,
         "groups": list(groups),
     }
     return figures
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim bench``."""
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--repeats", type=int, default=3, metavar="N",
-                        help="runs per figure; the median is reported (default 3)")
-    parser.add_argument("--full", action="store_true",
-                        help="also time 'snapsim validate' (validate_wall_s; minutes)")
-    parser.add_argument("--skip", default="", metavar="GROUPS",
-                        help=f"comma-separated groups to leave out ({', '.join(GROUPS)})")
-    parser.add_argument("--duration-ms", type=float, default=DURATION_MS, metavar="MS",
-                        help="simulated time of the 48-client points (default %(default)s)")
-    parser.add_argument("--n15000-duration-ms", type=float, default=N15000_DURATION_MS,
-                        metavar="MS", help="simulated time of the 15000-client point "
-                        "(default %(default)s)")
-    parser.add_argument("--sweep-duration-ms", type=float, default=SWEEP_DURATION_MS,
-                        metavar="MS", help="simulated time per sweep point (default %(default)s)")
-    parser.add_argument("--scale", type=float, default=1.0, metavar="F",
-                        help="multiply client and connection counts (smoke tests only)")
-
-
-def main(args: argparse.Namespace) -> int:
-    """Run the benchmarks and print the figures."""
-    if args.repeats < 1:
-        raise ConfigError("--repeats", f"must be at least 1, got {args.repeats}")
-    for option in ("duration_ms", "n15000_duration_ms", "sweep_duration_ms", "scale"):
-        value = getattr(args, option)
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"--{option.replace('_', '-')}", f"must be positive, got {value}")
-    skipped = [name.strip() for name in args.skip.split(",") if name.strip()]
-    for name in skipped:
-        if name not in GROUPS:
-            raise ConfigError("--skip", f"unknown group {name!r} (choose from {', '.join(GROUPS)})")
-    wanted = GROUPS if args.full else DEFAULT_GROUPS
-    groups = tuple(g for g in wanted if g not in skipped)
-    settings = Settings(repeats=args.repeats, duration_ms=args.duration_ms,
-                        n15000_duration_ms=args.n15000_duration_ms,
-                        sweep_duration_ms=args.sweep_duration_ms, scale=args.scale)
-    figures = run_benchmarks(groups, settings)
-    conditions = figures["conditions"]
-    assert isinstance(conditions, dict)
-    status = 1 if conditions.get("failed_groups") else 0
-    if args.json:
-        print(json.dumps(figures, indent=2))
-        return status
-    for name, value in figures.items():
-        if isinstance(value, float | int):
-            print(f"{name:32s} {value:14.4g}")
-    print("conditions: " + ", ".join(f"{k}={v}" for k, v in conditions.items()))
-    return status

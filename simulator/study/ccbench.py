@@ -1,4 +1,4 @@
-"""``snapsim ccbench``: single-line micro-benchmarks of a machine, in the ccbench vocabulary.
+"""Single-line micro-benchmarks of a machine, in the ccbench vocabulary (``snapsim ccbench``).
 
 Each scenario places one line in a chosen state and place, then performs one operation on it
 through the simulator and reports the access class and latency it was charged (the method of
@@ -11,14 +11,12 @@ topology can produce appears once per home relation.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import load_machine
-from simulator.hardware.codes import AccessClass, Op
+from simulator.hardware.codes import Op
 from simulator.hardware.machine import AccessResult, Machine
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
@@ -153,27 +151,3 @@ def hot_line_rate(
         env.process(incrementer(machine.topology.thread_by_name(name)))
     env.run(until=duration_ns)
     return done[0] / (duration_ns * 1e-9)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim ccbench``."""
-    parser.add_argument(
-        "machine",
-        nargs="?",
-        default="gold5215-2s",
-        metavar="MACHINE",
-        help="shipped machine name or machine file (default: gold5215-2s)",
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    """Print the micro-benchmark table of a machine."""
-    config = load_machine(args.machine)
-    rows = measure(config)
-    width = max(len(r.scenario) for r in rows)
-    print(f"{config.name}: single-line costs charged by the model\n")
-    print(f"{'scenario':{width}s}  {'class':17s}  value")
-    for row in rows:
-        print(f"{row.scenario:{width}s}  {row.access_class:17s}  {row.value:8.1f} {row.unit}")
-    print(f"\nclasses: {', '.join(c.name.lower() for c in AccessClass)}")
-    return 0

@@ -1,9 +1,11 @@
 """Experiments: a grid of points, run through a workload model, gathered into DataFrames.
 
-An :class:`Experiment` is buildable in code (no YAML needed): a machine, the algorithms to compare,
-a workload, grids of active and idle clients, the idle kind, the simulated duration and warm-up,
-root seeds, the model's options and, optionally, the machine's measured single-client TPS and a
-measurement dataset to compare with. :func:`run` simulates every point of the grid (here, on
+An :class:`Experiment` is buildable in code: a machine, the algorithms to compare, a workload,
+grids of active and idle clients, the idle kind, the simulated duration and warm-up, root seeds,
+the model's options and, optionally, the machine's measured single-client TPS and a measurement
+dataset to compare with. The machine, algorithms, workload and idle kind it does not name are
+those of the shipped default experiment (``configs/experiments/default.yaml``), so this module
+names no workload model's vocabulary. :func:`run` simulates every point of the grid (here, on
 local processes or on a Dask cluster) and returns a :class:`Result` whose ``.curve`` has one row
 per point and ``.lines`` the per-line tables, both tidy, with the point's parameters as columns.
 
@@ -11,17 +13,20 @@ Every point has its own seed, derived from a root seed and the point's identity 
 position in the grid), so a point's result does not depend on which other points are run, in
 which order, or where.
 
-``single_client_tps`` (SPEC §3) rescales the model's base per-transaction work so that one
-client with no idle connections simulates that TPS: :func:`single_client_work_scale` finds the
-factor by a secant search on 1/TPS, which is affine in the work for a single client.
+``single_client_tps``, the one per-machine calibration (every other cost comes from the global
+cost model), rescales the model's base per-transaction work so that one client with no idle
+connections simulates the machine's measured single-client TPS: :func:`single_client_work_scale`
+finds the factor by a secant search on 1/TPS, which is affine in the work for a single client.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,22 +34,64 @@ import pandas as pd
 
 from simulator.analysis.columns import POINT_KEYS
 from simulator.analysis.plotting import plot_tps
+from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
+from simulator.config.values import expect_list, expect_mapping, expect_str
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.sweep import OnRecord, PointRecord, PointTask, execute, run_tasks
+from simulator.study.measurements import measurements_for
+from simulator.study.store import PointStore
+from simulator.study.sweep import (
+    OnRecord,
+    PointRecord,
+    PointTask,
+    execute,
+    failed_points,
+    run_tasks,
+)
 from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["Experiment", "Result", "point_seed", "run",
-           "single_client_work_scale"]
+__all__ = ["Experiment", "Plan", "Result", "point_seed", "run", "single_client_work_scale"]
 
 CALIBRATION_MIN_DURATION_MS = 20.0
 """Single-client calibration points simulate at least this long (about 700 transactions)."""
 CALIBRATION_TOLERANCE = 0.005
 CALIBRATION_MAX_STEPS = 6
+DEFAULT_EXPERIMENT = "default"
+"""The shipped experiment whose machine, algorithms, workload and idle kind are the defaults."""
+
+
+def experiments_dir() -> Path:
+    """Directory of the shipped experiment files (``configs/experiments``)."""
+    return configs_dir() / "experiments"
+
+
+@functools.cache
+def _default_document() -> Mapping[str, object]:
+    path = experiments_dir() / f"{DEFAULT_EXPERIMENT}.yaml"
+    return expect_mapping("", read_yaml(path))
+
+
+def _default(key: str) -> object:
+    """A key of the shipped default experiment file (a name, read as it is written)."""
+    source = str(experiments_dir() / f"{DEFAULT_EXPERIMENT}.yaml")
+    document = _default_document()
+    if key not in document:
+        raise ConfigError(key, "missing: the default experiment must name it", source)
+    return document[key]
+
+
+def _default_str(key: str) -> str:
+    return expect_str(key, _default(key))
+
+
+def _default_algorithms() -> tuple[str, ...]:
+    items = expect_list("algorithms", _default("algorithms"))
+    return tuple(expect_str(f"algorithms[{i}]", item) for i, item in enumerate(items))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,12 +100,13 @@ class Experiment:
 
     name: str = "experiment"
     description: str = ""
-    machine: MachineConfig | str = "gold5215-2s"
-    algorithms: tuple[str, ...] = ("pre14", "post14")
-    workload: str = "select-only"
+    machine: MachineConfig | str = field(default_factory=lambda: _default_str("machine"))
+    """A machine, or a shipped machine's name or a machine file's path."""
+    algorithms: tuple[str, ...] = field(default_factory=_default_algorithms)
+    workload: str = field(default_factory=lambda: _default_str("workload"))
     clients: tuple[int, ...] = (1,)
     idle_clients: tuple[int, ...] = (0,)
-    idle_kind: str = "idle"
+    idle_kind: str = field(default_factory=lambda: _default_str("idle_kind"))
     duration_ms: float = 20.0
     warmup_ms: float = 2.0
     seeds: tuple[int, ...] = (0,)
@@ -70,7 +118,7 @@ class Experiment:
     (:func:`simulator.study.measurements.measurements_for`)."""
     model: str = DEFAULT_MODEL
     options: Mapping[str, object] = field(default_factory=dict)
-    """The workload model's options (PostgreSQL: ``costs``, ``batch``, ``think_time``, ...)."""
+    """The workload model's options (for example ``costs``, ``batch``, ``think_time``)."""
 
     def __post_init__(self) -> None:
         for name in ("algorithms", "clients", "idle_clients", "seeds"):
@@ -178,8 +226,9 @@ def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
                              log: Callable[[str], None] | None = None) -> float:
     """The work scale at which one client with no idle connections simulates ``target_tps``.
 
-    Runs the experiment's first algorithm and workload with 1 client, 0 idle connections and
-    the first root seed, for at least :data:`CALIBRATION_MIN_DURATION_MS`. 1/TPS is affine in
+    Runs the experiment's first algorithm and workload with 1 client, 0 idle connections (of the
+    model's ``calibration_idle_kind``) and the first root seed, for at least
+    :data:`CALIBRATION_MIN_DURATION_MS`. 1/TPS is affine in
     the work scale for one client (work plus fixed wake-up and scheduling costs), so secant
     steps converge in two or three runs; it stops within :data:`CALIBRATION_TOLERANCE`.
 
@@ -187,7 +236,8 @@ def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
         ConfigError: the target cannot be reached (the fixed costs alone are slower).
     """
     duration = max(experiment.duration_ms, CALIBRATION_MIN_DURATION_MS)
-    probe = replace(experiment, clients=(1,), idle_clients=(0,), idle_kind="idle",
+    idle_kind = workload_model(experiment.model).calibration_idle_kind
+    probe = replace(experiment, clients=(1,), idle_clients=(0,), idle_kind=idle_kind,
                     algorithms=experiment.algorithms[:1], seeds=experiment.seeds[:1],
                     duration_ms=duration, warmup_ms=max(experiment.warmup_ms, 1.0))
 
@@ -243,20 +293,33 @@ class Result:
     @property
     def failures(self) -> pd.DataFrame:
         """The points that failed, with their error."""
-        if "error" not in self.curve:
-            return self.curve.iloc[0:0]
-        errors = self.curve["error"]
-        return self.curve[errors.notna() & (errors.astype(str) != "")]
+        return self.curve[failed_points(self.curve)]
 
     def plot(self, x: str | None = None, ax: Axes | None = None) -> Axes:
         """TPS against idle or active clients (log x), measurements overlaid if named."""
         return plot_tps(self.curve, x=x, ax=ax, measurements=self.measured)
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What :func:`run` is about to do, handed to its ``on_start`` before the first point."""
+
+    tasks: list[PointTask]
+    """Every point of the grid, in grid order."""
+    machine: MachineConfig
+    options: dict[str, object]
+    """The model's options, resolved."""
+    work_scale: float
+    done: dict[str, PointRecord]
+    """The points not run again (given as ``done`` or found in the store), by key."""
+
+
 def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
         scheduler: str | None = None, progress: bool = False,
         on_record: OnRecord | None = None, done: Mapping[str, PointRecord] | None = None,
-        log: Callable[[str], None] | None = None) -> Result:
+        log: Callable[[str], None] | None = None, store: PointStore | None = None,
+        source: str | None = None, work_scale: float | None = None,
+        on_start: Callable[[Plan], None] | None = None) -> Result:
     """Simulate every point of an experiment.
 
     Args:
@@ -268,28 +331,37 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
         on_record: called with every newly computed point as it completes.
         done: points already computed, by key (a resumed sweep); they are not run again.
         log: receives progress messages (the single-client calibration).
+        store: finished points on disk: the successful points it holds are not run again, and
+            every newly computed point is saved in it as it completes (so an interrupted sweep,
+            run again with the same store, resumes).
+        source: the experiment file, named in errors and the base of relative paths in the
+            options.
+        work_scale: the single-client work scale an earlier run of the same experiment found;
+            the calibration is then skipped (``None``: calibrate if ``single_client_tps`` is set,
+            else 1).
+        on_start: called once everything is planned, before the first point runs.
 
     Raises:
         ConfigError: a bad name or value in the experiment.
     """
     model = experiment.validate()
-    options = model.resolve_options(experiment.options)
+    options = model.resolve_options(experiment.options, source)
     machine = experiment.machine_config()
-    work_scale = 1.0
-    if experiment.single_client_tps is not None:
-        work_scale = single_client_work_scale(experiment, machine, options,
-                                              experiment.single_client_tps, log)
-    return run_planned(experiment, plan(experiment, machine, options, work_scale), jobs=jobs,
-                       client=client, scheduler=scheduler, progress=progress,
-                       on_record=on_record, done=done, work_scale=work_scale)
-
-
-def run_planned(experiment: Experiment, tasks: Sequence[PointTask], *, jobs: int = 1,
-                client: Any = None, scheduler: str | None = None, progress: bool = False,
-                on_record: OnRecord | None = None, done: Mapping[str, PointRecord] | None = None,
-                work_scale: float = 1.0) -> Result:
-    """Run planned tasks (skipping those in ``done``) and assemble the :class:`Result`."""
+    if work_scale is None:
+        work_scale = 1.0
+        if experiment.single_client_tps is not None:
+            work_scale = single_client_work_scale(experiment, machine, options,
+                                                  experiment.single_client_tps, log)
+    tasks = plan(experiment, machine, options, work_scale)
     finished = dict(done or {})
+    if store is not None:
+        for task in tasks:
+            if task.key not in finished and (record := store.load(task.key)) is not None:
+                finished[task.key] = record
+        on_record = _saving(store, on_record)
+    if on_start is not None:
+        on_start(Plan(tasks=tasks, machine=machine, options=options, work_scale=work_scale,
+                      done=dict(finished)))
     todo = [task for task in tasks if task.key not in finished]
     for record in run_tasks(todo, jobs=jobs, client=client, scheduler=scheduler,
                             on_record=on_record, progress=progress):
@@ -297,10 +369,18 @@ def run_planned(experiment: Experiment, tasks: Sequence[PointTask], *, jobs: int
     records = [finished[task.key] for task in tasks]
     measured = None
     if experiment.measurements is not None:
-        from simulator.study.measurements import measurements_for
-
         measured = measurements_for(experiment.measurements)
     return assemble(records, experiment, measured, work_scale)
+
+
+def _saving(store: PointStore, on_record: OnRecord | None) -> OnRecord:
+    """A callback that stores a record, then hands it to ``on_record``."""
+    def save(record: PointRecord) -> None:
+        store.save(record)
+        if on_record is not None:
+            on_record(record)
+
+    return save
 
 
 def assemble(records: Sequence[PointRecord], experiment: Experiment | None = None,

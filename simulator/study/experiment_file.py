@@ -24,7 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import machines_dir
 from simulator.config.values import (
@@ -38,7 +37,7 @@ from simulator.config.values import (
 )
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment
+from simulator.study.experiment import Experiment, experiments_dir
 from simulator.version import __version__
 
 __all__ = [
@@ -58,11 +57,6 @@ EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "algorithms", "w
                    "single_client_tps", "measurements", "model", "options", "computed")
 _LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int}
 MAX_EXTENDS_DEPTH = 16
-
-
-def experiments_dir() -> Path:
-    """Directory of the shipped experiment files (``configs/experiments``)."""
-    return configs_dir() / "experiments"
 
 
 def shipped_experiments() -> list[str]:

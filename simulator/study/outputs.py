@@ -22,8 +22,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from simulator.analysis import plotting
+from simulator.analysis.usl import usl_table
 from simulator.errors import ConfigError
 from simulator.study.store import atomic_path
+from simulator.study.sweep import failed_points
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -57,8 +60,6 @@ def write_results(result: Result, directory: Path) -> list[Path]:
 
 def usl_summary(curve: pd.DataFrame) -> pd.DataFrame | None:
     """The USL fit of every curve of the result, or ``None`` when nothing can be fitted."""
-    from simulator.analysis.usl import usl_table
-
     ok = _successful(curve)
     if ok.empty:
         return None
@@ -71,8 +72,6 @@ def write_plots(curve: pd.DataFrame, directory: Path,
     import matplotlib
 
     matplotlib.use("Agg")
-    from simulator.analysis import plotting
-
     ok = _successful(curve)
     if ok.empty:
         return []
@@ -102,8 +101,7 @@ def ratio_pair(curve: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def _successful(curve: pd.DataFrame) -> pd.DataFrame:
-    if "error" in curve.columns:
-        curve = curve[~curve["error"].notna() | (curve["error"].astype(str) == "")]
+    curve = curve[~failed_points(curve)]
     return curve[curve["tps"].notna()] if "tps" in curve.columns else curve.iloc[0:0]
 
 
@@ -115,8 +113,6 @@ def _write(path: Path, writer: Callable[[Path], object]) -> Path:
 
 def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None) -> Path:
     """TPS plot, one panel per active-client count when idle clients vary."""
-    from simulator.analysis import plotting
-
     panels = plotting.tps_panels(curve, measured)
 
     def draw(figure: Figure) -> None:

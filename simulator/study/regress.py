@@ -1,4 +1,4 @@
-"""``snapsim regress BASELINE_DIR``: re-run a stored experiment and compare its curve.
+"""Baselines: a stored experiment's curve, its tolerances, and what moved on a re-run.
 
 A baseline is any output directory of ``snapsim run`` (or a committed copy of its
 ``experiment.yaml`` and ``curve.csv``), plus an optional ``tolerances.yaml``::
@@ -7,36 +7,24 @@ A baseline is any output directory of ``snapsim run`` (or a committed copy of it
     latency_p50_us: {rel: 0.05}
     hot_line_wait_ns: {abs: 50}   # |new - old| <= 50
 
-The experiment is re-run as stored in ``experiment.yaml`` (the input, not the resolved
-configuration), so a change of the code *or* of the global cost model shows up; ``--set``
-applies overrides as in ``snapsim run``. Every point of the baseline must be present again and
-every compared column within its tolerance, else the command prints a table of what moved and
-exits 1. ``--update`` writes the new curve (and the overridden experiment) as the baseline.
+``snapsim regress`` re-runs the experiment as stored in ``experiment.yaml`` (the input, not the
+resolved configuration), so a change of the code *or* of the global cost model shows up. Every
+point of the baseline must be present again and every compared column within its tolerance
+(:func:`load_tolerances`); :func:`compare` lists what moved.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from simulator.analysis.tables import format_table
 from simulator.config.values import check_keys, expect_mapping, expect_number
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import run
-from simulator.study.experiment_file import (
-    apply_overrides,
-    dump_yaml,
-    experiment_from_document,
-    load_document,
-)
-from simulator.study.store import atomic_path
 
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "tps": {"rel": 0.02},
@@ -45,7 +33,6 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 }
 MATCH_KEYS = ["machine", "algorithm", "workload", "clients", "idle_clients", "idle_kind",
               "root_seed"]
-EXIT_OK, EXIT_MOVED = 0, 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,51 +108,3 @@ def compare(baseline: pd.DataFrame, new: pd.DataFrame,
                               "tolerance": tolerance.describe()})
     return pd.DataFrame(moved, columns=["point", "column", "baseline", "new", "change",
                                         "tolerance"])
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim regress``."""
-    parser.add_argument("baseline", metavar="BASELINE_DIR",
-                        help="directory with experiment.yaml and curve.csv (a run's output)")
-    parser.add_argument("--update", action="store_true",
-                        help="write the new curve as the baseline instead of comparing")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an experiment key for the re-run")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="local worker processes")
-
-
-def main(args: argparse.Namespace) -> int:
-    """``snapsim regress``."""
-    directory = Path(args.baseline)
-    experiment_path = directory / "experiment.yaml"
-    curve_path = directory / "curve.csv"
-    if not experiment_path.exists():
-        raise ConfigError("BASELINE_DIR", f"{experiment_path} does not exist "
-                          "(a baseline is the output directory of snapsim run)")
-    tolerances = load_tolerances(directory)
-    document, source = load_document(str(experiment_path))
-    document = apply_overrides(document, args.set)
-    experiment = experiment_from_document(document, source,
-                                          default_name=directory.name)
-    if not args.update and not curve_path.exists():
-        raise ConfigError("BASELINE_DIR", f"{curve_path} does not exist; create it with --update")
-    result = run(experiment, jobs=args.jobs)
-    if args.update:
-        with atomic_path(curve_path) as tmp:
-            result.curve.to_csv(tmp, index=False)
-        if args.set:
-            with atomic_path(experiment_path) as tmp:
-                tmp.write_text(dump_yaml(document), encoding="utf-8")
-        print(f"updated the baseline {directory}/ ({len(result.curve)} points)")
-        return EXIT_OK
-    baseline = pd.read_csv(curve_path)
-    moved = compare(baseline, result.curve, tolerances)
-    if moved.empty:
-        print(f"ok: {len(baseline)} points of {directory}/ within tolerance "
-              f"({', '.join(f'{c} {t.describe()}' for c, t in tolerances.items())})")
-        return EXIT_OK
-    print(f"REGRESSION: {len(moved)} value(s) of {directory}/ moved beyond tolerance",
-          file=sys.stderr)
-    for line in format_table(list(moved.columns), moved.astype(str).values.tolist()):
-        print(line)
-    return EXIT_MOVED

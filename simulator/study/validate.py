@@ -1,51 +1,48 @@
-"""``snapsim validate``: the model against published measurements.
+"""The model against published measurements (the library of ``snapsim validate``).
 
 A measurement manifest (:mod:`simulator.study.measurements`) maps every measured TPS to a point:
 machine, algorithm, workload, active and idle clients, idle kind. :func:`validate` simulates each
 distinct point once (two series measuring the same point, e.g. PostgreSQL 12 and the pre-14 tree,
 share a simulation), with the manifest's run settings and, where the manifest gives a machine's
 single-client TPS, the work scale that reproduces it (that measured point is then excluded from
-the errors, SPEC §3). It returns the point-by-point table::
+the errors: it was fitted, so it matches by construction). It returns the point-by-point
+table::
 
     dataset, series, algorithm, machine, clients, idle_clients, measured_tps, predicted_tps,
     rel_error, calibration_point
 
 and :func:`summarise` gives, per dataset and series, the median and maximum absolute relative
-error against the manifest's thresholds. The command writes ``validation.csv``,
-``summary.csv``, one predicted-vs-measured plot per dataset and a scatter of every point, prints
-the summary and exits 1 when a series exceeds a threshold.
+error against the manifest's thresholds; :func:`plot_validation` draws one predicted-vs-measured
+plot per dataset and a scatter of every point.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from simulator.analysis.tables import format_table
+from simulator.analysis.plotting import plot_tps, tps_panels
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, plan, single_client_work_scale
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
-from simulator.study.measurements import Manifest, load_manifest
-from simulator.study.store import atomic_path
-from simulator.study.sweep import PointTask, default_jobs, run_tasks
-from simulator.study.workload_model import workload_model
+from simulator.study.measurements import Manifest
+from simulator.study.outputs import save_png
+from simulator.study.sweep import PointTask, run_tasks
 
-DEFAULT_OUT = "snapsim-validation"
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 RUN_DEFAULTS = {"duration_ms": 5.0, "warmup_ms": 2.0, "seed": 0}
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
                       "calibration_point", "error")
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
@@ -161,14 +158,9 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
 
 def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
     """One predicted-vs-measured plot per dataset and a scatter of every point."""
-    import matplotlib
+    import matplotlib  # only when plotting: importing it is slow
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    from simulator.analysis.plotting import plot_tps, tps_panels
-    from simulator.study.outputs import save_png
-
     written = []
     for dataset, group in table.groupby("dataset", sort=False):
         ok = group[group["predicted_tps"].notna()]
@@ -210,89 +202,3 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
 
     written.append(save_png(directory / "validation_scatter.png", scatter, size=(6, 6)))
     return written
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim validate``."""
-    parser.add_argument("--manifest", metavar="FILE",
-                        help="measurement manifest (default: the shipped one)")
-    parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
-    parser.add_argument("--dataset", action="append", metavar="NAME",
-                        help="validate only this dataset (repeatable)")
-    parser.add_argument("--duration-ms", type=float, metavar="MS",
-                        help="simulated time per point (default: the manifest's run settings)")
-    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an experiment key for every point")
-    parser.add_argument("--jobs", type=int, metavar="N",
-                        help=f"local worker processes (default: the CPUs, here {default_jobs()})")
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def main(args: argparse.Namespace) -> int:
-    """``snapsim validate``."""
-    started = time.perf_counter()
-    manifest = load_manifest(args.manifest)
-    settings = {**RUN_DEFAULTS, **manifest.run}
-    duration = args.duration_ms if args.duration_ms is not None else settings["duration_ms"]
-    warmup = args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]
-    if args.jobs is not None and args.jobs < 1:
-        raise ConfigError("--jobs", f"must be at least 1, got {args.jobs}")
-    if not duration > 0:
-        raise ConfigError("--duration-ms", f"must be positive, got {duration}")
-    if not warmup >= 0:
-        raise ConfigError("--warmup-ms", f"must not be negative, got {warmup}")
-    workload_model()  # the model is installed
-    out = Path(args.out or DEFAULT_OUT)
-    _writable(out)
-    client = None
-    if args.scheduler:
-        from simulator.study.sweep import connect_dask
-
-        client = connect_dask(args.scheduler, "--scheduler")
-    try:
-        table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
-                         seed=int(settings["seed"]), overrides=args.set,
-                         jobs=args.jobs or default_jobs(), client=client,
-                         progress=not args.no_progress, log=_log, datasets=args.dataset)
-    finally:
-        if client is not None:
-            client.close()
-    summary = summarise(table, manifest)
-    with atomic_path(out / "validation.csv") as tmp:
-        table.to_csv(tmp, index=False)
-    with atomic_path(out / "summary.csv") as tmp:
-        summary.to_csv(tmp, index=False)
-    plots = plot_validation(table, out)
-    _print_summary(summary, manifest)
-    _log(f"wrote {out}/: validation.csv, summary.csv, {len(plots)} plots "
-         f"({len(table)} measured points, {time.perf_counter() - started:.1f} s)")
-    return EXIT_OK if summary["passed"].all() else EXIT_FAILED
-
-
-def _writable(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise ConfigError("--out", f"{out} exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".snapsim-write-test"
-        probe.write_text("", encoding="utf-8")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError("--out", f"cannot write to {out}: {exc.strerror or exc}") from None
-
-
-def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
-    rows = [(str(r.dataset), str(r.series), str(r.algorithm), str(r.points),
-             f"{r.median_abs_rel_error:.1%}", f"{r.max_abs_rel_error:.1%}",
-             "ok" if r.passed else "FAIL") for r in summary.itertuples()]
-    print(f"median |error| <= {manifest.median_abs_rel_error:.0%}, "
-          f"max |error| <= {manifest.max_abs_rel_error:.0%} per series")
-    for line in format_table(("DATASET", "SERIES", "ALGORITHM", "POINTS", "MEDIAN", "MAX",
-                              "RESULT"), rows):
-        print(line)
-
-
-def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

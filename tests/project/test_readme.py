@@ -46,7 +46,7 @@ def test_the_command_line_tour_names_every_command() -> None:
 
 
 def test_experiment_examples_are_valid(tmp_path: Path) -> None:
-    from simulator.cli.run import check_experiment, is_experiment
+    from simulator.cli.check_config import check_experiment, is_experiment
 
     blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", README,
                                                            flags=re.DOTALL)]
@@ -55,7 +55,7 @@ def test_experiment_examples_are_valid(tmp_path: Path) -> None:
     for index, block in enumerate(experiments):
         path = tmp_path / f"example{index}.yaml"
         path.write_text(yaml.safe_dump(block, sort_keys=False), encoding="utf-8")
-        assert check_experiment(block, str(path)).startswith(f"experiment {block['name']}: ")
+        assert check_experiment(str(path)).startswith(f"experiment {block['name']}: ")
 
 
 def test_python_examples_run_and_print_what_they_say() -> None:

@@ -9,7 +9,6 @@ import pytest
 
 from simulator.cli import main
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.study.bench import scaling_exponent
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
           "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
@@ -58,14 +57,6 @@ def test_bench_rejects_bad_options(argv: list[str], key: str,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", *argv]) == 2
     assert key in capsys.readouterr().err
-
-
-def test_scaling_exponent_is_the_log_log_slope() -> None:
-    connections = [100, 1000, 10000]
-    assert scaling_exponent(connections, [2.0 * n ** 0.75 for n in connections]) == \
-        pytest.approx(0.75)
-    with pytest.raises(ValueError, match="distinct"):
-        scaling_exponent([100, 100], [1.0, 2.0])
 
 
 def test_environment_counts_processed_events() -> None:

@@ -219,9 +219,15 @@ def test_handler_exit_code_and_multiline_errors(
     assert main(["regresses"]) == 1
 
 
-def test_register_command_rejects_duplicates() -> None:
-    with pytest.raises(ValueError, match="registered twice"):
-        cli.register_command("machines", "again", lambda parser: None, lambda args: 0)
+def test_every_command_is_in_the_table_and_in_the_help(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert list(COMMANDS) == ["machines", "check-config", "run", "plot", "regress", "validate",
+                              "calibrate", "ccbench", "bench", "c2c"]
+    assert main(["--help"]) == 0
+    listing = capsys.readouterr().out.split("COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    names = [line.split()[0] for line in listing.splitlines() if line.startswith("    ")
+             and not line.startswith("     ")]
+    assert names == list(COMMANDS)
 
 
 @pytest.mark.parametrize(

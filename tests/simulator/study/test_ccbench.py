@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.cli import main
 from simulator.config.machine import HomeRelation
 from simulator.config.machine_file import load_machine, shipped_machines
 from simulator.study.ccbench import measure
@@ -19,20 +18,6 @@ def test_gold_table_matches_the_machine_file() -> None:
     assert rows["load from modified, other socket (line homed on node 1)"].value == 178.2
     assert rows["load from DRAM, line homed on node 1"].access_class == "dram_remote"
     assert rows["hot line, 4 threads in one L3 domain"].value == pytest.approx(1e3 / 55.6, rel=0.02)
-
-
-def test_cli_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ccbench", "threadripper-3990x"]) == 0
-    out = capsys.readouterr().out
-    assert "cross_domain_hitm" in out
-    assert "87.0 ns" in out
-
-
-def test_cli_unknown_machine_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["ccbench", "no-such-machine"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1
-    assert "no-such-machine" in err[0]
 
 
 @pytest.mark.parametrize("name", shipped_machines())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -10,10 +12,14 @@ import pandas as pd
 import pytest
 
 import simulator
+import simulator.study.sweep
 from simulator.analysis.plotting import ratio_curve
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, point_seed
-from simulator.study.workload_model import available_models
+from simulator.study.experiment import Experiment, Plan, experiments_dir, point_seed
+from simulator.study.store import PointStore
+from simulator.study.sweep import PointTask
+from simulator.study.workload_model import available_models, workload_model
 
 TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 0.5}
 CURVE_COLUMNS = ["machine", "algorithm", "workload", "clients", "idle_clients", "seed", "tps",
@@ -87,3 +93,33 @@ def test_plot_and_ratio(result: simulator.Result) -> None:
     ratio = ratio_curve(result.curve, "post14", "pre14")
     assert list(ratio.columns) == ["clients", "idle_clients", "post14/pre14"]
     assert (ratio["post14/pre14"] > 0.9).all()
+
+
+def test_unnamed_keys_are_those_of_the_shipped_default_experiment() -> None:
+    default = read_yaml(experiments_dir() / "default.yaml")
+    assert isinstance(default, dict)
+    experiment = Experiment()
+    assert experiment.machine == default["machine"]
+    assert list(experiment.algorithms) == default["algorithms"]
+    assert experiment.workload == default["workload"]
+    assert experiment.idle_kind == default["idle_kind"]
+    assert (experiment.clients, experiment.idle_clients, experiment.seeds) == ((1,), (0,), (0,))
+    model = workload_model(experiment.model)
+    assert model.calibration_idle_kind in model.idle_kinds
+
+
+def test_a_store_resumes_a_run_without_recomputing(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    experiment = Experiment(**{**TINY, "algorithms": ("pre14",)})  # type: ignore[arg-type]
+    store = PointStore(tmp_path / "points")
+    plans: list[Plan] = []
+    first = simulator.run(experiment, store=store, on_start=plans.append)
+    assert [len(plan.done) for plan in plans] == [0]
+    assert len(list((tmp_path / "points").glob("*.json"))) == 2
+    calls: list[PointTask] = []
+    monkeypatch.setattr(simulator.study.sweep, "execute", calls.append)  # must not be called
+    again = simulator.run(experiment, store=store, on_start=plans.append)
+    assert calls == []
+    assert [len(plan.done) for plan in plans] == [0, 2]
+    assert [task.key for task in plans[1].tasks] == [task.key for task in plans[0].tasks]
+    pd.testing.assert_frame_equal(first.curve, again.curve, check_exact=True)

@@ -1,0 +1,79 @@
+"""``snapsim calibrate``: fit global model parameters to published measurements.
+
+Runs :func:`simulator.study.calibrate.calibrate` and writes into ``--out`` ``calibration.csv``
+(every evaluation) and ``best.yaml`` (the best values as ``--set`` overrides, the objective, the
+fixed overrides and the datasets); prints the best values.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from simulator.cli.common import EXIT_OK, log
+from simulator.errors import ConfigError
+from simulator.study.calibrate import calibrate, parse_parameter
+from simulator.study.experiment_file import dump_yaml
+from simulator.study.measurements import load_manifest
+from simulator.study.store import atomic_path
+from simulator.study.sweep import default_jobs
+from simulator.study.validate import RUN_DEFAULTS
+
+DEFAULT_OUT = "snapsim-calibration"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim calibrate``."""
+    parser.add_argument("--param", action="append", default=[], required=True,
+                        metavar="KEY=LOW:HIGH[:UNIT[:START]]",
+                        help="a fitted experiment key with its bounds (repeatable)")
+    parser.add_argument("--manifest", metavar="FILE", help="measurement manifest")
+    parser.add_argument("--dataset", action="append", metavar="NAME",
+                        help="fit on this dataset only (repeatable; default: all)")
+    parser.add_argument("--max-evaluations", type=int, default=30, metavar="N",
+                        help="budget of validation runs (default 30)")
+    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
+    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a fixed override for every point")
+    parser.add_argument("--jobs", type=int, metavar="N", help="local worker processes")
+    parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Fit the parameters, write the evaluations and the best values, print the best."""
+    parameters = [parse_parameter(text) for text in args.param]
+    if len({p.key for p in parameters}) != len(parameters):
+        raise ConfigError("--param", "a key is given twice")
+    if args.max_evaluations < len(parameters) + 1:
+        raise ConfigError("--max-evaluations",
+                          f"must be at least {len(parameters) + 1} (the first simplex)")
+    manifest = load_manifest(args.manifest)
+    settings = {**RUN_DEFAULTS, **manifest.run}
+    out = Path(args.out or DEFAULT_OUT)
+    out.mkdir(parents=True, exist_ok=True)
+    history = calibrate(
+        manifest, parameters, datasets=args.dataset,
+        duration_ms=float(args.duration_ms or settings["duration_ms"]),
+        warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
+        overrides=args.set, jobs=args.jobs or default_jobs(),
+        max_evaluations=args.max_evaluations, log=log)
+    with atomic_path(out / "calibration.csv") as tmp:
+        history.to_csv(tmp, index=False)
+    best = history.iloc[int(np.argmin(history["objective"].to_numpy()))]
+    sets = [p.override(float(best[p.key])) for p in parameters]
+    document: dict[str, object] = {
+        "objective": float(best["objective"]),
+        "set": sets,
+        "fixed": list(args.set),
+        "datasets": list(args.dataset or manifest.datasets),
+    }
+    with atomic_path(out / "best.yaml") as tmp:
+        tmp.write_text(dump_yaml(document), encoding="utf-8")
+    print(f"best objective {best['objective']:.4f} after {len(history)} evaluations:")
+    for item in sets:
+        print(f"  --set {item}")
+    log(f"wrote {out}/calibration.csv and {out}/best.yaml")
+    return EXIT_OK

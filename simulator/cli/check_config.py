@@ -1,0 +1,135 @@
+"""``snapsim check-config FILE``: validate a configuration file without running it.
+
+The kind of file is recognised by its content (:data:`CONFIG_KINDS`, tried in order): a machine
+file, a measurement manifest or an experiment file. Each kind is checked completely (an
+experiment with its ``extends`` chain, its workload model's options, its machine and its
+measurements; a manifest with every file it names) and summarised in one line after ``ok:``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.cli.common import EXIT_OK
+from simulator.config.machine import MachineConfig
+from simulator.config.machine_file import machine_from_dict
+from simulator.config.values import expect_mapping
+from simulator.config.yaml_io import read_yaml
+from simulator.errors import ConfigError
+from simulator.study.experiment_file import (
+    EXPERIMENT_KEYS,
+    experiment_from_document,
+    load_document,
+)
+from simulator.study.measurements import load_manifest, measurements_for
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKind:
+    """A kind of configuration file that ``check-config`` recognises by its content.
+
+    ``check(source)`` validates the file (raising ``ConfigError``) and returns a one-line summary
+    printed after ``ok:``. ``recognised_by`` completes the sentence "a <name> file has ..." in
+    the error for a file that no kind recognises.
+    """
+
+    name: str
+    recognised_by: str
+    matches: Callable[[Mapping[str, object]], bool]
+    check: Callable[[str], str]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim check-config``."""
+    parser.add_argument("file", metavar="FILE", help="machine file (YAML) to validate")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Check the file with the first kind that recognises it."""
+    source = str(args.file)
+    data = read_yaml(Path(source))
+    if not isinstance(data, Mapping):
+        raise ConfigError("", "the top level must be a mapping", source)
+    for kind in CONFIG_KINDS:
+        if kind.matches(data):
+            print(f"ok: {kind.check(source)}")
+            return EXIT_OK
+    known = "; ".join(f"a {kind.name} file has {kind.recognised_by}" for kind in CONFIG_KINDS)
+    raise ConfigError("", f"not a recognised configuration file ({known})", source)
+
+
+def is_machine(data: Mapping[str, object]) -> bool:
+    """Whether a parsed file looks like a machine file."""
+    return "topology" in data
+
+
+def check_machine(source: str) -> str:
+    """Validate a machine file; a one-line summary."""
+    data = expect_mapping("", read_yaml(Path(source)))
+    return machine_summary(machine_from_dict(data, source=source))
+
+
+def machine_summary(config: MachineConfig) -> str:
+    """One-line description of a machine: ``name (2 sockets x 1 domain x ..., MESIF, ...)``."""
+    topo = config.topology
+    shape = " x ".join(
+        _count(value, unit)
+        for value, unit in (
+            (topo.sockets, "socket"),
+            (topo.domains_per_socket, "domain"),
+            (topo.cores_per_domain, "core"),
+            (topo.threads_per_core, "thread"),
+        )
+    )
+    return (f"{config.name} ({shape}, {config.protocol.value}, "
+            f"{config.l3_inclusion.value} L3, {config.clock_ghz:g} GHz)")
+
+
+def _count(value: int, unit: str) -> str:
+    return f"{value} {unit}" if value == 1 else f"{value} {unit}s"
+
+
+def is_manifest(data: Mapping[str, object]) -> bool:
+    """Whether a parsed file looks like a measurement manifest."""
+    return "datasets" in data
+
+
+def check_manifest(source: str) -> str:
+    """Validate a measurement manifest and every file it names; a one-line summary."""
+    manifest = load_manifest(source)
+    rows = sum(len(dataset.table()) for dataset in manifest.datasets.values())
+    return f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points"
+
+
+def is_experiment(data: Mapping[str, object]) -> bool:
+    """Whether a parsed file looks like an experiment file."""
+    return bool(data) and all(key in EXPERIMENT_KEYS for key in data)
+
+
+def check_experiment(source: str) -> str:
+    """Validate an experiment file completely without running it; a one-line summary."""
+    document, path = load_document(source)
+    experiment = experiment_from_document(document, path, default_name=Path(path).stem)
+    model = experiment.validate()
+    model.resolve_options(experiment.options, path)
+    machine = experiment.machine_config()
+    if experiment.measurements is not None:
+        measurements_for(experiment.measurements)
+    points = len(experiment.grid())
+    return (f"experiment {experiment.name}: {points} points "
+            f"({', '.join(experiment.algorithms)}) on {machine.name}")
+
+
+CONFIG_KINDS = (
+    ConfigKind(name="machine", recognised_by="a 'topology' key", matches=is_machine,
+               check=check_machine),
+    ConfigKind(name="measurement manifest", recognised_by="a 'datasets' key",
+               matches=is_manifest, check=check_manifest),
+    ConfigKind(name="experiment",
+               recognised_by="experiment keys such as 'algorithms' or 'extends'",
+               matches=is_experiment, check=check_experiment),
+)
+"""The kinds ``check-config`` tries, in order; the first that matches checks the file."""

@@ -1,0 +1,32 @@
+"""``snapsim plot DIR``: draw the plots of a run's output directory again from its tables."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+
+from simulator.cli.common import EXIT_OK, log
+from simulator.config.yaml_io import read_yaml
+from simulator.study.measurements import measurements_for
+from simulator.study.outputs import read_curve, write_plots
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim plot``."""
+    parser.add_argument("directory", metavar="DIR", help="output directory of a snapsim run")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Draw the plots again from ``DIR/curve.csv`` (measurements overlaid if the run named any)."""
+    directory = Path(args.directory)
+    curve = read_curve(directory)
+    measured = None
+    config = directory / "config.resolved.yaml"
+    if config.exists():
+        data = read_yaml(config)
+        if isinstance(data, Mapping) and data.get("measurements"):
+            measured = measurements_for(str(data["measurements"]))
+    written = write_plots(curve, directory, measured)
+    log(f"wrote {', '.join(str(path) for path in written) or 'no plot (no successful point)'}")
+    return EXIT_OK

@@ -1,0 +1,102 @@
+"""``snapsim validate``: run the model on published measurements and report its errors.
+
+Writes ``validation.csv`` (every measured point with its prediction), ``summary.csv`` (per
+dataset and series) and the plots of :func:`simulator.study.validate.plot_validation` into
+``--out``, prints the summary and exits 1 when a series exceeds a threshold of the manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.analysis.tables import format_table
+from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
+from simulator.errors import ConfigError
+from simulator.study.measurements import Manifest, load_manifest
+from simulator.study.store import atomic_path
+from simulator.study.sweep import connect_dask, default_jobs
+from simulator.study.validate import RUN_DEFAULTS, plot_validation, summarise, validate
+from simulator.study.workload_model import workload_model
+
+DEFAULT_OUT = "snapsim-validation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim validate``."""
+    parser.add_argument("--manifest", metavar="FILE",
+                        help="measurement manifest (default: the shipped one)")
+    parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
+    parser.add_argument("--dataset", action="append", metavar="NAME",
+                        help="validate only this dataset (repeatable)")
+    parser.add_argument("--duration-ms", type=float, metavar="MS",
+                        help="simulated time per point (default: the manifest's run settings)")
+    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an experiment key for every point")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help=f"local worker processes (default: the CPUs, here {default_jobs()})")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Validate, write the tables and plots, print the summary; exit 1 if a series fails."""
+    started = time.perf_counter()
+    manifest = load_manifest(args.manifest)
+    settings = {**RUN_DEFAULTS, **manifest.run}
+    duration = args.duration_ms if args.duration_ms is not None else settings["duration_ms"]
+    warmup = args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]
+    jobs = checked_jobs(args.jobs) or default_jobs()
+    if not duration > 0:
+        raise ConfigError("--duration-ms", f"must be positive, got {duration}")
+    if not warmup >= 0:
+        raise ConfigError("--warmup-ms", f"must not be negative, got {warmup}")
+    workload_model()  # the model is installed
+    out = Path(args.out or DEFAULT_OUT)
+    _writable(out)
+    client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
+    try:
+        table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
+                         seed=int(settings["seed"]), overrides=args.set,
+                         jobs=jobs, client=client, progress=not args.no_progress, log=log,
+                         datasets=args.dataset)
+    finally:
+        if client is not None:
+            client.close()
+    summary = summarise(table, manifest)
+    with atomic_path(out / "validation.csv") as tmp:
+        table.to_csv(tmp, index=False)
+    with atomic_path(out / "summary.csv") as tmp:
+        summary.to_csv(tmp, index=False)
+    plots = plot_validation(table, out)
+    _print_summary(summary, manifest)
+    log(f"wrote {out}/: validation.csv, summary.csv, {len(plots)} plots "
+        f"({len(table)} measured points, {time.perf_counter() - started:.1f} s)")
+    return EXIT_OK if summary["passed"].all() else EXIT_FAILED
+
+
+def _writable(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".snapsim-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write to {out}: {exc.strerror or exc}") from None
+
+
+def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
+    rows = [(str(r.dataset), str(r.series), str(r.algorithm), str(r.points),
+             f"{r.median_abs_rel_error:.1%}", f"{r.max_abs_rel_error:.1%}",
+             "ok" if r.passed else "FAIL") for r in summary.itertuples()]
+    print(f"median |error| <= {manifest.median_abs_rel_error:.0%}, "
+          f"max |error| <= {manifest.max_abs_rel_error:.0%} per series")
+    for line in format_table(("DATASET", "SERIES", "ALGORITHM", "POINTS", "MEDIAN", "MAX",
+                              "RESULT"), rows):
+        print(line)

@@ -1,0 +1,60 @@
+"""``snapsim validate`` and ``snapsim calibrate``: files written, exit codes, bad manifests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator.cli import main
+from tests.simulator.study.test_validate import write_manifest
+
+
+def test_cli_writes_results_and_exit_code_follows_thresholds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loose = write_manifest(tmp_path)
+    out = tmp_path / "out"
+    assert main(["validate", "--manifest", str(loose), "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 0
+    for name in ("validation.csv", "summary.csv", "validation_tiny.png",
+                 "validation_scatter.png"):
+        assert (out / name).stat().st_size > 0, name
+    printed = capsys.readouterr().out
+    assert "tps_pre14" in printed
+    assert "ok" in printed
+    strict = write_manifest(tmp_path, thresholds="{median_abs_rel_error: 0.0001, "
+                                                 "max_abs_rel_error: 0.0001}")
+    assert main(["validate", "--manifest", str(strict), "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 1
+    assert "FAIL" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("file: m.csv", "file: nothere.csv"),
+    ("tps_pre14: pre14", "tps_pre15: pre14"),
+])
+def test_bad_manifests_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            edit: str, message: str) -> None:
+    path = write_manifest(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace(edit, message), encoding="utf-8")
+    assert main(["validate", "--manifest", str(path), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "datasets.tiny" in err[0]
+
+
+def test_calibrate_cli_writes_history_and_best(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path)
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--manifest", str(manifest), "--param",
+                 "options.costs.client=5000:20000:cycles", "--max-evaluations", "3",
+                 "--jobs", "1", "--out", str(out)]) == 0
+    history = pd.read_csv(out / "calibration.csv")
+    assert len(history) == 3
+    assert {"options.costs.client", "objective", "median:tiny:tps_pre14"} <= set(history)
+    best = (out / "best.yaml").read_text(encoding="utf-8")
+    assert "options.costs.client=" in best
+    assert "--set options.costs.client=" in capsys.readouterr().out
