@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from models.backend import Backend, Category
+from models.costs import ScanCosts
 from models.lwlock import LockMode, LWLock
 from models.shmem.build import PgSharedMemory, PinnedPage
 from simulator.hardware.codes import Op
@@ -51,15 +51,6 @@ class ProcArray:
 
     def __len__(self) -> int:
         return len(self.entries)
-
-
-@dataclass(frozen=True, slots=True)
-class ScanCosts:
-    """Instructions per procArray entry of each kind of scan (global cost model, cycles)."""
-
-    pg91: float
-    pre14: float
-    dense: float
 
 
 class SnapshotAlgorithm(ABC):

@@ -25,22 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.backend import Backend, Category
+from models.costs import StatementCosts
 from models.procarray import SnapshotAlgorithm
 from simulator.runtime.engine import ProcessGenerator
 
 Statement = Callable[["Context", Backend], ProcessGenerator]
 
 BIND, PLAN, EXECUTE, FINISH = 0.35, 0.10, 0.40, 0.15
-
-
-@dataclass(frozen=True, slots=True)
-class StatementCosts:
-    """Non-snapshot backend cycles per statement kind (global cost model)."""
-
-    select_only: float
-    select1: float
-    tpcb: float
-    statement_in_batch: float
 
 
 @dataclass(slots=True)
