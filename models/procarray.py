@@ -17,7 +17,7 @@ from typing import ClassVar
 from models.backend import Backend, Category
 from models.costs import ScanCosts
 from models.lwlock import LockMode, LWLock
-from models.shmem.build import PgSharedMemory, PinnedPage
+from models.shmem.memory import PgSharedMemory, PinnedPage
 from simulator.hardware.codes import Op
 from simulator.hardware.layout import Region
 from simulator.hardware.tracked import Ops, TrackedMemory

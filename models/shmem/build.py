@@ -36,31 +36,21 @@ come from a LIFO freelist: connection k (0-based, in connect order, no disconnec
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from models.shmem import structs as st
 from models.shmem.memory import (
-    CSN_COUNTER_FIELD,
     LAYOUT_OF_VERSION,
     VERSIONS,
     Layout,
     PgSharedMemory,
     PinnedPage,
     ProcCounts,
-    ProcFreeList,
 )
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Region, SharedMemory, Struct
 
-__all__ = [
-    "CSN_COUNTER_FIELD",
-    "LAYOUT_OF_VERSION",
-    "VERSIONS",
-    "Layout",
-    "PgSharedMemory",
-    "PinnedPage",
-    "ProcCounts",
-    "ProcFreeList",
-    "build_shared_memory",
-]
+__all__ = ["build_shared_memory"]
 
 
 MAXALIGN = 8
@@ -201,29 +191,9 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
     shm.skip_to(64)
     procarray = shm.alloc("ProcArrayStruct", st.PROCARRAY_91, align=MAXALIGN)
     pointers = shm.alloc("procs", 8, procs.procarray_max_procs, align=8)
-    layout: Layout = "pg91"
-    return PgSharedMemory(
-        version=version,
-        layout=layout,
-        procs=procs,
-        memory=shm,
-        variable_cache=vc,
-        lwlocks=lwlocks,
-        proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
-        xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
-        lwlock_word="mutex",
-        proc_hdr=proc_hdr,
-        pgproc=pgproc,
-        procarray=procarray,
-        pgprocnos=pointers,
-        buffer_descs=descs,
-        btree_root=_pinned_page(
-            layout, "root", ROOT_BUFFER_ID, ROOT_PARTITION[layout], descs, lwlocks
-        ),
-        btree_inner=_pinned_page(
-            layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
-        ),
-    )
+    return _shared_memory(version, "pg91", procs, shm, variable_cache=vc, lwlocks=lwlocks,
+                          proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
+                          pgprocnos=pointers, descs=descs)
 
 
 def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) -> PgSharedMemory:
@@ -284,16 +254,29 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         csn_log = shm.alloc("CSNLog", 8, CSN_LOG_ENTRIES, align=CACHELINEALIGN)
         commit_seq_no_lock = lwlocks.view(COMMIT_SEQ_NO_LOCK)
         csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
+    memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
+                            proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
+                            pgprocnos=pgprocnos, descs=descs)
+    return replace(memory, pgxact=pgxact, xids=xids, subxid_states=subxid_states,
+                   status_flags=status_flags, csn_log=csn_log,
+                   commit_seq_no_lock=commit_seq_no_lock,
+                   csn_log_control_lock=csn_log_control_lock)
+
+
+def _shared_memory(version: str, layout: Layout, procs: ProcCounts, shm: SharedMemory, *,
+                   variable_cache: Region, lwlocks: Region, proc_hdr: Region, pgproc: Region,
+                   procarray: Region, pgprocnos: Region, descs: Region) -> PgSharedMemory:
+    """The regions every layout has; the two LWLocks and the hot pages are views of them."""
     return PgSharedMemory(
         version=version,
         layout=layout,
         procs=procs,
         memory=shm,
-        variable_cache=vc,
+        variable_cache=variable_cache,
         lwlocks=lwlocks,
         proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
         xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
-        lwlock_word="state",
+        lwlock_word="mutex" if layout == "pg91" else "state",
         proc_hdr=proc_hdr,
         pgproc=pgproc,
         procarray=procarray,
@@ -305,13 +288,6 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         btree_inner=_pinned_page(
             layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
         ),
-        pgxact=pgxact,
-        xids=xids,
-        subxid_states=subxid_states,
-        status_flags=status_flags,
-        csn_log=csn_log,
-        commit_seq_no_lock=commit_seq_no_lock,
-        csn_log_control_lock=csn_log_control_lock,
     )
 
 

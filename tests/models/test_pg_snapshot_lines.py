@@ -33,7 +33,8 @@ from models.backend import Backend, Category
 from models.costs import PgCosts, load_costs
 from models.lwlock import LockMode
 from models.procarray import ProcArray, SnapshotAlgorithm
-from models.shmem.build import PgSharedMemory, build_shared_memory
+from models.shmem.build import build_shared_memory
+from models.shmem.memory import PgSharedMemory
 from models.snapshots import ALGORITHMS
 from models.workloads import Context, Statement, workload
 from simulator.config.machine import LINE_BYTES, MachineConfig

@@ -8,13 +8,8 @@ import math
 import pytest
 
 from models.shmem import structs as st
-from models.shmem.build import (
-    CSN_COUNTER_FIELD,
-    VERSIONS,
-    PgSharedMemory,
-    ProcCounts,
-    build_shared_memory,
-)
+from models.shmem.build import build_shared_memory
+from models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMemory, ProcCounts
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Struct
 
@@ -513,18 +508,6 @@ def test_lifo_pgprocno(version: str) -> None:
     assert mem.pgprocno_for_connection(49) == 0
     with pytest.raises(IndexError):
         mem.pgprocno_for_connection(50)
-    free = mem.free_list()
-    assert [free.pop() for _ in range(3)] == [49, 48, 47]
-    free.push(48)
-    assert free.pop() == 48
-    assert len(free) == 47
-
-
-def test_free_list_exhausted() -> None:
-    free = shm("pre14", 1).free_list()
-    free.pop()
-    with pytest.raises(IndexError, match="too many"):
-        free.pop()
 
 
 def test_procarray_order_sorted() -> None:
@@ -539,10 +522,12 @@ def test_procarray_order_sorted() -> None:
     ]
     assert entries == [6, 7, 8, 9]
     assert mem.procarray_add(entries, 13) == 4  # the autovacuum launcher
-    assert mem.procarray_remove(entries, 7) == 1
-    assert entries == [6, 8, 9, 13]
+    assert entries == [6, 7, 8, 9, 13]
+    assert mem.procarray_build([9, 8, 7, 13, 6]) == entries  # the adds' order does not matter
     with pytest.raises(ValueError, match="already"):
         mem.procarray_add(entries, 8)
+    with pytest.raises(ValueError, match="twice"):
+        mem.procarray_build([9, 8, 9])
 
 
 def test_procarray_order_91_unsorted() -> None:
@@ -556,8 +541,7 @@ def test_procarray_order_91_unsorted() -> None:
         3,
     ]
     assert entries == [9, 8, 7, 6]
-    assert mem.procarray_remove(entries, 8) == 1
-    assert entries == [9, 6, 7]
+    assert mem.procarray_build([6, 9, 8]) == [6, 9, 8]  # in the order of the adds
 
 
 # --------------------------------------------------------------------------- §5 line counts
