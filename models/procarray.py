@@ -158,7 +158,7 @@ class SnapshotAlgorithm(ABC):
         backend.xmin_set = False
 
     def pin_hot_pages(self, backend: Backend) -> ProcessGenerator:
-        """The executor's accesses to the shared B-tree root and inner page (ref §7)."""
+        """The executor's buffer accesses to the B-tree root and inner page every backend reads."""
         for page in self.pages:
             yield from backend.ops(page.accesses, Category.OTHER, lock_line=True)
 

@@ -1,19 +1,23 @@
 """GetSnapshotData and transaction end of each PostgreSQL version, as memory operations.
 
-Each class transcribes the access sequence of ``reference/postgres-snapshot-access.md`` (section
-numbers in the docstrings, "pa" = procarray.c lines). Names are the contracts of SPEC §1.7:
+Each class transcribes the shared-memory accesses of its version's ``GetSnapshotData`` and
+transaction end, cited as "pa:line@version" (pa = ``src/backend/storage/ipc/procarray.c``; 9.1 =
+``REL9_1_24``, 13 = ``REL_13_0``, 14 = ``REL_14_0``). The names are the algorithm keys of an
+experiment:
 
 * ``pg91``: 9.1, the scan reads every ``PGPROC`` directly (pointer array, the xid/xmin line and the
   subxid header of every proc).
-* ``pre14``: 9.2-13 as of 13: ``pgprocnos[]`` → ``PGXACT`` with ``xmin`` beside ``xid``; the 9.6
-  group clear of xids at commit.
-* ``pgxact_split``: 14's layout (xmin out of the scanned data, dense ``xids[]``), no snapshot
-  cache.
+* ``pre14``: 9.2-13 as of 13: ``pgprocnos[]`` → ``PGXACT`` with ``xmin`` beside ``xid`` (commit
+  ed0b409d22); the 9.6 group clear of xids at commit (0e141c0fbb).
+* ``pgxact_split``: 14's layout (xmin out of the scanned data, 1f51c17c68; dense ``xids[]``,
+  941697c3c1), no snapshot cache.
 * ``post14``: 14+: the same plus the snapshot cache keyed by ``xactCompletionCount``, checked under
   ProcArrayLock.
-* ``post14_lockfree``: a what-if (SPEC §1.7), post14 with the reuse check made without the lock.
-* ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch): a snapshot reads one counter
-  line; commit increments it and writes the CSN log.
+* ``post14_lockfree``: a what-if, post14 with the reuse check made without the lock (suggested by
+  the commit that added the cache, 623a9ba79b; see :class:`Post14Lockfree`).
+* ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch, as applied in
+  ``github:hackorum-dev/postgres`` d880c47d8a): a snapshot reads one counter line; commit
+  increments it and writes the CSN log.
 
 Simplifications (each costs at most one line per snapshot): ``pg91`` also reads its own subxid
 header (9.1 skips MyProc); subtransaction xid arrays are never copied (no backend has
@@ -58,7 +62,7 @@ class _GroupClearCommit(SnapshotAlgorithm):
 
 
 class Pre14(_GroupClearCommit):
-    """PostgreSQL 9.2-13, modelled as 13 (ref §2.2, §3.1-3.2)."""
+    """PostgreSQL 9.2-13, modelled as 13 (``GetSnapshotData``, pa:1504-1782@13)."""
 
     name = "pre14"
 
@@ -222,8 +226,9 @@ class Post14(PgxactSplit):
 
 BARRIER_CYCLES = 20
 """``pg_memory_barrier()`` on x86-64 is ``lock; addl $0,0(%rsp)``: an uncontended locked RMW on
-the backend's own stack line, ~18-20 cycles (``reference/hardware.md`` §2a, "Uncontended lock
-xadd/CAS (L1 hit, E/M state)"; the upper value). Charged as CPU work: nobody else touches that
+the backend's own stack line, ~18-20 cycles for an uncontended ``lock xadd``/CAS on a line in M
+state in the own L1 (the upper value; Haswell: 5e8 atomic increments by one thread take 3.1 s,
+stackoverflow.com/questions/46919032). Charged as CPU work: nobody else touches that
 line. ASSUMPTION for the non-x86 machines (an ARM ``dmb ish`` is used alike)."""
 
 
@@ -271,7 +276,7 @@ class Post14Lockfree(Post14):
 
 
 class Pg91(SnapshotAlgorithm):
-    """PostgreSQL 9.1: the snapshot reads every PGPROC (ref §2.1); spinlock LWLocks."""
+    """PostgreSQL 9.1: the snapshot reads every PGPROC (pa:1225-1443@9.1); spinlock LWLocks."""
 
     name = "pg91"
     lock_protocol = "spinlock"
@@ -322,7 +327,7 @@ class Pg91(SnapshotAlgorithm):
 
 
 class Csn(SnapshotAlgorithm):
-    """Commit-sequence-number snapshots (ref §6.1, csn-v8): no lock, no scan."""
+    """Commit-sequence-number snapshots (csn-v8's ``GetSnapshotData``): no lock, no scan."""
 
     name = "csn"
 
@@ -387,7 +392,7 @@ class Csn(SnapshotAlgorithm):
         backend.xmin_set = False
 
     def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
-        """Commit with an xid under CSN (ref §6.1).
+        """Commit with an xid under CSN (csn-v8 ``TransactionIdAsyncCommitTree``, transam.c).
 
         CommitSeqNoLock shared; CAS latestCompletedXid; CSN log COMMITTING; fetch_add the counter;
         CSN log final value; then the read-only end.

@@ -1,21 +1,25 @@
-"""Transaction scripts: what a backend does per client round trip (ref §3).
+"""Transaction scripts: what a backend does per client round trip.
 
 A workload is a list of *round trips*; each round trip is a list of statements the backend
 executes before answering the client. A transaction is counted when the last round trip of the
 list completes (for ``batched`` every statement is its own transaction).
 
-* ``select-only``: ``pgbench -S -M prepared`` (ref §3.1): 2 snapshots, the xmin stores of the
-  version, 2 hot B-tree pages pinned.
+* ``select-only``: ``pgbench -S -M prepared``: Bind, Execute, Sync per transaction
+  (``exec_bind_message`` takes snapshot 1 and pops it, ``PortalStart`` takes snapshot 2,
+  ``PortalDrop`` and ``ProcArrayEndTransaction`` at commit clear xmin; postgres.c, pquery.c,
+  snapmgr.c ``SnapshotResetXmin``): 2 snapshots, the xmin stores of the version, 2 hot B-tree
+  pages pinned.
 * ``select1``: ``SELECT 1`` in the simple protocol, the mostly-idle clients' query.
-* ``tpcb``: pgbench's default read-write script (ref §3.2), one round trip per statement: 10
-  snapshots, xid assignment at the first UPDATE, commit with an xid.
+* ``tpcb``: pgbench's default read-write script, one round trip per statement: 10 snapshots (2
+  per DML: Bind, and ``PortalRunMulti`` or ``PortalStart``), xid assignment at the first UPDATE
+  (``AssignTransactionId`` → ``GetNewTransactionId``, varsup.c), commit with an xid.
 * ``batched``: ``batch`` select-only statements per round trip (pipelined).
 
 The non-snapshot work is split over the statement's phases in fixed proportions (ASSUMPTION:
 bind 35 %, plan revalidation 10 %, execution 40 %, commit and result 15 %); only its total is
 calibrated. Left out: heavyweight locks (fast path since 9.2; 9.1's shared lock table is not
 modelled), row locks and WAL insertion contention in tpcb (fixed costs only), the extra
-ProcArrayLock acquire and scan of ``TransactionIdIsInProgress`` on hot rows in tpcb (ref §3.2),
+ProcArrayLock acquire and scan of ``TransactionIdIsInProgress`` on hot rows in tpcb (procarray.c),
 catalog snapshots of the first executions.
 """
 
