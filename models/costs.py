@@ -4,22 +4,45 @@ One set of numbers for every machine, in cycles of the machine's clock: the non-
 each statement kind, the pgbench client's work, instructions per scanned procArray entry, the
 private memory footprint of a transaction and the mostly-idle clients' sleep. Loaded strictly:
 unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError` naming the key.
+Counts of cycles carry their unit (``30000 cycles``); sizes and times may be bare numbers (bytes,
+nanoseconds), as everywhere in :mod:`simulator.config.units`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import TypeVar
 
-from models.procarray import ScanCosts
-from models.workloads import StatementCosts
 from simulator.config import configs_dir
 from simulator.config.units import parse_size_bytes, parse_time_ns
+from simulator.config.values import expect_number, expect_section, join_key
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
 DEFAULT_COSTS_FILE = configs_dir() / "postgres-costs.yaml"
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class StatementCosts:
+    """Non-snapshot backend cycles per statement kind."""
+
+    select_only: float
+    select1: float
+    tpcb: float
+    statement_in_batch: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScanCosts:
+    """Instructions per procArray entry of each kind of scan (cycles)."""
+
+    pg91: float
+    pre14: float
+    dense: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +60,9 @@ class PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
 
         The base work is the backend's non-snapshot cycles of every statement kind and the
-        pgbench client's cycles (what ``--single-client-tps`` rescales, SPEC §3); scan cycles
-        per entry, footprints and the machine's scheduling costs are unchanged.
+        pgbench client's cycles: what ``--single-client-tps`` rescales so that one client without
+        idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints and
+        the machine's scheduling costs are unchanged.
         """
         if work_scale == 1.0:
             return self
@@ -46,6 +70,13 @@ class PgCosts:
             self.statements.select_only, self.statements.select1, self.statements.tpcb,
             self.statements.statement_in_batch)))
         return replace(self, statements=statements, client_cycles=self.client_cycles * work_scale)
+
+
+_TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
+             "mostly_idle_sleep")
+_STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
+_SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
+_FOOTPRINT_KEYS = ("private", "l3")
 
 
 def load_costs(path: str | Path = DEFAULT_COSTS_FILE) -> PgCosts:
@@ -65,70 +96,57 @@ def costs_from_dict(data: object, source: str | None = None) -> PgCosts:
     """Validate a parsed cost-model document and build the model.
 
     Raises:
-        ConfigError: an unknown, missing or ill-typed key (``key`` is its dotted path).
+        ConfigError: an unknown, missing or ill-typed key (``key`` is its dotted path, ``source``
+            the file).
     """
-    top = _mapping(data, "", source, {"version", "backend", "client", "scan_cycles_per_entry",
-                                      "footprint", "mostly_idle_sleep"})
-    backend = _mapping(top["backend"], "backend", source,
-                       {"select_only", "select1", "tpcb", "statement_in_batch"})
-    scan = _mapping(top["scan_cycles_per_entry"], "scan_cycles_per_entry", source,
-                    {"pg91", "pre14", "dense"})
-    footprint = _mapping(top["footprint"], "footprint", source, {"private", "l3"})
     try:
-        return PgCosts(
-            statements=StatementCosts(**{k.replace("-", "_"): _cycles(v, f"backend.{k}", source)
-                                         for k, v in backend.items()}),
-            client_cycles=_cycles(top["client"], "client", source),
-            scan=ScanCosts(**{k: _number(v, f"scan_cycles_per_entry.{k}", source)
-                              for k, v in scan.items()}),
-            footprint_private_bytes=_size(footprint["private"], "footprint.private", source),
-            footprint_l3_bytes=_size(footprint["l3"], "footprint.l3", source),
-            mostly_idle_sleep_ns=_time(top["mostly_idle_sleep"], "mostly_idle_sleep", source),
-        )
-    except ValueError as exc:  # pragma: no cover - every parser raises ConfigError itself
-        raise ConfigError("", str(exc), source) from None
+        return _costs(data)
+    except ConfigError as exc:
+        if exc.source is not None or source is None:
+            raise
+        raise ConfigError(exc.key, exc.message, source) from None
 
 
-def _mapping(value: object, key: str, source: str | None, keys: set[str]) -> Mapping[str, object]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(key, "must be a mapping", source)
-    unknown = sorted(set(value) - keys)
-    if unknown:
-        raise ConfigError(f"{key}.{unknown[0]}" if key else unknown[0],
-                          f"unknown key (expected one of: {', '.join(sorted(keys))})", source)
-    missing = sorted(keys - set(value))
-    if missing:
-        raise ConfigError(f"{key}.{missing[0]}" if key else missing[0], "is required", source)
-    return value
+def _costs(data: object) -> PgCosts:
+    top = expect_section(data, "", _TOP_KEYS)
+    backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
+    scan = expect_section(top["scan_cycles_per_entry"], "scan_cycles_per_entry", _SCAN_KEYS)
+    footprint = expect_section(top["footprint"], "footprint", _FOOTPRINT_KEYS)
+    return PgCosts(
+        statements=StatementCosts(**{key: _cycles(join_key("backend", key), backend[key])
+                                     for key in _STATEMENT_KEYS}),
+        client_cycles=_cycles("client", top["client"]),
+        scan=ScanCosts(**{key: _non_negative(join_key("scan_cycles_per_entry", key), scan[key])
+                          for key in _SCAN_KEYS}),
+        footprint_private_bytes=_quantity("footprint.private", footprint["private"],
+                                          parse_size_bytes),
+        footprint_l3_bytes=_quantity("footprint.l3", footprint["l3"], parse_size_bytes),
+        mostly_idle_sleep_ns=_quantity("mostly_idle_sleep", top["mostly_idle_sleep"],
+                                       parse_time_ns),
+    )
 
 
-def _cycles(value: object, key: str, source: str | None) -> float:
-    text = str(value).strip()
-    if not text.endswith("cycles"):
-        raise ConfigError(key, f"must be a number of cycles such as '30000 cycles', got {value!r}",
-                          source)
-    return _number(text.removesuffix("cycles").strip(), key, source)
-
-
-def _number(value: object, key: str, source: str | None) -> float:
+def _cycles(path: str, value: object) -> float:
+    """A count of cycles with its unit (``30000 cycles``); a bare number is refused."""
+    example = "must be a non-negative number of cycles such as '30000 cycles'"
+    if not (isinstance(value, str) and value.strip().endswith("cycles")):
+        raise ConfigError(path, f"{example}, got {value!r}")
     try:
-        number = float(str(value))
+        # The unit parser counts cycles as time at a clock: at 1 GHz a cycle is a nanosecond.
+        return parse_time_ns(value, clock_ghz=1.0)
     except ValueError:
-        raise ConfigError(key, f"must be a number, got {value!r}", source) from None
+        raise ConfigError(path, f"{example}, got {value!r}") from None
+
+
+def _non_negative(path: str, value: object) -> float:
+    number = expect_number(path, value)
     if not number >= 0:
-        raise ConfigError(key, f"must not be negative, got {value!r}", source)
+        raise ConfigError(path, f"must not be negative, got {value!r}")
     return number
 
 
-def _size(value: object, key: str, source: str | None) -> int:
+def _quantity(path: str, value: object, parser: Callable[[object], _T]) -> _T:
     try:
-        return parse_size_bytes(value)
+        return parser(value)
     except ValueError as exc:
-        raise ConfigError(key, str(exc), source) from None
-
-
-def _time(value: object, key: str, source: str | None) -> float:
-    try:
-        return parse_time_ns(value)
-    except ValueError as exc:
-        raise ConfigError(key, str(exc), source) from None
+        raise ConfigError(path, str(exc)) from None

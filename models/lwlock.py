@@ -1,12 +1,15 @@
 """PostgreSQL's LWLocks: shared/exclusive locks whose atomic word is a cache line.
 
-Two protocols, as in the reference (§1.5):
+Two protocols, as in ``src/backend/storage/lmgr/lwlock.c``:
 
-* ``atomic`` (9.5+): an acquire reads the state word and tries one CAS; a release is one atomic
-  ``sub_fetch``. A backend that cannot get the lock takes the wait-list lock (another RMW on the
-  same word), queues itself and sleeps on its semaphore until a releaser wakes it, then retries.
+* ``atomic`` (9.5+, commit ab5194e6f6 "Improve LWLock scalability"): an acquire
+  (``LWLockAttemptLock``, lwlock.c:826/869@13) reads the state word and tries one CAS; a release
+  is one atomic ``sub_fetch`` (lwlock.c:1843-1845@13). A backend that cannot get the lock takes
+  the wait-list lock (another RMW on the same word), queues itself and sleeps on its semaphore
+  until a releaser wakes it, then retries.
 * ``spinlock`` (9.1): acquire and release are each a test-and-set of the lock's spinlock, a store
-  of the shared count and the store that frees the spinlock, all on the lock's line.
+  of the shared count and the store that frees the spinlock, all on the lock's line
+  (``LWLockAcquire``, lwlock.c:388-439@9.1; ``LWLockRelease``, :593-641@9.1).
 
 The lock's *state* (shared holders, exclusive holder, FIFO of sleepers) is plain Python; its
 *cost* is the memory operations on the lock word, which the coherence model serializes when the

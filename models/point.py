@@ -1,8 +1,8 @@
 r"""One simulated point: a machine, an algorithm, a workload and a population of connections.
 
-:func:`run_point` builds the version's shared memory, connects the clients (idle connections first,
-then the active ones, as in the published benchmarks, so active backends hold adjacent pgprocnos),
-sets up the algorithm and the machine over the lines it touches, and runs SimPy:
+:func:`run_point` builds the population (:mod:`models.population`: the version's shared memory,
+the connections, idle ones first, the algorithm and the machine over the lines it touches), runs
+the backends' server loops and the clients in SimPy, and summarises the measured window:
 
 * every active client is a pgbench thread (a scheduler task: it costs CPU on the same machine, as
   in every published run) driving one backend in a closed loop;
@@ -27,18 +27,16 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category, TxnRecord
+from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category
 from models.costs import PgCosts, load_costs
 from models.options import DEFAULT_ENTRIES_PER_CHUNK
-from models.procarray import ProcArray
-from models.shmem.build import build_shared_memory
+from models.population import Completed, Connection, Population, build_population
 from models.snapshots import ALGORITHMS
 from models.workloads import WORKLOADS, Context, Workload, workload
 from simulator.config.machine import MachineConfig
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
 from simulator.hardware.machine import Implementation
-from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler, Task
 
@@ -101,81 +99,61 @@ class PointResult:
     transactions: pd.DataFrame
 
 
-@dataclass(slots=True)
-class _Client:
-    """Completed transactions of one client, with their latency."""
+class _Processes:
+    """The SimPy processes of one point: each running backend's server loop and its client.
 
-    mostly_idle: bool
-    records: list[tuple[float, float, TxnRecord]] = field(default_factory=list)
+    Every active client is a pgbench thread (a scheduler task) driving one backend in a closed
+    loop; a mostly-idle client loops ``SELECT 1`` and a sleep, and its pgbench side costs no CPU.
+    """
 
-
-class _Simulation:
-    def __init__(self, config: PointConfig) -> None:
+    def __init__(self, config: PointConfig, env: SimEnvironment, scheduler: CpuScheduler,
+                 population: Population) -> None:
         self.config = config
-        machine_config = config.machine
-        self.env = SimEnvironment(seed=config.seed)
-        self.scheduler = CpuScheduler.from_machine(self.env, machine_config)
-        n_connections = config.idle_clients + config.clients
-        self.shmem = build_shared_memory(config.algorithm,
-                                         max_connections=max(n_connections, 1) + 3)
-        runs_idle = config.idle_kind == "mostly-idle"
-        self.backends: list[Backend] = []
-        for k in range(n_connections):
-            active = k >= config.idle_clients
-            task = (self.scheduler.new_task(f"backend{k}") if active or runs_idle else None)
-            self.backends.append(Backend(self.env, None, machine_config.clock_ghz, k,
-                                         self.shmem.pgprocno_for_connection(k), task,
-                                         run_ahead_ns=config.run_ahead_ns))
-        procs = self.shmem.procs
-        launchers = [procs.autovacuum_launcher_pgprocno]
-        if procs.logical_launcher_pgprocno is not None:
-            launchers.append(procs.logical_launcher_pgprocno)
-        self.procarray = ProcArray(self.shmem, self.backends, launchers)
-        self.tracked = TrackedMemory(self.shmem.memory)
-        self.algorithm = ALGORITHMS[config.algorithm](
-            self.shmem, self.tracked, self.procarray, config.costs.scan, config.entries_per_chunk)
-        self.running = [b for b in self.backends if b.task is not None]
-        self.algorithm.prepare(self.running)
-        self.machine = self.tracked.build_machine(machine_config,
-                                                  implementation=config.implementation)
-        for backend in self.backends:
-            backend.machine = self.machine
-        self.context = Context(self.algorithm, config.costs.statements,
+        self.env = env
+        self.scheduler = scheduler
+        self.context = Context(population.algorithm, config.costs.statements,
                                config.costs.footprint_private_bytes,
                                config.costs.footprint_l3_bytes)
         self.workload: Workload = workload(config.workload, config.batch)
-        self.clients: list[_Client] = []
         self.inboxes: dict[int, simpy.Event] = {}
         """Per running backend, the event its server loop sleeps on (a message sets it)."""
         self.processes: list[tuple[simpy.Process, ProcessGenerator]] = []
         """Every process started, with its generator (to tear the run down)."""
 
-    # ------------------------------------------------------------------ processes
-
-    def start(self) -> None:
+    def start(self, running: list[Connection]) -> None:
+        """Start the server loop and the client of every connection whose backend runs."""
         config = self.config
         rng = self.env.rng
-        for backend in self.running:
+        for connection in running:
+            backend = connection.backend
             self.inboxes[backend.connection] = self.env.event()
-            self._spawn(self._serve(backend))
-            active = backend.connection >= config.idle_clients
-            client = _Client(mostly_idle=not active)
-            self.clients.append(client)
-            if active:
+            self.spawn(self._serve(backend))
+            if connection.active:
                 thread = self.scheduler.new_task(f"pgbench{backend.connection}")
                 # Clients start a random fraction of a transaction apart, as real clients do
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
-                self._spawn(self._active_client(thread, backend, client, phase))
+                self.spawn(self._active_client(thread, connection, phase))
             else:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
-                self._spawn(self._mostly_idle_client(backend, client, phase))
+                self.spawn(self._mostly_idle_client(connection, phase))
 
-    def _round_trips(self, work: Workload, backend: Backend, client: _Client, start_ns: float,
+    def spawn(self, generator: ProcessGenerator) -> None:
+        """Start a process (and keep it, to tear the run down)."""
+        self.processes.append((self.env.process(generator), generator))
+
+    def close(self) -> None:
+        """Close every process and drop the inboxes."""
+        self.env.close(self.processes)
+        self.processes.clear()
+        self.inboxes.clear()
+
+    def _round_trips(self, work: Workload, connection: Connection, start_ns: float,
                      client_task: Task | None) -> ProcessGenerator:
         """Send every round trip of one pass to the backend; record the transaction(s)."""
         env = self.env
         costs = self.config.costs
+        backend = connection.backend
         task = backend.task
         assert task is not None
         backend.begin_transaction()
@@ -192,7 +170,7 @@ class _Simulation:
                 yield response
         record = backend.end_transaction()
         for _ in range(work.transactions_per_pass):
-            client.records.append((start_ns, env.now, record))
+            connection.completed.append((start_ns, env.now, record))
 
     def _serve(self, backend: Backend) -> ProcessGenerator:
         """The backend's server loop: sleep until a message, run its statements, answer."""
@@ -212,134 +190,135 @@ class _Simulation:
             response.succeed()
             task.release()
 
-    def _active_client(self, thread: Task, backend: Backend, client: _Client,
+    def _active_client(self, thread: Task, connection: Connection,
                        phase_ns: float) -> ProcessGenerator:
         think = self.config.think_time_ns
         yield self.env.timeout(phase_ns)
         while True:
-            yield from self._round_trips(self.workload, backend, client, self.env.now, thread)
+            yield from self._round_trips(self.workload, connection, self.env.now, thread)
             if think:
                 yield from thread.block_until(self.env.timeout(think))
 
-    def _mostly_idle_client(self, backend: Backend, client: _Client,
-                            phase_ns: float) -> ProcessGenerator:
+    def _mostly_idle_client(self, connection: Connection, phase_ns: float) -> ProcessGenerator:
         sleep = self.config.costs.mostly_idle_sleep_ns
         yield self.env.timeout(phase_ns)
         select1 = workload("select1")
         while True:
-            yield from self._round_trips(select1, backend, client, self.env.now, None)
+            yield from self._round_trips(select1, connection, self.env.now, None)
             yield self.env.timeout(sleep)
 
-    # ------------------------------------------------------------------ results
 
-    def run(self) -> PointResult:
-        config = self.config
-        wall = time.perf_counter()
-        self.start()
-        end = config.warmup_ns + config.duration_ns
-        busy_before = None
+def _run(config: PointConfig) -> PointResult:
+    env = SimEnvironment(seed=config.seed)
+    scheduler = CpuScheduler.from_machine(env, config.machine)
+    population = build_population(
+        env, scheduler, config.machine, algorithm=config.algorithm, clients=config.clients,
+        idle_clients=config.idle_clients, mostly_idle=config.idle_kind == "mostly-idle",
+        scan_costs=config.costs.scan, entries_per_chunk=config.entries_per_chunk,
+        run_ahead_ns=config.run_ahead_ns, implementation=config.implementation)
+    processes = _Processes(config, env, scheduler, population)
+    wall = time.perf_counter()
+    processes.start(population.running)
+    busy_before = None
 
-        def mark() -> ProcessGenerator:
-            nonlocal busy_before
-            yield self.env.timeout(config.warmup_ns)
-            busy_before = self.scheduler.snapshot()
-            self.machine.reset_line_counters()  # the per-line table covers the measurement
+    def mark() -> ProcessGenerator:
+        nonlocal busy_before
+        yield env.timeout(config.warmup_ns)
+        busy_before = scheduler.snapshot()
+        population.machine.reset_line_counters()  # the per-line table covers the measurement
 
-        self._spawn(mark())
-        try:
-            self.env.run(until=end)
-            utilisation = self.scheduler.utilisation(busy_before)
-            return self._result(utilisation, time.perf_counter() - wall)
-        finally:
-            self._tear_down()
+    processes.spawn(mark())
+    try:
+        env.run(until=config.warmup_ns + config.duration_ns)
+        utilisation = scheduler.utilisation(busy_before)
+        return _summarise(config, population, utilisation, time.perf_counter() - wall)
+    finally:
+        # Break the model's reference cycles: a point's objects are freed at once (no GC).
+        processes.close()
+        scheduler.close()
+        population.release()
 
-    def _spawn(self, generator: ProcessGenerator) -> None:
-        self.processes.append((self.env.process(generator), generator))
 
-    def _tear_down(self) -> None:
-        """Break the model's reference cycles: a point's objects are freed at once (no GC)."""
-        self.env.close(self.processes)
-        self.processes.clear()
-        self.scheduler.close()
-        self.tracked.release()
-        self.algorithm.release()
-        self.inboxes.clear()
+# ------------------------------------------------------------------ summary
 
-    def _result(self, utilisation: float, wall_s: float) -> PointResult:
-        config = self.config
-        start, end = config.warmup_ns, config.warmup_ns + config.duration_ns
-        active: list[tuple[float, float, TxnRecord]] = []
-        idle_count = 0
-        for client in self.clients:
-            for t0, t1, record in client.records:
-                if start <= t1 < end:
-                    if client.mostly_idle:
-                        idle_count += 1
-                    else:
-                        active.append((t0, t1, record))
-        if not active:
-            raise NoTransactionError(
-                f"no active client completed a transaction in the measured window "
-                f"({config.duration_ns / 1e6:g} ms after {config.warmup_ns / 1e6:g} ms of "
-                f"warm-up): with {config.clients} clients a transaction takes longer; increase "
-                f"duration_ms and warmup_ms")
-        window_s = config.duration_ns * 1e-9
-        row: dict[str, object] = {
-            "machine": config.machine.name,
-            "algorithm": config.algorithm,
-            "workload": config.workload,
-            "clients": config.clients,
-            "idle_clients": config.idle_clients,
-            "idle_kind": config.idle_kind,
-            "seed": config.seed,
-            "tps": len(active) / window_s,
-            "mostly_idle_tps": idle_count / window_s,
-            "transactions": len(active),
-        }
-        row.update(_latencies(active))
-        row["cpu_utilisation"] = utilisation
-        row.update(_per_transaction(active, self.workload.transactions_per_pass))
-        row["duration_ms"] = config.duration_ns / 1e6
-        row["warmup_ms"] = config.warmup_ns / 1e6
-        row["wall_s"] = wall_s
-        lines = self.machine.line_table()
-        read, written = describe_masks(self.shmem.memory, self.machine, lines)
-        lines["fields_read"] = read
-        lines["fields_written"] = written
-        transactions = pd.DataFrame(
-            {"start_us": [t0 / 1e3 for t0, _, _ in active],
-             "end_us": [t1 / 1e3 for _, t1, _ in active]})
-        return PointResult(row=row, lines=lines, transactions=transactions)
+
+def _summarise(config: PointConfig, population: Population, utilisation: float,
+               wall_s: float) -> PointResult:
+    """The curve row, the per-line table and the active clients' transactions of the window."""
+    start, end = config.warmup_ns, config.warmup_ns + config.duration_ns
+    active: list[Completed] = []
+    idle_count = 0
+    for connection in population.connections:
+        for t0, t1, record in connection.completed:
+            if start <= t1 < end:
+                if connection.active:
+                    active.append((t0, t1, record))
+                else:
+                    idle_count += 1
+    if not active:
+        raise NoTransactionError(
+            f"no active client completed a transaction in the measured window "
+            f"({config.duration_ns / 1e6:g} ms after {config.warmup_ns / 1e6:g} ms of "
+            f"warm-up): with {config.clients} clients a transaction takes longer; increase "
+            f"duration_ms and warmup_ms")
+    window_s = config.duration_ns * 1e-9
+    row: dict[str, object] = {
+        "machine": config.machine.name,
+        "algorithm": config.algorithm,
+        "workload": config.workload,
+        "clients": config.clients,
+        "idle_clients": config.idle_clients,
+        "idle_kind": config.idle_kind,
+        "seed": config.seed,
+        "tps": len(active) / window_s,
+        "mostly_idle_tps": idle_count / window_s,
+        "transactions": len(active),
+    }
+    row.update(_latencies(active))
+    row["cpu_utilisation"] = utilisation
+    row.update(_per_transaction(active))
+    row["duration_ms"] = config.duration_ns / 1e6
+    row["warmup_ms"] = config.warmup_ns / 1e6
+    row["wall_s"] = wall_s
+    machine = population.machine
+    lines = machine.line_table()
+    read, written = describe_masks(population.shmem.memory, machine, lines)
+    lines["fields_read"] = read
+    lines["fields_written"] = written
+    transactions = pd.DataFrame(
+        {"start_us": [t0 / 1e3 for t0, _, _ in active],
+         "end_us": [t1 / 1e3 for _, t1, _ in active]})
+    return PointResult(row=row, lines=lines, transactions=transactions)
 
 
 def _sched(task: Task) -> float:
     return task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
 
 
-def _latencies(active: list[tuple[float, float, TxnRecord]]) -> dict[str, float]:
-    if not active:
-        return {"latency_mean_us": float("nan"), "latency_p50_us": float("nan"),
-                "latency_p99_us": float("nan")}
+def _latencies(active: list[Completed]) -> dict[str, float]:
+    """Mean, median and 99th percentile of the transactions' latency (``active`` not empty)."""
     latencies = np.array([(t1 - t0) / 1e3 for t0, t1, _ in active])
     return {"latency_mean_us": float(latencies.mean()),
             "latency_p50_us": float(np.percentile(latencies, 50)),
             "latency_p99_us": float(np.percentile(latencies, 99))}
 
 
-def _per_transaction(active: list[tuple[float, float, TxnRecord]],
-                     per_pass: int) -> dict[str, float]:
-    """Transfers per transaction by class and the time breakdown (shares of backend time)."""
+def _per_transaction(active: list[Completed]) -> dict[str, float]:
+    """Transfers per transaction by class and the time breakdown (``active`` not empty).
+
+    A batched pass records one accounting for its several transactions: each record counts once
+    in the sums, which are divided by the number of transactions.
+    """
     result: dict[str, float] = {}
     unique = list({id(r): r for _, _, r in active}.values())
-    n = max(len(active), 1)
-    counters = sum((r.counters for r in unique), start=np.zeros_like(unique[0].counters)) \
-        if unique else None
+    n = len(active)
+    counters = sum((r.counters for r in unique), start=np.zeros_like(unique[0].counters))
     for index, name in enumerate(CLASS_NAMES):
-        result[name] = float(counters[index]) / n if counters is not None else float("nan")
+        result[name] = float(counters[index]) / n
     for slot, name in ((Out.INVALIDATIONS, "invalidations"),
                        (Out.FALSE_SHARING_HITM, "false_sharing_hitm"),
                        (Out.WAIT_NS, "hot_line_wait_ns")):
-        result[name] = float(counters[slot]) / n if counters is not None else float("nan")
+        result[name] = float(counters[slot]) / n
     totals = dict.fromkeys(CATEGORIES, 0.0)
     for record in unique:
         for category, value in record.times_ns.items():
@@ -350,10 +329,9 @@ def _per_transaction(active: list[tuple[float, float, TxnRecord]],
         result[f"{category.value}_us"] = totals[category] / 1e3 / n
     result["full_snapshots"] = sum(r.full_snapshots for r in unique) / n
     result["reused_snapshots"] = sum(r.reused_snapshots for r in unique) / n
-    del per_pass
     return result
 
 
 def run_point(config: PointConfig) -> PointResult:
     """Simulate one point."""
-    return _Simulation(config).run()
+    return _run(config)

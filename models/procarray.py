@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from models.backend import Backend, Category
+from models.costs import ScanCosts
 from models.lwlock import LockMode, LWLock
-from models.shmem.build import PgSharedMemory, PinnedPage
+from models.shmem.memory import PgSharedMemory, PinnedPage
 from simulator.hardware.codes import Op
+from simulator.hardware.layout import Region
 from simulator.hardware.tracked import Ops, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator
 
@@ -53,15 +54,6 @@ class ProcArray:
         return len(self.entries)
 
 
-@dataclass(frozen=True, slots=True)
-class ScanCosts:
-    """Instructions per procArray entry of each kind of scan (global cost model, cycles)."""
-
-    pg91: float
-    pre14: float
-    dense: float
-
-
 class SnapshotAlgorithm(ABC):
     """One PostgreSQL version's snapshot and transaction-end code, as memory operations.
 
@@ -82,7 +74,7 @@ class SnapshotAlgorithm(ABC):
         self.entries_per_chunk = entries_per_chunk
         self.proc_array_lock = self._lwlock("ProcArrayLock", shmem.proc_array_lock)
         self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
-        self.pages = [_PageAccesses(tracked, page, self.lock_protocol)
+        self.pages = [_PageAccesses(tracked, page)
                       for page in (shmem.btree_root, shmem.btree_inner)]
         self._own: dict[int, dict[str, Ops]] = {}
 
@@ -106,13 +98,10 @@ class SnapshotAlgorithm(ABC):
         """Precomputed accesses ``name`` of a backend."""
         return self._own[backend.connection][name]
 
-    def _lwlock(self, name: str, region_view: object) -> LWLock:
-        from simulator.hardware.layout import Region
-
-        assert isinstance(region_view, Region)
-        word = self.tracked.access(region_view, 0, self.shmem.lwlock_word, Op.RMW)
+    def _lwlock(self, name: str, lock: Region) -> LWLock:
+        word = self.tracked.access(lock, 0, self.shmem.lwlock_word, Op.RMW)
         if self.lock_protocol == "spinlock":
-            word += self.tracked.access(region_view, 0, "shared", Op.STORE)
+            word += self.tracked.access(lock, 0, "shared", Op.STORE)
         return LWLock(name, word, self.lock_protocol)
 
     def _vc(self, field: str, op: Op) -> Ops:
@@ -151,6 +140,10 @@ class SnapshotAlgorithm(ABC):
     def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
         """Commit of a transaction with an xid: ProcArrayLock exclusive, clear, counters."""
         yield from self.proc_array_lock.acquire(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        yield from self._end_xid_and_release(backend)
+
+    def _end_xid_and_release(self, backend: Backend) -> ProcessGenerator:
+        """``ProcArrayEndTransactionInternal`` under ProcArrayLock held exclusive, then release."""
         yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
         yield from backend.sync()
         self._completed(backend)
@@ -165,7 +158,7 @@ class SnapshotAlgorithm(ABC):
         backend.xmin_set = False
 
     def pin_hot_pages(self, backend: Backend) -> ProcessGenerator:
-        """The executor's accesses to the shared B-tree root and inner page (ref §7)."""
+        """The executor's buffer accesses to the B-tree root and inner page every backend reads."""
         for page in self.pages:
             yield from backend.ops(page.accesses, Category.OTHER, lock_line=True)
 
@@ -173,20 +166,20 @@ class SnapshotAlgorithm(ABC):
 class _PageAccesses:
     """One buffer access of a hot page: mapping-partition lock, pin, content lock, unpin.
 
-    13/14 (ref §7): partition LWLock shared (read + CAS, then sub), ``PinBuffer`` CAS on the
-    descriptor's state, content lock share (CAS, later sub), ``UnpinBuffer`` CAS: 4 RMWs on the
-    descriptor line and 2 on the partition lock line, plus the partition lock's read. 9.1: the
-    same steps with the buffer-header spinlock and spinlock-protocol LWLocks.
+    13/14 (``ReadBuffer`` → ``BufferAlloc``, ``PinBuffer``, ``LockBuffer``, ``UnpinBuffer`` in
+    ``bufmgr.c``): the partition LWLock shared (read + CAS, later sub), ``PinBuffer``'s CAS on the
+    descriptor's ``state``, the content lock shared (CAS, later sub), ``UnpinBuffer``'s CAS: 4 RMWs
+    on the descriptor line and 2 on the partition lock line, plus the partition lock's read. 9.1
+    takes the same steps on its own words (:class:`~models.shmem.memory.PinnedPage`: the
+    buffer-header spinlock, the LWLocks' ``mutex``), without the plain stores that follow each
+    spinlock (``refcount++``, ``shared++``) on the line just locked.
     """
 
-    def __init__(self, tracked: TrackedMemory, page: PinnedPage, protocol: str) -> None:
-        def rmw(region: object, field: str) -> Ops:
-            from simulator.hardware.layout import Region
-
-            assert isinstance(region, Region)
+    def __init__(self, tracked: TrackedMemory, page: PinnedPage) -> None:
+        def rmw(region: Region, field: str) -> Ops:
             return tracked.access(region, 0, field, Op.RMW)
 
-        def load(region: object, field: str) -> Ops:
+        def load(region: Region, field: str) -> Ops:
             return rmw(region, field).with_op(Op.LOAD)
 
         mapping = rmw(page.mapping_lock, page.mapping_lock_field)
@@ -196,4 +189,3 @@ class _PageAccesses:
             load(page.mapping_lock, page.mapping_lock_field) + mapping + header + mapping
             + content + content + header
         )
-        del protocol

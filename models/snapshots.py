@@ -1,19 +1,23 @@
 """GetSnapshotData and transaction end of each PostgreSQL version, as memory operations.
 
-Each class transcribes the access sequence of ``reference/postgres-snapshot-access.md`` (section
-numbers in the docstrings, "pa" = procarray.c lines). Names are the contracts of SPEC §1.7:
+Each class transcribes the shared-memory accesses of its version's ``GetSnapshotData`` and
+transaction end, cited as "pa:line@version" (pa = ``src/backend/storage/ipc/procarray.c``; 9.1 =
+``REL9_1_24``, 13 = ``REL_13_0``, 14 = ``REL_14_0``). The names are the algorithm keys of an
+experiment:
 
 * ``pg91``: 9.1, the scan reads every ``PGPROC`` directly (pointer array, the xid/xmin line and the
   subxid header of every proc).
-* ``pre14``: 9.2-13 as of 13: ``pgprocnos[]`` → ``PGXACT`` with ``xmin`` beside ``xid``; the 9.6
-  group clear of xids at commit.
-* ``pgxact_split``: 14's layout (xmin out of the scanned data, dense ``xids[]``), no snapshot
-  cache.
+* ``pre14``: 9.2-13 as of 13: ``pgprocnos[]`` → ``PGXACT`` with ``xmin`` beside ``xid`` (commit
+  ed0b409d22); the 9.6 group clear of xids at commit (0e141c0fbb).
+* ``pgxact_split``: 14's layout (xmin out of the scanned data, 1f51c17c68; dense ``xids[]``,
+  941697c3c1), no snapshot cache.
 * ``post14``: 14+: the same plus the snapshot cache keyed by ``xactCompletionCount``, checked under
   ProcArrayLock.
-* ``post14_lockfree``: a what-if (SPEC §1.7), post14 with the reuse check made without the lock.
-* ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch): a snapshot reads one counter
-  line; commit increments it and writes the CSN log.
+* ``post14_lockfree``: a what-if, post14 with the reuse check made without the lock (suggested by
+  the commit that added the cache, 623a9ba79b; see :class:`Post14Lockfree`).
+* ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch, as applied in
+  ``github:hackorum-dev/postgres`` d880c47d8a): a snapshot reads one counter line; commit
+  increments it and writes the CSN log.
 
 Simplifications (each costs at most one line per snapshot): ``pg91`` also reads its own subxid
 header (9.1 skips MyProc); subtransaction xid arrays are never copied (no backend has
@@ -31,14 +35,34 @@ from models.backend import Backend, Category
 from models.lwlock import WAKE_CYCLES, LockMode
 from models.procarray import SnapshotAlgorithm
 from simulator.hardware.codes import Op
+from simulator.hardware.layout import Region
 from simulator.hardware.tracked import NO_OPS, Access, Ops, ScanPlan
 from simulator.runtime.engine import ProcessGenerator
 
 GET = Category.GET_SNAPSHOT
 
 
-class Pre14(SnapshotAlgorithm):
-    """PostgreSQL 9.2-13, modelled as 13 (ref §2.2, §3.1-3.2)."""
+class _GroupClearCommit(SnapshotAlgorithm):
+    """9.6+ commit of a transaction with an xid: the group clear when ProcArrayLock is busy."""
+
+    group: _GroupClear
+
+    def _new_group_clear(self) -> _GroupClear:
+        head = self.tracked.access(self.shmem.proc_hdr, 0, "procArrayGroupFirst", Op.RMW)
+        return _GroupClear(self, head)
+
+    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
+        """Conditional exclusive acquire, else join the group clear (pa:416@13, pa:654@14)."""
+        taken = yield from self.proc_array_lock.conditional_acquire(
+            backend, LockMode.EXCLUSIVE, Category.COMMIT)
+        if taken:
+            yield from self._end_xid_and_release(backend)
+        else:
+            yield from self.group.join(backend)
+
+
+class Pre14(_GroupClearCommit):
+    """PostgreSQL 9.2-13, modelled as 13 (``GetSnapshotData``, pa:1504-1782@13)."""
 
     name = "pre14"
 
@@ -54,20 +78,18 @@ class Pre14(SnapshotAlgorithm):
         self.before_scan = (self._vc("latestCompletedXid", Op.LOAD)
                             + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
         self.after_scan = self.tracked.access(shm.procarray, 0, "replication_slot_xmin", Op.LOAD)
-        self.group = _GroupClear(self, self.tracked.access(shm.proc_hdr, 0, "procArrayGroupFirst",
-                                                           Op.RMW))
+        self.group = self._new_group_clear()
         super().prepare(backends)
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGXACT fields (shared line) and own PGPROC fields (private line)."""
-        t, pgxact, pgproc, me = self.tracked, self.shmem.pgxact, self.shmem.pgproc, backend.pgprocno
+        tracked, pgxact, pgproc = self.tracked, self.shmem.pgxact, self.shmem.pgproc
+        pgprocno = backend.pgprocno
         assert pgxact is not None
 
-        def store(region: object, *fields: str) -> Ops:
-            from simulator.hardware.layout import Region
-
-            assert isinstance(region, Region)
-            return Ops((a for f in fields for a in t.access(region, me, f, Op.STORE)), t)
+        def store(region: Region, *fields: str) -> Ops:
+            return Ops((access for field in fields
+                        for access in tracked.access(region, pgprocno, field, Op.STORE)), tracked)
 
         return {
             "xmin": store(pgxact, "xmin"),
@@ -93,20 +115,8 @@ class Pre14(SnapshotAlgorithm):
         backend.xmin_set = True
         yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
 
-    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
-        """9.6+: conditional exclusive acquire, else join the group clear (pa:416@13)."""
-        taken = yield from self.proc_array_lock.conditional_acquire(
-            backend, LockMode.EXCLUSIVE, Category.COMMIT)
-        if taken:
-            yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
-            yield from backend.sync()
-            self._completed(backend)
-            yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
-        else:
-            yield from self.group.join(backend)
 
-
-class PgxactSplit(SnapshotAlgorithm):
+class PgxactSplit(_GroupClearCommit):
     """14's layout and full scan of the dense ``xids[]`` array, without the snapshot cache."""
 
     name = "pgxact_split"
@@ -124,28 +134,33 @@ class PgxactSplit(SnapshotAlgorithm):
                         + self._vc("xactCompletionCount", Op.LOAD))
         self.reuse_check = self.vc_read[-1:]
         # Only a running backend can hold an xid: the entries of the others are never read here.
-        self.xid_extras = {b.index: self.tracked.access(shm.status_flags, b.index, None, Op.LOAD)  # type: ignore[arg-type]
-                           + self.tracked.access(shm.subxid_states, b.index, None, Op.LOAD)  # type: ignore[arg-type]
-                           for b in sorted(backends, key=lambda b: b.index)}
-        self.group = _GroupClear(self, self.tracked.access(shm.proc_hdr, 0, "procArrayGroupFirst",
-                                                           Op.RMW))
+        status_flags, subxid_states = shm.status_flags, shm.subxid_states
+        assert status_flags is not None
+        assert subxid_states is not None
+        self.xid_extras = {
+            backend.index: self.tracked.access(status_flags, backend.index, None, Op.LOAD)
+            + self.tracked.access(subxid_states, backend.index, None, Op.LOAD)
+            for backend in sorted(backends, key=lambda backend: backend.index)}
+        self.group = self._new_group_clear()
         super().prepare(backends)
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (private) and the entry's slot in the dense arrays."""
-        t, shm, me = self.tracked, self.shmem, backend.pgprocno
-        assert shm.xids is not None
+        tracked, shm, pgprocno = self.tracked, self.shmem, backend.pgprocno
+        xids = shm.xids
+        assert xids is not None
 
         def pgproc(op: Op, *fields: str) -> Ops:
-            return Ops((a for f in fields for a in t.access(shm.pgproc, me, f, op)), t)
+            return Ops((access for field in fields
+                        for access in tracked.access(shm.pgproc, pgprocno, field, op)), tracked)
 
-        xid_slot_store = t.access(shm.xids, backend.index, None, Op.STORE)
+        xid_slot_store = tracked.access(xids, backend.index, None, Op.STORE)
         return {
             "xmin": pgproc(Op.STORE, "xmin"),
             "lxid": pgproc(Op.STORE, "lxid"),
             "end": pgproc(Op.STORE, "lxid", "xmin", "delayChkpt", "recoveryConflictPending"),
-            "my_slot": pgproc(Op.LOAD, "pgxactoff") + t.access(shm.xids, backend.index, None,
-                                                                Op.LOAD),
+            "my_slot": pgproc(Op.LOAD, "pgxactoff")
+            + tracked.access(xids, backend.index, None, Op.LOAD),
             "assign_xid": self._vc("nextXid", Op.LOAD) + self._vc("nextXid", Op.STORE)
             + pgproc(Op.STORE, "xid") + xid_slot_store,
             "end_xid": xid_slot_store
@@ -183,18 +198,6 @@ class PgxactSplit(SnapshotAlgorithm):
         backend.xmin_set = True
         backend.snapshot_completion_count = self.procarray.completion_count
 
-    def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
-        """Conditional exclusive acquire, else the group clear (pa:654@14)."""
-        taken = yield from self.proc_array_lock.conditional_acquire(
-            backend, LockMode.EXCLUSIVE, Category.COMMIT)
-        if taken:
-            yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
-            yield from backend.sync()
-            self._completed(backend)
-            yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
-        else:
-            yield from self.group.join(backend)
-
 
 class Post14(PgxactSplit):
     """PostgreSQL 14+: the snapshot cache, reused while ``xactCompletionCount`` is unchanged."""
@@ -223,8 +226,9 @@ class Post14(PgxactSplit):
 
 BARRIER_CYCLES = 20
 """``pg_memory_barrier()`` on x86-64 is ``lock; addl $0,0(%rsp)``: an uncontended locked RMW on
-the backend's own stack line, ~18-20 cycles (``reference/hardware.md`` §2a, "Uncontended lock
-xadd/CAS (L1 hit, E/M state)"; the upper value). Charged as CPU work: nobody else touches that
+the backend's own stack line, ~18-20 cycles for an uncontended ``lock xadd``/CAS on a line in M
+state in the own L1 (the upper value; Haswell: 5e8 atomic increments by one thread take 3.1 s,
+stackoverflow.com/questions/46919032). Charged as CPU work: nobody else touches that
 line. ASSUMPTION for the non-x86 machines (an ARM ``dmb ish`` is used alike)."""
 
 
@@ -272,7 +276,7 @@ class Post14Lockfree(Post14):
 
 
 class Pg91(SnapshotAlgorithm):
-    """PostgreSQL 9.1: the snapshot reads every PGPROC (ref §2.1); spinlock LWLocks."""
+    """PostgreSQL 9.1: the snapshot reads every PGPROC (pa:1225-1443@9.1); spinlock LWLocks."""
 
     name = "pg91"
     lock_protocol = "spinlock"
@@ -293,10 +297,11 @@ class Pg91(SnapshotAlgorithm):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """All of a 9.1 backend's published fields are on its H line(s) of PGPROC."""
-        t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
+        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
 
         def store(*fields: str) -> Ops:
-            return Ops((a for f in fields for a in t.access(pgproc, me, f, Op.STORE)), t)
+            return Ops((access for field in fields
+                        for access in tracked.access(pgproc, pgprocno, field, Op.STORE)), tracked)
 
         return {
             "xmin": store("xmin"),
@@ -322,7 +327,7 @@ class Pg91(SnapshotAlgorithm):
 
 
 class Csn(SnapshotAlgorithm):
-    """Commit-sequence-number snapshots (ref §6.1, csn-v8): no lock, no scan."""
+    """Commit-sequence-number snapshots (csn-v8's ``GetSnapshotData``): no lock, no scan."""
 
     name = "csn"
 
@@ -346,10 +351,11 @@ class Csn(SnapshotAlgorithm):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (14 layout plus ``snapshotcsn``)."""
-        t, pgproc, me = self.tracked, self.shmem.pgproc, backend.pgprocno
+        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
 
         def store(*fields: str) -> Ops:
-            return Ops((a for f in fields for a in t.access(pgproc, me, f, Op.STORE)), t)
+            return Ops((access for field in fields
+                        for access in tracked.access(pgproc, pgprocno, field, Op.STORE)), tracked)
 
         return {
             "xmin": store("xmin"),
@@ -386,7 +392,7 @@ class Csn(SnapshotAlgorithm):
         backend.xmin_set = False
 
     def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
-        """Commit with an xid under CSN (ref §6.1).
+        """Commit with an xid under CSN (csn-v8 ``TransactionIdAsyncCommitTree``, transam.c).
 
         CommitSeqNoLock shared; CAS latestCompletedXid; CSN log COMMITTING; fetch_add the counter;
         CSN log final value; then the read-only end.
@@ -416,7 +422,7 @@ class _GroupClear:
     releases and wakes the members, which sleep on their semaphores meanwhile.
     """
 
-    def __init__(self, algorithm: Pre14 | PgxactSplit, head: Ops) -> None:
+    def __init__(self, algorithm: _GroupClearCommit, head: Ops) -> None:
         # A weak reference: the algorithm owns this object (no cycle for the collector to walk).
         self._algorithm = weakref.ref(algorithm)
         self.head = head

@@ -1,21 +1,25 @@
-"""Transaction scripts: what a backend does per client round trip (ref §3).
+"""Transaction scripts: what a backend does per client round trip.
 
 A workload is a list of *round trips*; each round trip is a list of statements the backend
 executes before answering the client. A transaction is counted when the last round trip of the
 list completes (for ``batched`` every statement is its own transaction).
 
-* ``select-only``: ``pgbench -S -M prepared`` (ref §3.1): 2 snapshots, the xmin stores of the
-  version, 2 hot B-tree pages pinned.
+* ``select-only``: ``pgbench -S -M prepared``: Bind, Execute, Sync per transaction
+  (``exec_bind_message`` takes snapshot 1 and pops it, ``PortalStart`` takes snapshot 2,
+  ``PortalDrop`` and ``ProcArrayEndTransaction`` at commit clear xmin; postgres.c, pquery.c,
+  snapmgr.c ``SnapshotResetXmin``): 2 snapshots, the xmin stores of the version, 2 hot B-tree
+  pages pinned.
 * ``select1``: ``SELECT 1`` in the simple protocol, the mostly-idle clients' query.
-* ``tpcb``: pgbench's default read-write script (ref §3.2), one round trip per statement: 10
-  snapshots, xid assignment at the first UPDATE, commit with an xid.
+* ``tpcb``: pgbench's default read-write script, one round trip per statement: 10 snapshots (2
+  per DML: Bind, and ``PortalRunMulti`` or ``PortalStart``), xid assignment at the first UPDATE
+  (``AssignTransactionId`` → ``GetNewTransactionId``, varsup.c), commit with an xid.
 * ``batched``: ``batch`` select-only statements per round trip (pipelined).
 
 The non-snapshot work is split over the statement's phases in fixed proportions (ASSUMPTION:
 bind 35 %, plan revalidation 10 %, execution 40 %, commit and result 15 %); only its total is
 calibrated. Left out: heavyweight locks (fast path since 9.2; 9.1's shared lock table is not
 modelled), row locks and WAL insertion contention in tpcb (fixed costs only), the extra
-ProcArrayLock acquire and scan of ``TransactionIdIsInProgress`` on hot rows in tpcb (ref §3.2),
+ProcArrayLock acquire and scan of ``TransactionIdIsInProgress`` on hot rows in tpcb (procarray.c),
 catalog snapshots of the first executions.
 """
 
@@ -25,22 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.backend import Backend, Category
+from models.costs import StatementCosts
 from models.procarray import SnapshotAlgorithm
 from simulator.runtime.engine import ProcessGenerator
 
 Statement = Callable[["Context", Backend], ProcessGenerator]
 
 BIND, PLAN, EXECUTE, FINISH = 0.35, 0.10, 0.40, 0.15
-
-
-@dataclass(frozen=True, slots=True)
-class StatementCosts:
-    """Non-snapshot backend cycles per statement kind (global cost model)."""
-
-    select_only: float
-    select1: float
-    tpcb: float
-    statement_in_batch: float
 
 
 @dataclass(slots=True)
@@ -53,38 +48,39 @@ class Context:
     footprint_l3: int
 
 
-def _read_only_statement(ctx: Context, b: Backend, cycles: float, pages: bool) -> ProcessGenerator:
+def _read_only_statement(ctx: Context, backend: Backend, cycles: float,
+                         pages: bool) -> ProcessGenerator:
     alg = ctx.algorithm
-    yield from b.compute(BIND * cycles, Category.OTHER)
-    yield from alg.start_transaction(b)
-    yield from alg.get_snapshot(b)  # Bind: analyze/parameters (#1), sets xmin
-    yield from b.compute(PLAN * cycles, Category.OTHER)
-    yield from alg.clear_xmin(b)  # Bind pops its snapshot
-    yield from alg.get_snapshot(b)  # PortalStart (#2), sets xmin
+    yield from backend.compute(BIND * cycles, Category.OTHER)
+    yield from alg.start_transaction(backend)
+    yield from alg.get_snapshot(backend)  # Bind: analyze/parameters (#1), sets xmin
+    yield from backend.compute(PLAN * cycles, Category.OTHER)
+    yield from alg.clear_xmin(backend)  # Bind pops its snapshot
+    yield from alg.get_snapshot(backend)  # PortalStart (#2), sets xmin
     if pages:
-        yield from alg.pin_hot_pages(b)
-    yield from b.compute(EXECUTE * cycles, Category.OTHER)
-    yield from alg.clear_xmin(b)  # PortalDrop at commit
-    yield from alg.end_transaction(b)  # ProcArrayEndTransaction without xid
+        yield from alg.pin_hot_pages(backend)
+    yield from backend.compute(EXECUTE * cycles, Category.OTHER)
+    yield from alg.clear_xmin(backend)  # PortalDrop at commit
+    yield from alg.end_transaction(backend)  # ProcArrayEndTransaction without xid
     if alg.name == "pg91":
-        yield from alg.clear_xmin(b)  # AtEOXact_Snapshot (9.1-9.6)
-    yield from b.compute(FINISH * cycles, Category.OTHER)
-    b.pollute(ctx.footprint_private, ctx.footprint_l3)
+        yield from alg.clear_xmin(backend)  # AtEOXact_Snapshot (9.1-9.6)
+    yield from backend.compute(FINISH * cycles, Category.OTHER)
+    backend.pollute(ctx.footprint_private, ctx.footprint_l3)
 
 
-def select_only(ctx: Context, b: Backend) -> ProcessGenerator:
+def select_only(ctx: Context, backend: Backend) -> ProcessGenerator:
     """``pgbench -S -M prepared``: one SELECT by primary key, its own transaction."""
-    yield from _read_only_statement(ctx, b, ctx.costs.select_only, pages=True)
+    yield from _read_only_statement(ctx, backend, ctx.costs.select_only, pages=True)
 
 
-def select1(ctx: Context, b: Backend) -> ProcessGenerator:
+def select1(ctx: Context, backend: Backend) -> ProcessGenerator:
     """``SELECT 1``: two snapshots, no table."""
-    yield from _read_only_statement(ctx, b, ctx.costs.select1, pages=False)
+    yield from _read_only_statement(ctx, backend, ctx.costs.select1, pages=False)
 
 
-def batched_select(ctx: Context, b: Backend) -> ProcessGenerator:
+def batched_select(ctx: Context, backend: Backend) -> ProcessGenerator:
     """One more select-only statement of a pipelined batch (no client round trip)."""
-    yield from _read_only_statement(ctx, b, ctx.costs.statement_in_batch, pages=True)
+    yield from _read_only_statement(ctx, backend, ctx.costs.statement_in_batch, pages=True)
 
 
 # ---------------------------------------------------------------------------------- tpcb
@@ -97,52 +93,52 @@ def _tpcb_share(ctx: Context) -> float:
     return ctx.costs.tpcb / TPCB_STATEMENTS
 
 
-def tpcb_begin(ctx: Context, b: Backend) -> ProcessGenerator:
+def tpcb_begin(ctx: Context, backend: Backend) -> ProcessGenerator:
     """BEGIN: StartTransaction, no snapshot."""
-    yield from b.compute(_tpcb_share(ctx), Category.OTHER)
-    yield from ctx.algorithm.start_transaction(b)
+    yield from backend.compute(_tpcb_share(ctx), Category.OTHER)
+    yield from ctx.algorithm.start_transaction(backend)
 
 
-def tpcb_dml(ctx: Context, b: Backend) -> ProcessGenerator:
+def tpcb_dml(ctx: Context, backend: Backend) -> ProcessGenerator:
     """UPDATE/INSERT (``PORTAL_MULTI_QUERY``).
 
     Two snapshots, two sets and two clears of xmin; the first DML assigns the transaction's xid.
     """
     alg = ctx.algorithm
     cycles = _tpcb_share(ctx)
-    yield from b.compute(BIND * cycles, Category.OTHER)
-    yield from alg.get_snapshot(b)
-    yield from alg.clear_xmin(b)
-    yield from alg.get_snapshot(b)  # PortalRunMulti
-    if not b.xid:
-        yield from alg.assign_xid(b)
-    yield from alg.pin_hot_pages(b)
-    yield from b.compute((1 - BIND) * cycles, Category.OTHER)
-    yield from alg.clear_xmin(b)
+    yield from backend.compute(BIND * cycles, Category.OTHER)
+    yield from alg.get_snapshot(backend)
+    yield from alg.clear_xmin(backend)
+    yield from alg.get_snapshot(backend)  # PortalRunMulti
+    if not backend.xid:
+        yield from alg.assign_xid(backend)
+    yield from alg.pin_hot_pages(backend)
+    yield from backend.compute((1 - BIND) * cycles, Category.OTHER)
+    yield from alg.clear_xmin(backend)
 
 
-def tpcb_select(ctx: Context, b: Backend) -> ProcessGenerator:
+def tpcb_select(ctx: Context, backend: Backend) -> ProcessGenerator:
     """SELECT abalance: 2 snapshots; its registered snapshot is dropped at the next bind."""
     alg = ctx.algorithm
     cycles = _tpcb_share(ctx)
-    yield from b.compute(BIND * cycles, Category.OTHER)
-    yield from alg.get_snapshot(b)
-    yield from alg.clear_xmin(b)
-    yield from alg.get_snapshot(b)
-    yield from alg.pin_hot_pages(b)
-    yield from b.compute((1 - BIND) * cycles, Category.OTHER)
-    yield from alg.clear_xmin(b)
+    yield from backend.compute(BIND * cycles, Category.OTHER)
+    yield from alg.get_snapshot(backend)
+    yield from alg.clear_xmin(backend)
+    yield from alg.get_snapshot(backend)
+    yield from alg.pin_hot_pages(backend)
+    yield from backend.compute((1 - BIND) * cycles, Category.OTHER)
+    yield from alg.clear_xmin(backend)
 
 
-def tpcb_end(ctx: Context, b: Backend) -> ProcessGenerator:
+def tpcb_end(ctx: Context, backend: Backend) -> ProcessGenerator:
     """END: commit with an xid (ProcArrayLock exclusive or the group clear)."""
     alg = ctx.algorithm
-    yield from b.compute(_tpcb_share(ctx), Category.OTHER)
-    if b.xid:
-        yield from alg.end_transaction_with_xid(b)
+    yield from backend.compute(_tpcb_share(ctx), Category.OTHER)
+    if backend.xid:
+        yield from alg.end_transaction_with_xid(backend)
     else:
-        yield from alg.end_transaction(b)
-    b.pollute(ctx.footprint_private, ctx.footprint_l3)
+        yield from alg.end_transaction(backend)
+    backend.pollute(ctx.footprint_private, ctx.footprint_l3)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,10 @@
 The layouts use :mod:`simulator.hardware.layout`.
 
 :func:`build_shared_memory` places, in PostgreSQL's allocation order, the structures the snapshot
-models touch and returns a :class:`PgSharedMemory` with named regions. Sources are
-``/work/shared/reference/postgres-snapshot-access.md`` ("ref §n") and the PostgreSQL lines it cites;
-struct layouts are in :mod:`models.shmem.structs`. Version keys and their layout family:
+models touch and returns a :class:`PgSharedMemory` with named regions. Sources are the PostgreSQL
+files, cited as ``file:line@version`` (pa = ``src/backend/storage/ipc/procarray.c``, shmem.c =
+``src/backend/storage/ipc/shmem.c``); struct layouts are in :mod:`models.shmem.structs`. Version
+keys and their layout family:
 
 ==================  ========  ===============================================================
 version             layout    shared memory
@@ -14,66 +15,59 @@ version             layout    shared memory
 ``pre14``           pg13      9.2-13 as of 13: PGXACT (128-aligned), sorted ``pgprocnos[]``
 ``pgxact_split``    pg14      14: dense ``xids``/``subxidStates``/``statusFlags``, xmin in PGPROC
 ``post14``          pg14      identical to ``pgxact_split`` (they differ only in algorithm)
-``post14_lockfree`` pg14      the same (a what-if of the algorithm, SPEC §1.7)
-``csn``             csn       14 plus the csn-v8 VariableCache, a CSN log and two LWLocks (ref §6)
+``post14_lockfree`` pg14      the same (a what-if of the algorithm, :mod:`models.snapshots`)
+``csn``             csn       14 plus the csn-v8 patch's VariableCache, CSN log and two LWLocks
 ==================  ========  ===============================================================
 
-Allocation rules (ref §1.2, §0): 9.1's ``ShmemAlloc`` MAXALIGNs (8 B) and BUFFERALIGNs (32 B)
-requests of at least BLCKSZ; 9.6+ CACHELINEALIGN (128 B = ``PG_CACHE_LINE_SIZE``) every allocation.
+Allocation rules: 9.1's ``ShmemAlloc`` MAXALIGNs (8 B) and BUFFERALIGNs (32 B) requests of at
+least BLCKSZ (shmem.c:167-208@9.2); 9.6+ CACHELINEALIGN (128 B = ``PG_CACHE_LINE_SIZE``,
+pg_config_manual.h:260@13) every allocation (shmem.c:190@9.6, :212@13; commit 09adc9a8c0).
 
 Address space: offset 0 is the start of the shared-memory segment, which is page-aligned, so an
 offset's phase modulo 64 or 128 is the real address's. Allocations the models do not touch (shmem
 index, buffer blocks, lock tables, ...) are omitted. That is exact for 13/14 (every allocation is
 128-aligned, so omitting one moves later ones by multiples of 128). For 9.1 the phase of regions
-after the LWLock array is unknown (ref §8); each such region is placed at an ASSUMPTION phase
+after the LWLock array depends on allocations not modelled; each such region is placed at an
+ASSUMPTION phase
 (see :func:`build_shared_memory`).
 
-Ordering facts (ref §1.1, §1.2, §4): pre14 and 14 keep the procArray sorted by pgprocno (add
-inserts, remove memmoves down); 9.1 appends and removes by swapping the last entry in. pgprocnos
-come from a LIFO freelist: connection k (0-based, in connect order, no disconnects) gets
-``max_connections - 1 - k``.
+Ordering facts: pre14 and 14 keep the procArray sorted by pgprocno (``ProcArrayAdd`` inserts in
+order, pa:~300-317@13, pa:499-513@14; ``ProcArrayRemove`` memmoves down); 9.1 appends (pa:274@9.1)
+and removes by swapping the last entry in (pa:323@9.1). pgprocnos come from a LIFO freelist
+(``InitProcGlobal``, proc.c:244-249@13): connection k (0-based, in connect order, no disconnects)
+gets ``max_connections - 1 - k``.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from models.shmem import structs as st
 from models.shmem.memory import (
-    CSN_COUNTER_FIELD,
     LAYOUT_OF_VERSION,
     VERSIONS,
     Layout,
     PgSharedMemory,
     PinnedPage,
     ProcCounts,
-    ProcFreeList,
 )
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Region, SharedMemory, Struct
 
-__all__ = [
-    "CSN_COUNTER_FIELD",
-    "LAYOUT_OF_VERSION",
-    "VERSIONS",
-    "Layout",
-    "PgSharedMemory",
-    "PinnedPage",
-    "ProcCounts",
-    "ProcFreeList",
-    "build_shared_memory",
-]
+__all__ = ["build_shared_memory"]
 
 
 MAXALIGN = 8
 BUFFERALIGN = 32  # ALIGNOF_BUFFER
 CACHELINEALIGN = 128  # PG_CACHE_LINE_SIZE (pg_config_manual.h:260@13, :266@14)
 BLCKSZ = 8192
-PG_SHMEM_HEADER_BYTES = 48  # ref §1.4: 48-B PGShmemHeader (Linux, non-EXEC_BACKEND)
+PG_SHMEM_HEADER_BYTES = 48  # sizeof(PGShmemHeader), pg_shmem.h (Linux, non-EXEC_BACKEND)
 
 # Individual LWLock ids (lwlocknames.txt; 9.1: the LWLockId enum in lwlock.h@9.1).
 OID_GEN_LOCK = 2
-XID_GEN_LOCK = 3  # ref §1.5
-PROC_ARRAY_LOCK = 4  # ref §1.5
-SINVAL_READ_LOCK = 5  # ref §1.5
+XID_GEN_LOCK = 3
+PROC_ARRAY_LOCK = 4
+SINVAL_READ_LOCK = 5
 CSN_LOG_CONTROL_LOCK = 12  # csn-v8 patch lwlocknames.txt@d880c47d8a (replaces SubtransControlLock)
 COMMIT_SEQ_NO_LOCK = 43  # csn-v8 patch lwlocknames.txt@d880c47d8a
 
@@ -83,7 +77,7 @@ NUM_INDIVIDUAL_LWLOCKS_13 = 48
 NUM_BUFFER_PARTITIONS_13 = 128
 NUM_MAIN_LWLOCKS_13 = NUM_INDIVIDUAL_LWLOCKS_13 + NUM_BUFFER_PARTITIONS_13 + 16 + 16
 
-# 9.1 LWLockArray: ASSUMPTION (lwlock.h@9.1, not in the reference): 33 individual locks, then
+# 9.1 LWLockArray: ASSUMPTION (counted from lwlock.h@9.1): 33 individual locks, then
 # 16 buffer-mapping, 16 lock-manager and 16 predicate partitions (NumFixedLWLocks = 81); 64 SLRU
 # buffer locks (clog 8, subtrans 32, multixact 8 + 16) are assigned next, then per buffer an
 # io_in_progress lock and a content lock (buf_init.c@9.1).
@@ -91,17 +85,18 @@ FIRST_BUF_MAPPING_LOCK_91 = 33
 NUM_BUFFER_PARTITIONS_91 = 16
 FIRST_BUFFER_LWLOCK_91 = 81 + 64
 
-# Buffers (ref §7). ASSUMPTION: shared_buffers = 128 MB; which buffers and mapping partitions the
-# pgbench_accounts_pkey root and inner page land in is arbitrary; these are distinct, and buffer
-# ids that are multiples of 64 put 9.1's 52-B descriptors on a line start (no straddle).
+# Buffers (bufmgr.c, buf_internals.h). ASSUMPTION: shared_buffers = 128 MB; which buffers and
+# mapping partitions the pgbench_accounts_pkey root and inner page land in is arbitrary; these are
+# distinct, and buffer ids that are multiples of 64 put 9.1's 52-B descriptors on a line start (no
+# straddle).
 N_BUFFERS = 16384
 ROOT_BUFFER_ID = 64
 INNER_BUFFER_ID = 128
 ROOT_PARTITION = {"pg91": 5, "pg13": 17, "pg14": 17, "csn": 17}
 INNER_PARTITION = {"pg91": 11, "pg13": 93, "pg14": 93, "csn": 93}
 
-# CSN log (ref §6): 8 B per xid, 1024 per 8-KiB page. ASSUMPTION: the SLRU buffer pool is modelled
-# as 8 contiguous pages, xid x in slot x mod 8192.
+# CSN log (csn-v8 patch, csnlog.c@d880c47d8a): 8 B per xid, 1024 per 8-KiB page. ASSUMPTION: the
+# SLRU buffer pool is modelled as 8 contiguous pages, xid x in slot x mod 8192.
 CSN_LOG_ENTRIES = 8 * 1024
 
 _PG_SHMEM_HEADER = Struct("PGShmemHeader", PG_SHMEM_HEADER_BYTES, {})
@@ -163,12 +158,12 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)
     shm.reserve(MAXALIGN - 1)  # MAXALIGN(sizeof(slock_t)) (shmem.c:138-153@9.2)
-    vc = shm.alloc("VariableCache", st.VARIABLE_CACHE_91, align=MAXALIGN)  # offset 56, ref §1.4
+    vc = shm.alloc("VariableCache", st.VARIABLE_CACHE_91, align=MAXALIGN)  # offset 56
     # CreateLWLocks (lwlock.c:256@9.1): a >= BLCKSZ ShmemAlloc (BUFFERALIGN), 2 ints of counters,
     # then the array aligned to LWLOCK_PADDED_SIZE = 32. Computed: the array starts at offset 128
     # (= 0 mod 64), so ProcArrayLock (id 4) shares its line with SInvalReadLock (5), not XidGenLock
-    # (3). The reference calls this unknown (ref §1.5, §8); it rests on the ASSUMPTIONs that
-    # nothing else is allocated between VariableCache and the LWLocks and the header is 48 B.
+    # (3). The source alone does not settle it: it rests on the ASSUMPTIONs that nothing else is
+    # allocated between VariableCache and the LWLocks and that the header is 48 B.
     shm.reserve(8, align=BUFFERALIGN)
     n_locks = FIRST_BUFFER_LWLOCK_91 + 2 * N_BUFFERS
     lwlocks = shm.alloc(
@@ -192,38 +187,19 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
     # 9.1 InitProcGlobal allocates the backends' PGPROCs, then the autovacuum ones, with nothing
     # in between, so they are one contiguous array (the second request is MAXALIGNed and the first
     # ends on a multiple of 8). ASSUMPTION: its phase mod 64 is ``pgproc_phase`` (0: 1 slot in 4
-    # straddles the xid/xmin/vacuumFlags bytes, 1.25 H lines per proc; 8: 2 in 4, ref §1.1).
+    # straddles the xid/xmin/vacuumFlags bytes, 1.25 H lines per proc; 8: 2 in 4: the 656-B
+    # PGPROC is 16 mod 64, so each slot's phase shifts by 16 B).
     shm.skip_to(64, pgproc_phase)
     n_pgproc = procs.max_connections + procs.autovacuum_max_workers + 1
     pgproc = shm.alloc("PGPROC", st.PGPROC_91, n_pgproc, align=MAXALIGN)
-    # ASSUMPTION: ProcArrayStruct 64-aligned (header + 4 pointers on its first line), as the
-    # reference's ceil((32 + 8N)/64) count assumes.
+    # ASSUMPTION: ProcArrayStruct 64-aligned (header + 4 pointers on its first line), so that the
+    # header and N pointers take ceil((32 + 8N)/64) lines.
     shm.skip_to(64)
     procarray = shm.alloc("ProcArrayStruct", st.PROCARRAY_91, align=MAXALIGN)
     pointers = shm.alloc("procs", 8, procs.procarray_max_procs, align=8)
-    layout: Layout = "pg91"
-    return PgSharedMemory(
-        version=version,
-        layout=layout,
-        procs=procs,
-        memory=shm,
-        variable_cache=vc,
-        lwlocks=lwlocks,
-        proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
-        xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
-        lwlock_word="mutex",
-        proc_hdr=proc_hdr,
-        pgproc=pgproc,
-        procarray=procarray,
-        pgprocnos=pointers,
-        buffer_descs=descs,
-        btree_root=_pinned_page(
-            layout, "root", ROOT_BUFFER_ID, ROOT_PARTITION[layout], descs, lwlocks
-        ),
-        btree_inner=_pinned_page(
-            layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
-        ),
-    )
+    return _shared_memory(version, "pg91", procs, shm, variable_cache=vc, lwlocks=lwlocks,
+                          proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
+                          pgprocnos=pointers, descs=descs)
 
 
 def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) -> PgSharedMemory:
@@ -231,7 +207,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)  # ShmemAllocUnlocked
     # InitShmemAllocation then rounds the free offset up to a cache line (128), and ShmemAlloc
-    # CACHELINEALIGNs every later request (shmem.c:212@13): VariableCache at 128 (ref §1.4).
+    # CACHELINEALIGNs every later request (shmem.c:137,149,212@13): VariableCache at 128.
     vc_struct = {
         "pg13": st.VARIABLE_CACHE_13,
         "pg14": st.VARIABLE_CACHE_14,
@@ -239,7 +215,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
     }[layout]
     vc = shm.alloc("VariableCache", vc_struct, align=CACHELINEALIGN)
     # CreateLWLocks (lwlock.c:490@13, :486@14): an int counter, then MainLWLockArray aligned to
-    # LWLOCK_PADDED_SIZE = 128; each lock alone in its 128 B (ref §1.5).
+    # LWLOCK_PADDED_SIZE = 128 (lwlock.h:73@13, :52@14); each lock alone in its 128 B.
     shm.reserve(4, align=CACHELINEALIGN)
     lwlocks = shm.alloc(
         "MainLWLockArray",
@@ -284,16 +260,29 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         csn_log = shm.alloc("CSNLog", 8, CSN_LOG_ENTRIES, align=CACHELINEALIGN)
         commit_seq_no_lock = lwlocks.view(COMMIT_SEQ_NO_LOCK)
         csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
+    memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
+                            proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
+                            pgprocnos=pgprocnos, descs=descs)
+    return replace(memory, pgxact=pgxact, xids=xids, subxid_states=subxid_states,
+                   status_flags=status_flags, csn_log=csn_log,
+                   commit_seq_no_lock=commit_seq_no_lock,
+                   csn_log_control_lock=csn_log_control_lock)
+
+
+def _shared_memory(version: str, layout: Layout, procs: ProcCounts, shm: SharedMemory, *,
+                   variable_cache: Region, lwlocks: Region, proc_hdr: Region, pgproc: Region,
+                   procarray: Region, pgprocnos: Region, descs: Region) -> PgSharedMemory:
+    """The regions every layout has; the two LWLocks and the hot pages are views of them."""
     return PgSharedMemory(
         version=version,
         layout=layout,
         procs=procs,
         memory=shm,
-        variable_cache=vc,
+        variable_cache=variable_cache,
         lwlocks=lwlocks,
         proc_array_lock=lwlocks.view(PROC_ARRAY_LOCK),
         xid_gen_lock=lwlocks.view(XID_GEN_LOCK),
-        lwlock_word="state",
+        lwlock_word="mutex" if layout == "pg91" else "state",
         proc_hdr=proc_hdr,
         pgproc=pgproc,
         procarray=procarray,
@@ -305,13 +294,6 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         btree_inner=_pinned_page(
             layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
         ),
-        pgxact=pgxact,
-        xids=xids,
-        subxid_states=subxid_states,
-        status_flags=status_flags,
-        csn_log=csn_log,
-        commit_seq_no_lock=commit_seq_no_lock,
-        csn_log_control_lock=csn_log_control_lock,
     )
 
 
@@ -332,7 +314,7 @@ def build_shared_memory(
             must then equal ``max_connections``).
         base: byte address of the segment start (a multiple of 128).
         pg91_pgproc_phase: 9.1 only, ASSUMPTION: address of the PGPROC array mod 64 (a multiple
-            of 8). The reference leaves it open (ref §1.1): a phase = 0 (mod 16) makes 1 slot in
+            of 8), which depends on earlier allocations: a phase = 0 (mod 16) makes 1 slot in
             4 straddle a line in its hot bytes 32..57, a phase = 8 (mod 16) 2 in 4.
 
     Returns:

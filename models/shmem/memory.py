@@ -1,9 +1,9 @@
 """The value types of the modelled PostgreSQL shared memory (built by :mod:`models.shmem.build`).
 
 :class:`PgSharedMemory` holds the named regions of one version, :class:`ProcCounts` the slot
-counts, :class:`PinnedPage` the lines of a hot B-tree page access, :class:`ProcFreeList` the LIFO
-client freelist. Sources as in :mod:`models.shmem.build` ("ref §n" = sections of
-``/work/shared/reference/postgres-snapshot-access.md``).
+counts, :class:`PinnedPage` the lines of a hot B-tree page access. Sources are the PostgreSQL
+files cited as ``file:line@version`` ("pa" = ``src/backend/storage/ipc/procarray.c``), as in
+:mod:`models.shmem.build`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __all__ = [
     "PgSharedMemory",
     "PinnedPage",
     "ProcCounts",
-    "ProcFreeList",
 ]
 
 Layout = Literal["pg91", "pg13", "pg14", "csn"]
@@ -110,33 +109,14 @@ class ProcCounts:
         return self.max_connections + self.autovacuum_max_workers + self.max_worker_processes
 
 
-class ProcFreeList:
-    """The LIFO ``freeProcs`` list of client PGPROCs (proc.c:244-249@13, pop :338-342@14).
-
-    ``InitProcGlobal`` pushes pgprocnos 0..max_connections-1, so pops return them in descending
-    order; ``ProcKill`` pushes a disconnecting backend's proc back on top (proc.c:920-921@14).
-    """
-
-    def __init__(self, max_connections: int) -> None:
-        self._stack = list(range(max_connections))
-
-    def pop(self) -> int:
-        """Hand out the pgprocno of a connecting client (IndexError when all are in use)."""
-        if not self._stack:
-            raise IndexError("no free PGPROC: too many connections")
-        return self._stack.pop()
-
-    def push(self, pgprocno: int) -> None:
-        """Return a disconnecting client's pgprocno; it is the next one handed out."""
-        self._stack.append(pgprocno)
-
-    def __len__(self) -> int:
-        return len(self._stack)
-
-
 @dataclass(frozen=True)
 class PinnedPage:
-    """Shared lines of one access to a hot B-tree page's buffer (ref §7).
+    """Shared lines of one access to a hot B-tree page's buffer.
+
+    13/14: ``PinBuffer``/``UnpinBuffer`` CAS the descriptor's ``state`` and ``LockBuffer`` takes
+    the content lock inside the descriptor (``BufferDesc``, padded to one 64-B line:
+    ``BUFFERDESC_PAD_TO_SIZE``, buf_internals.h:215@14). 9.1: the buffer-header spinlock and
+    ``refcount++`` (bufmgr.c:1099-1100@9.1), and the content lock in the main LWLock array.
 
     Attributes:
         name: ``"root"`` or ``"inner"``.
@@ -183,7 +163,7 @@ class PgSharedMemory:
         pgprocnos: the procArray's per-entry array: ``int pgprocnos[]`` (pre14, 14, csn) or, in
             9.1, ``PGPROC *procs[]`` (8 B, region name ``procs``).
         buffer_descs: the BufferDesc array.
-        btree_root, btree_inner: the two hot B-tree pages (ref §7).
+        btree_root, btree_inner: the root and an inner page of ``pgbench_accounts_pkey``.
         pgxact: PGXACT array indexed by pgprocno (pre14 only).
         xids, subxid_states, status_flags: the 14 dense arrays indexed by pgxactoff.
         csn_log: CSN-log slots, 8 B per xid (csn only).
@@ -228,14 +208,15 @@ class PgSharedMemory:
         return self.variable_cache if self.layout == "csn" else None
 
     def pgprocno_for_connection(self, k: int) -> int:
-        """The pgprocno of the k-th client to connect (0-based, no disconnects): LIFO freelist."""
+        """The pgprocno of the k-th client to connect (0-based, no disconnects).
+
+        ``InitProcGlobal`` pushes pgprocnos 0..max_connections-1 on the LIFO ``freeProcs`` list
+        (proc.c:244-249@13) and ``InitProcess`` pops its top (proc.c:338-342@14), so clients get
+        descending pgprocnos.
+        """
         if not 0 <= k < self.procs.max_connections:
             raise IndexError(f"connection {k} outside 0..{self.procs.max_connections - 1}")
         return self.procs.max_connections - 1 - k
-
-    def free_list(self) -> ProcFreeList:
-        """A fresh client freelist, for connect/disconnect churn."""
-        return ProcFreeList(self.procs.max_connections)
 
     def procarray_build(self, pgprocnos: Sequence[int]) -> list[int]:
         """The procArray after ``ProcArrayAdd`` of each pgprocno in turn (no removals).
@@ -264,20 +245,6 @@ class PgSharedMemory:
             return len(entries) - 1
         index = bisect.bisect_left(entries, pgprocno)
         entries.insert(index, pgprocno)
-        return index
-
-    def procarray_remove(self, entries: list[int], pgprocno: int) -> int:
-        """ProcArrayRemove on a list of pgprocnos; returns the index the entry had.
-
-        Sorted versions shift the following entries down (pa:367@13); 9.1 moves the last entry
-        into the hole (pa:323@9.1).
-        """
-        index = entries.index(pgprocno)
-        if self.procarray_sorted:
-            del entries[index]
-        else:
-            entries[index] = entries[-1]
-            entries.pop()
         return index
 
     def csn_log_slot(self, xid: int) -> int:

@@ -1,10 +1,12 @@
 """Byte layouts of the PostgreSQL shared-memory structs the snapshot models touch (x86-64, LP64).
 
-Sources: ``/work/shared/reference/postgres-snapshot-access.md`` (cited as "ref §n") and the
-PostgreSQL sources it cites (``file:line@TAG``). The reference computed its sizes and offsets from
-replica structs compiled with gcc (ref §0, §8: "small structs are certain; treat sizeof(PGPROC)
-totals as ±8 B"). Every offset that the reference does not give is marked **ASSUMPTION** with how
-it was obtained: recomputed by hand from the struct declaration with LP64 alignment rules (int and
+Sources: the struct declarations in the PostgreSQL sources, cited as ``file:line@version`` (pa =
+``src/backend/storage/ipc/procarray.c``; proc.h, transam.h, lwlock.h, buf_internals.h under
+``src/include``). Offsets and sizes not marked otherwise were *compiled*: measured on replicas of
+those declarations built with gcc for x86-64/LP64 (Linux, no LOCK_DEBUG, 16 lock partitions, 16
+fast-path slots), not on a PostgreSQL build, so small structs are exact and ``sizeof(PGPROC)``
+totals may be off by 8 B. Every other offset is marked **ASSUMPTION** with how it was obtained:
+recomputed by hand from the struct declaration with LP64 alignment rules (int and
 pointers aligned to their size, bool/uint8 1 B, ``slock_t`` 1 B on x86, ``pg_atomic_uint32`` 4 B,
 ``pg_atomic_uint64`` 8 B, ``SHM_QUEUE``/``dlist_*`` 16 B, ``proclist_node`` 8 B).
 
@@ -44,7 +46,7 @@ PGPROC_91 = Struct(
     "PGPROC",
     656,
     {
-        # proc.h:68-140@9.1, ref §1.1 table (all offsets below are the reference's)
+        # proc.h:68-140@9.1 (all offsets below compiled)
         "links": (0, 16),
         "sem": (16, 8),
         "waitStatus": (24, 4),
@@ -59,20 +61,20 @@ PGPROC_91 = Struct(
         "vacuumFlags": (57, 1),  # read by snapshots
         "recoveryConflictPending": (58, 1),
         "myProcLocks": (136, 256),
-        "subxids.overflowed": (392, 1),  # S line, read for every other proc (ref §2.1)
+        "subxids.overflowed": (392, 1),  # S line, read for every other proc (pa:1358@9.1)
         "subxids.nxids": (396, 4),
         "subxids.xids": (400, 256),
     },
 )
-"""PGPROC in 9.1: 656 B (656 = 16 mod 64, so each slot's phase shifts by 16 B; ref §1.1)."""
+"""PGPROC in 9.1: 656 B (656 = 16 mod 64, so each slot's phase shifts by 16 B)."""
 
 PGPROC_13 = Struct(
     "PGPROC",
-    856,  # ref §1.2 (proc.h:95-206@13)
+    856,  # compiled (proc.h:95-206@13)
     {
-        # ASSUMPTION: every offset except subxids.xids (416, ref §1.2) and the size (856) was
+        # ASSUMPTION: every offset except subxids.xids (416, compiled) and the size (856) was
         # recomputed from proc.h:95-206@13 (Latch = 12 B in 13). The recomputation reproduces
-        # both numbers the reference gives, which is the check on it.
+        # both compiled numbers, which is the check on it.
         "links": (0, 16),
         "procgloballist": (16, 8),
         "sem": (24, 8),
@@ -100,7 +102,7 @@ PGPROC_13 = Struct(
         "syncRepState": (136, 4),
         "syncRepLinks": (144, 16),
         "myProcLocks": (160, 256),
-        "subxids.xids": (416, 256),  # ref §1.2: memcpy'd by snapshots when nxids > 0
+        "subxids.xids": (416, 256),  # memcpy'd by snapshots when nxids > 0 (pa:1652@13)
         "procArrayGroupMember": (672, 1),
         "procArrayGroupNext": (676, 4),
         "procArrayGroupMemberXid": (680, 4),
@@ -124,7 +126,7 @@ PGPROC_13 = Struct(
 """PGPROC in 13: 856 B (= 24 mod 64); the xid/xmin/flags live in PGXACT."""
 
 _PGPROC_14_FIELDS: dict[str, tuple[int, int]] = {
-    # proc.h:121-254@14. Reference offsets (ref §1.3): xid 52, xmin 56, lxid 60, pgxactoff 68,
+    # proc.h:121-254@14. Compiled offsets: xid 52, xmin 56, lxid 60, pgxactoff 68,
     # pgprocno 72, delayChkpt 144, statusFlags 145, subxidStatus 440, subxids.xids 444..699,
     # procArrayGroupMember 700, procArrayGroupNext 704. The others are ASSUMPTION (recomputed
     # from the declaration, Latch = 16 B in 14; the recomputation reproduces all of the above and
@@ -138,7 +140,7 @@ _PGPROC_14_FIELDS: dict[str, tuple[int, int]] = {
     "xmin": (56, 4),  # only in PGPROC; private in 14
     "lxid": (60, 4),
     "pid": (64, 4),
-    "pgxactoff": (68, 4),  # written for every later entry by ProcArrayAdd/Remove (ref §4)
+    "pgxactoff": (68, 4),  # written for every later entry by ProcArrayAdd (pa:524-531@14)
     "pgprocno": (72, 4),
     "backendId": (76, 4),
     "databaseId": (80, 4),
@@ -197,7 +199,7 @@ owner, so its placement changes no sharing."""
 
 PGXACT_13 = Struct(
     "PGXACT",
-    12,  # 11 B padded to 12, 4-B aligned (ref §1.2; proc.h:222-237@13)
+    12,  # 11 B padded to 12, 4-B aligned (proc.h:222-237@13)
     {
         "xid": (0, 4),
         "xmin": (4, 4),
@@ -222,7 +224,7 @@ _PROCARRAY_COMMON: dict[str, tuple[int, int]] = {
 }
 
 PROCARRAY_91 = Struct("ProcArrayStruct", 32, _PROCARRAY_COMMON)
-"""9.1 header (pa:62-90@9.1): 32 B, then ``PGPROC *procs[]`` (8 B each) at offset 32 (ref §1.1).
+"""9.1 header (pa:62-90@9.1): 32 B, then ``PGPROC *procs[]`` (8 B each) at offset 32.
 Offsets 8..28 are ASSUMPTION (recomputed); only numProcs is read by snapshots."""
 
 PROCARRAY_13 = Struct(
@@ -230,11 +232,11 @@ PROCARRAY_13 = Struct(
     40,
     {
         **_PROCARRAY_COMMON,
-        "replication_slot_xmin": (32, 4),  # ref §1.2 (9.4+)
+        "replication_slot_xmin": (32, 4),  # 9.4+
         "replication_slot_catalog_xmin": (36, 4),
     },
 )
-"""13/14 header (pa:70-100@13): 40 B, then ``int pgprocnos[]`` sorted ascending (ref §1.2)."""
+"""13/14 header (pa:70-100@13): 40 B, then ``int pgprocnos[]`` sorted ascending."""
 
 # ------------------------------------------------------------------------------- VariableCacheData
 
@@ -245,7 +247,7 @@ _VC_LIMITS_32: dict[str, tuple[int, int]] = {
 
 VARIABLE_CACHE_91 = Struct(
     "VariableCache",
-    40,  # ref §1.4 (transam.h:97-122@9.1)
+    40,  # compiled (transam.h:97-122@9.1)
     {
         **_VC_LIMITS_32,
         "nextXid": (8, 4),
@@ -261,7 +263,7 @@ VARIABLE_CACHE_91 = Struct(
 
 VARIABLE_CACHE_13 = Struct(
     "VariableCache",
-    56,  # ref §1.4 (transam.h:167-204@13); 20..44 ASSUMPTION (recomputed)
+    56,  # compiled (transam.h:167-204@13); 20..44 ASSUMPTION (recomputed)
     {
         **_VC_LIMITS_32,
         "nextFullXid": (8, 8),  # XidGenLock
@@ -280,7 +282,7 @@ VARIABLE_CACHE_13 = Struct(
 
 VARIABLE_CACHE_14 = Struct(
     "VariableCache",
-    72,  # ref §1.4 (transam.h:204-250@14); 20..44 ASSUMPTION (recomputed)
+    72,  # compiled (transam.h:204-250@14); 20..44 ASSUMPTION (recomputed)
     {
         **_VC_LIMITS_32,
         "nextXid": (8, 8),  # u64 FullTransactionId, XidGenLock
@@ -303,9 +305,9 @@ VARIABLE_CACHE_CSN = Struct(
     72,
     {
         # The csn-v8 patch's VariableCacheData (src/include/access/mvccvars.h@d880c47d8a in
-        # github:hackorum-dev/postgres, ref §6.1). ASSUMPTION: offsets recomputed from that
+        # github:hackorum-dev/postgres). ASSUMPTION: offsets recomputed from that
         # declaration (pg_atomic_uint64 is 8-B aligned): all the CSN fields and nextXid share
-        # line 0 when the struct is 128-aligned, as the reference states.
+        # line 0 when the struct is 128-aligned.
         **_VC_LIMITS_32,
         "nextXid": (8, 4),
         "oldestXid": (12, 4),
@@ -327,7 +329,7 @@ VARIABLE_CACHE_CSN = Struct(
 
 LWLOCK_91 = Struct(
     "LWLock",
-    24,  # lwlock.c:40-49@9.1, ref §1.5; padded to LWLOCK_PADDED_SIZE = 32
+    24,  # lwlock.c:40-49@9.1; padded to LWLOCK_PADDED_SIZE = 32 (lwlock.c:63@9.1)
     {
         "mutex": (0, 1),  # spinlock: lock xchgb
         "releaseOK": (1, 1),
@@ -340,7 +342,7 @@ LWLOCK_91 = Struct(
 
 LWLOCK_13 = Struct(
     "LWLock",
-    16,  # lwlock.h:32-41@13, :31-40@14, ref §1.5; padded to PG_CACHE_LINE_SIZE = 128
+    16,  # lwlock.h:32-41@13, :31-40@14; padded to PG_CACHE_LINE_SIZE = 128
     {
         "tranche": (0, 2),
         "state": (4, 4),  # the atomic word: R + CAS to acquire, sub_fetch to release
@@ -369,7 +371,7 @@ PROC_HDR_13 = Struct(
     104,
     {
         # proc.h:242-273@13. freeProcs 24, procArrayGroupFirst 56, clogGroupFirst 60 are the
-        # reference's (ref §1.2); the rest, and the size, ASSUMPTION (recomputed).
+        # compiled; the rest, and the size, ASSUMPTION (recomputed).
         "allProcs": (0, 8),
         "allPgXact": (8, 8),
         "allProcCount": (16, 4),
@@ -393,7 +395,7 @@ PROC_HDR_14 = Struct(
     120,
     {
         # proc.h:315-360@14. Array pointers 8/16/24 (line 0, read-only) and procArrayGroupFirst
-        # 72 / clogGroupFirst 76 (line 1) are the reference's (ref §1.3); the rest, and the size,
+        # 72 / clogGroupFirst 76 (line 1) are compiled; the rest, and the size,
         # ASSUMPTION (recomputed).
         "allProcs": (0, 8),
         "xids": (8, 8),
@@ -421,7 +423,7 @@ BUFFER_DESC_91 = Struct(
     "BufferDesc",
     52,
     {
-        # ASSUMPTION: recomputed from buf_internals.h@9.1 (not in the reference). No padding in
+        # ASSUMPTION: recomputed from buf_internals.h@9.1 (not compiled). No padding in
         # 9.1 (BufferDescPadded came in 9.5), so descriptors are 52 B apart and some straddle.
         "tag": (0, 20),
         "flags": (20, 2),
@@ -438,14 +440,14 @@ BUFFER_DESC_91 = Struct(
 
 BUFFER_DESC_13 = Struct(
     "BufferDesc",
-    52,  # padded to BUFFERDESC_PAD_TO_SIZE = 64 (buf_internals.h:215@14, ref §7)
+    52,  # padded to BUFFERDESC_PAD_TO_SIZE = 64 (buf_internals.h:215@14)
     {
         "tag": (0, 20),
         "buf_id": (20, 4),
-        "state": (24, 4),  # ref §7: PinBuffer/UnpinBuffer CAS
+        "state": (24, 4),  # PinBuffer/UnpinBuffer CAS (bufmgr.c:1632, :1751@13)
         "wait_backend_pid": (28, 4),
         "freeNext": (32, 4),
-        "content_lock": (36, 16),  # ref §7: an LWLock inside the descriptor
+        "content_lock": (36, 16),  # an LWLock inside the descriptor (LockBuffer)
         "content_lock.state": (40, 4),  # its atomic word (LWLock.state at 4)
     },
 )

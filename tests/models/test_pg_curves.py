@@ -1,11 +1,11 @@
 """Slow curve checks: TPS against idle connections on gold5215-2s (run with ``-m slow``).
 
-The shapes come from the reference (``/work/shared/reference/postgres-snapshot-access.md``): the
-pre-14 snapshot scans every procArray entry (ref §2.2, §5 "≈ 3 + N/4" lines per snapshot), so its
-cost grows with idle connections, while 14 reuses its cached snapshot in pgbench -S (ref §2.3
-step 2, §5 reuse path: 2 lines, independent of N). Idle connections are otherwise passive
-(ref §4, last point); mostly-idle ones also write their PGXACT xmin, invalidating lines the
-active backends scan (ref §4, §5 last column).
+The shapes follow from PostgreSQL's code: the pre-14 snapshot scans every procArray entry
+(``GetSnapshotData``, procarray.c:1504-1782@13: about 3 + N/4 lines per snapshot), so its cost
+grows with idle connections, while 14 reuses its cached snapshot in pgbench -S
+(``GetSnapshotDataReuse``, procarray.c:2122-2169@14: 2 lines, independent of N). Idle
+connections are otherwise passive; mostly-idle ones also write their PGXACT xmin, invalidating
+lines the active backends scan.
 
 Each point is 3 ms of simulated time after 1 ms of warm-up; points are computed once per module
 and shared by the tests.
@@ -45,21 +45,21 @@ def curve(algorithm: str, clients: int) -> list[float]:
 
 
 def test_pre14_one_client_falls_monotonically_with_idle_connections() -> None:
-    """Ref §2.2, §5: each pre-14 snapshot scans all N entries (~3 + N/4 lines), so with 1 active
+    """Each pre-14 snapshot scans all N entries (~3 + N/4 lines), so with 1 active
     client TPS strictly falls over 0, 100, 1000, 2500, 5000 and 10000 idle connections."""
     values = curve("pre14", 1)
     assert all(a > b for a, b in pairwise(values)), values
 
 
 def test_post14_one_client_is_flat() -> None:
-    """Ref §2.3 step 2, §5 reuse path: 14 reuses its snapshot (2 lines, independent of N), so
+    """14 reuses its snapshot (``GetSnapshotDataReuse``: 2 lines, independent of N), so
     with 1 active client TPS stays within 5 % of its 0-idle value up to 10000 idle."""
     values = curve("post14", 1)
     assert all(abs(v / values[0] - 1) <= 0.05 for v in values), values
 
 
 def test_pre14_snapshot_time_dominates_at_10000_idle() -> None:
-    """Ref §5 (N = 10002: ~2.5k lines per snapshot, 2 snapshots per transaction): at 10000 idle
+    """N = 10002 entries (~2.5k lines per snapshot, 2 snapshots per transaction): at 10000 idle
     connections GetSnapshotData is the largest share of the pre-14 backend's time."""
     shares = {k: v for k, v in row("pre14", 1, 10000).items() if k.startswith("share_")}
     assert max(shares, key=shares.__getitem__) == "share_get_snapshot", shares  # type: ignore[arg-type]
@@ -67,8 +67,8 @@ def test_pre14_snapshot_time_dominates_at_10000_idle() -> None:
 
 def test_48_clients_pre14_falls_further_and_post14_stays_flat() -> None:
     """With 48 active clients (more than the 40 hardware threads) pre-14 loses more of its
-    0-idle TPS at 10000 idle than with 1 client (ProcArrayLock is held for the whole scan, ref
-    §2.2, and the scans compete for the machine), and 14 stays within 10 % (ref §2.3)."""
+    0-idle TPS at 10000 idle than with 1 client (ProcArrayLock is held for the whole scan, and
+    the scans compete for the machine), and 14 stays within 10 % (it reuses its snapshot)."""
     pre14 = curve("pre14", 48)
     assert pre14[-1] / pre14[0] < tps("pre14", 1, 10000) / tps("pre14", 1, 0)
     assert all(a > b for a, b in pairwise(pre14)), pre14
@@ -77,7 +77,7 @@ def test_48_clients_pre14_falls_further_and_post14_stays_flat() -> None:
 
 
 def test_pre14_mostly_idle_snapshots_miss_on_lines_the_sleepers_write() -> None:
-    """Ref §4 last point, §5 last column: an idle entry costs pre-14 snapshots a resident line
+    """An idle entry costs pre-14 snapshots a resident line
     read, but a mostly-idle one (``\\sleep 100ms; SELECT 1``) also writes xmin on a PGXACT line
     every active snapshot scans, so the active client's snapshots take longer."""
     idle = row("pre14", 1, 1000, "idle")

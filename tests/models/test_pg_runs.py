@@ -1,5 +1,5 @@
-"""Whole simulated runs (:func:`models.point.run_point`) against the reference's per-transaction
-counts (``/work/shared/reference/postgres-snapshot-access.md``, "ref §n").
+"""Whole simulated runs (:func:`models.point.run_point`) against the per-transaction counts of
+PostgreSQL's code (pa = ``src/backend/storage/ipc/procarray.c`` at a release tag).
 
 Runs are short (1 ms or less of simulated time, well under a second of wall time each) on the
 shipped ``gold5215-2s``. Per-transaction quantities come from the row (``full_snapshots``,
@@ -56,12 +56,12 @@ def assert_per_transaction(total: float, per_transaction: int, transactions: int
         f"{total} is not {per_transaction} per transaction over {transactions} (+1) transactions")
 
 
-# ---------------------------------------------------------------------- select-only (ref §3.1)
+# ------------------------------------------------------ select-only (pgbench -S -M prepared)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_select_only_two_snapshots_per_transaction(algorithm: str) -> None:
-    """Ref §3.1 totals, §5 "GetSnapshotData calls": 2 per pgbench -S transaction, every version
+    """GetSnapshotData calls: 2 per pgbench -S transaction, every version
     (Bind and PortalStart)."""
     row = numbers(point(algorithm))
     assert row["transactions"] > 10
@@ -70,22 +70,22 @@ def test_select_only_two_snapshots_per_transaction(algorithm: str) -> None:
 
 @pytest.mark.parametrize("algorithm", LOCKED)
 def test_select_only_proc_array_lock_atomics_per_transaction(algorithm: str) -> None:
-    """Ref §3.1 totals, §5 "ProcArrayLock RMW": 4 per transaction (2 shared acquire/release
+    """ProcArrayLock RMWs: 4 per transaction (2 shared acquire/release
     pairs), no exclusive acquisition; the lock line is written by RMWs only in 9.5+, while 9.1's
-    spinlock protocol adds plain stores (ref §1.5)."""
+    spinlock protocol adds plain stores (lwlock.c:388-439@9.1)."""
     result = point(algorithm, warmup_ns=0.0)
     lock = line_row(result, "ProcArrayLock")
     transactions = int(numbers(result)["transactions"])
     assert_per_transaction(lock["rmws"], 4, transactions)
     if algorithm == "pg91":
-        assert lock["stores"] == 2 * lock["rmws"]  # shared±± and the unlock store, ref §1.5
+        assert lock["stores"] == 2 * lock["rmws"]  # shared±± and the unlock store
     else:
         assert lock["stores"] == 0
         assert lock["loads"] * 2 == lock["rmws"]  # the read before each CAS
 
 
 def test_csn_select_only_takes_proc_array_lock_only_at_transaction_end() -> None:
-    """Ref §6.1: csn snapshots take no lock; ``ProcArrayEndTransaction`` takes ProcArrayLock
+    """csn-v8: snapshots take no lock; ``ProcArrayEndTransaction`` takes ProcArrayLock
     shared even for read-only transactions: 2 RMWs per transaction instead of 4."""
     result = point("csn", warmup_ns=0.0)
     assert_per_transaction(line_row(result, "ProcArrayLock")["rmws"], 2,
@@ -93,7 +93,7 @@ def test_csn_select_only_takes_proc_array_lock_only_at_transaction_end() -> None
 
 
 def test_pre14_select_only_own_pgxact_line_stores() -> None:
-    """Ref §3.1 (10-13): 5 xmin stores + 1 vacuumFlags store per transaction on the backend's
+    """10-13 (pa:433-437@13): 5 xmin stores + 1 vacuumFlags store per transaction on the backend's
     PGXACT line (shared with the other entries of that line)."""
     result = point("pre14", warmup_ns=0.0)
     pgxact = result.lines.loc[result.lines["label"].str.startswith("PGXACT")
@@ -107,8 +107,8 @@ def test_pre14_select_only_own_pgxact_line_stores() -> None:
 
 @pytest.mark.parametrize("algorithm", ["post14", "pgxact_split"])
 def test_pg14_select_only_writes_no_scanned_line(algorithm: str) -> None:
-    """Ref §3.1 (14), §5 "W to a line other snapshots read: 0": the xmin stores go to the private
-    PGPROC; no line that snapshots read (``xids[]``, header, VariableCache) is written."""
+    """14 (pa:690-705@14): the xmin stores go to the private PGPROC; no line that snapshots read
+    (``xids[]``, header, VariableCache) is written."""
     result = point(algorithm, clients=4)
     lines = result.lines
     scanned = lines.loc[lines["label"].str.contains("xids|ProcArrayStruct|VariableCache")]
@@ -123,7 +123,7 @@ def test_pg14_select_only_writes_no_scanned_line(algorithm: str) -> None:
 
 @pytest.mark.parametrize("clients", [1, 8])
 def test_post14_select_only_reuses_every_snapshot_after_warmup(clients: int) -> None:
-    """Ref §2.3 step 2: ``xactCompletionCount`` changes only when a transaction with an xid ends,
+    """``xactCompletionCount`` changes only when a transaction with an xid ends (pa:757@14),
     so in pgbench -S every snapshot after a backend's first is a reuse: 0 full scans and 2 reuses
     per transaction, for 1 and 8 clients."""
     row = numbers(point("post14", clients=clients))
@@ -132,12 +132,12 @@ def test_post14_select_only_reuses_every_snapshot_after_warmup(clients: int) -> 
     assert row["reused_snapshots"] == 2
 
 
-# ------------------------------------------------------------------------------ tpcb (ref §3.2)
+# ----------------------------------------------------------------- tpcb (pgbench's default)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
-    """Ref §3.2, §5 TPC-B rows: 10 GetSnapshotData calls per transaction (5 DML x 2); XidGenLock
+    """tpcb: 10 GetSnapshotData calls per transaction (5 DML x 2); XidGenLock
     taken at the first UPDATE (its line RMW'd) and nextXid written on the VariableCache line; the
     commit with an xid writes latestCompletedXid there (and ``xactCompletionCount`` in 14; csn
     CASes latestCompletedXid and fetch-adds ``nextCommitSeqNo``)."""
@@ -158,7 +158,7 @@ def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
 
 
 def test_post14_tpcb_snapshot_cache_misses() -> None:
-    """Ref §2.3 step 2, §3.2: under TPC-B other backends' commits change ``xactCompletionCount``,
+    """Under TPC-B other backends' commits change ``xactCompletionCount``,
     so the cache misses. A statement's first snapshot comes a client round trip after the previous
     one, with commits of others in between, so at 32 clients nearly every statement's first
     snapshot is a full scan (4-5 of the 5 per transaction); reuse stays possible between a
@@ -172,7 +172,7 @@ def test_post14_tpcb_snapshot_cache_misses() -> None:
 
 
 def test_post14_tpcb_other_backends_commits_invalidate_the_cache() -> None:
-    """Ref §2.3 step 2, §3.2: with 4 tpcb clients, 3 of every 4 commits are other backends'.
+    """With 4 tpcb clients, 3 of every 4 commits are other backends'.
     A statement's first snapshot comes a round trip (~20 us) after the previous one, and commits
     arrive every ~35 us, so besides the one full scan after the backend's own commit a good share
     of the other statements' first snapshots must miss too: more than 1 full scan per

@@ -1,21 +1,24 @@
-"""Cache lines of single GetSnapshotData calls and single transactions, against the reference.
+"""Cache lines of single GetSnapshotData calls and single transactions, against PostgreSQL.
 
-Reference: ``/work/shared/reference/postgres-snapshot-access.md`` (cited as "ref §n"). The
-checkable table is ref §5; the access sequences are ref §2 (per snapshot) and §3 (per transaction).
+The access sequences are PostgreSQL's ``GetSnapshotData`` (pa = ``procarray.c``: pa:1225-1443@9.1,
+pa:1504-1782@13, pa:2205-2555@14; the csn-v8 patch's for ``csn``) and a pgbench transaction's
+path through postgres.c, pquery.c, snapmgr.c and ``ProcArrayEndTransaction``. The *formulas*
+below count the shared lines these sequences touch: 3 (the ProcArrayLock line, the VariableCache
+line, the ProcArray header line) plus the per-entry arrays the version scans.
 
-The pieces are built directly, as :mod:`models.point` does (``build_shared_memory``, ``Backend``,
-``ProcArray``, ``TrackedMemory``, the algorithm, ``prepare``, ``build_machine``), so that one
-backend can run exactly one ``get_snapshot`` (or one transaction) while the test compares
-``Machine.line_table()`` before and after.
+The pieces are built directly, as :func:`models.population.build_population` does
+(``build_shared_memory``, ``Backend``, ``ProcArray``, ``TrackedMemory``, the algorithm, ``prepare``,
+``build_machine``), so that one backend can run exactly one ``get_snapshot`` (or one transaction)
+while the test compares ``Machine.line_table()`` before and after.
 
-**N.** Ref §0 counts N as procArray *entries*, launchers included (the autovacuum launcher; from
-10 on also the logical-replication launcher). Here a test parametrised by ``connections`` connects
-that many clients (the snapshotting backend plus ``connections - 1`` idle ones, idle first as in
-:mod:`models.point`), so the procArray holds ``N = connections + launchers`` entries: 1 launcher
-for ``pg91``, 2 for every other version. The §5 formulas are evaluated at that N.
+**N.** N counts procArray *entries*, launchers included (the autovacuum launcher; from 10 on also
+the logical-replication launcher). Here a test parametrised by ``connections`` connects that many
+clients (the snapshotting backend plus ``connections - 1`` idle ones, idle first as in
+:mod:`models.population`), so the procArray holds ``N = connections + launchers`` entries: 1
+launcher for ``pg91``, 2 for every other version. The formulas are evaluated at that N.
 
 **Counting.** A line is *read* when its loads or RMWs grew (an atomic reads its line), *RMW'd*
-when its RMWs grew and *written* when its plain stores grew. The §5 table counts *shared* lines;
+when its RMWs grew and *written* when its plain stores grew. The formulas count *shared* lines;
 the snapshotting backend's own PGPROC lines are private in 14 and in the CSN model, and are
 counted separately.
 """
@@ -33,7 +36,8 @@ from models.backend import Backend, Category
 from models.costs import PgCosts, load_costs
 from models.lwlock import LockMode
 from models.procarray import ProcArray, SnapshotAlgorithm
-from models.shmem.build import PgSharedMemory, build_shared_memory
+from models.shmem.build import build_shared_memory
+from models.shmem.memory import PgSharedMemory
 from models.snapshots import ALGORITHMS
 from models.workloads import Context, Statement, workload
 from simulator.config.machine import LINE_BYTES, MachineConfig
@@ -200,7 +204,7 @@ def build_harness(algorithm: str, connections: int, active: Sequence[int] | None
                   machine: MachineConfig = GOLD, pg91_pgproc_phase: int = 0) -> PgHarness:
     """``connections`` clients connected in order; ``active`` (default: the last) can run.
 
-    The layout follows :mod:`models.point`: ``max_connections = connections + 3``, connection k
+    The layout follows :mod:`models.population`: ``max_connections = connections + 3``, connection k
     gets pgprocno ``max_connections - 1 - k`` and the launchers are added after the clients.
     """
     active = (connections - 1,) if active is None else tuple(active)
@@ -260,7 +264,7 @@ def transaction_statements(name: str) -> list[Statement]:
     return [s for trip in workload(name).round_trips for s in trip]
 
 
-# ------------------------------------------------------------------------- §5 formulas
+# ----------------------------------------------------------------------- the formulas
 
 
 def entries(h: PgHarness) -> int:
@@ -268,23 +272,23 @@ def entries(h: PgHarness) -> int:
 
 
 def pg91_formula(n: int, h_lines_per_entry: float) -> float:
-    """Ref §5, 9.1: 3 + ceil((32+8N)/64) + h·N [H] + (N-1) [S]."""
+    """9.1: 3 + ceil((32+8N)/64) [procs[]] + h·N [H: xid, xmin, flags] + (N-1) [S: subxids]."""
     return 3 + math.ceil((32 + 8 * n) / 64) + h_lines_per_entry * n + (n - 1)
 
 
 def pre14_formula(n: int, launchers: int) -> int:
-    """Ref §5, 9.2-13: 3 + ceil((40+4N)/64) + ceil(12N/64)+1 (+1 per launcher)."""
+    """9.2-13: 3 + ceil((40+4N)/64) [pgprocnos] + ceil(12N/64)+1 [PGXACT] (+1 per launcher)."""
     return 3 + math.ceil((40 + 4 * n) / 64) + math.ceil(12 * n / 64) + 1 + launchers
 
 
 def pg14_full_formula(n: int) -> int:
-    """Ref §5, 14 full path without xid holders: 3 + ceil(4N/64)."""
+    """14 full path without xid holders: 3 + ceil(4N/64) [xids]."""
     return 3 + math.ceil(4 * n / 64)
 
 
 HEADER_COUNTED_TWICE = 1
-"""The §5 "3" includes the ProcArray header line, and so does the pgprocnos term: the header
-(32 B in 9.1, 40 B in 9.4+) and the first array entries share its first line (ref §1.1, §1.2), so
+"""The formulas' "3" includes the ProcArray header line, and so does the pgprocnos term: the
+header (32 B in 9.1, 40 B in 9.4+) and the first array entries share its first line, so
 ceil((40+4N)/64) already counts it. The formulas over-count by exactly this one line."""
 
 
@@ -292,14 +296,14 @@ ceil((40+4N)/64) already counts it. The formulas over-count by exactly this one 
 
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
-def test_pg91_snapshot_lines_match_layout_and_section5(connections: int) -> None:
-    """9.1 (ref §2.1, §5): lock, VC, header + ``procs[]``, the H and S lines of every entry.
+def test_pg91_snapshot_lines_match_layout_and_formula(connections: int) -> None:
+    """9.1 (pa:1225-1443@9.1): lock, VC, header + ``procs[]``, the H and S lines of every entry.
 
     Exact against the layout: the lock line, the VariableCache line, ceil((32+8N)/64) lines of
     header and pointer array, every entry's H line(s) (xid/xmin/vacuumFlags, 1.25 per entry at
     the default PGPROC phase) and every entry's subxid header line. The model also reads its own
     subxid header, which 9.1 skips (pa:1358 runs for procs other than MyProc): +1 line, allowed.
-    Against the §5 formula (h = 1.25 at phase 0): equal up to the double-counted header line and
+    Against the formula (h = 1.25 at phase 0): equal up to the double-counted header line and
     that +1, within ±1 for the fractional H term.
     """
     h = build_harness("pg91", connections)
@@ -318,15 +322,16 @@ def test_pg91_snapshot_lines_match_layout_and_section5(connections: int) -> None
     formula = pg91_formula(n, 1.25) - HEADER_COUNTED_TWICE + len(own_s)
     assert abs(len(delta.read) - formula) <= 1
     if n >= 100:
-        # §5 "≈ 2.4-2.6·N": the formula's own value at h = 1.25 is 2.375·N + O(1), which the
-        # table rounds to 2.4; the model lands on the formula, not on the rounded bound.
+        # ≈ 2.4-2.6·N for h = 1.25-1.5: the formula's own value at h = 1.25 is 2.375·N + O(1),
+        # which rounds to 2.4; the model lands on the formula, not on the rounded bound.
         assert 2.35 * n <= len(delta.read) <= 2.6 * n
 
 
 @pytest.mark.parametrize(("phase", "h_per_entry"), [(0, 1.25), (8, 1.5)])
 def test_pg91_h_lines_per_entry_follow_pgproc_phase(phase: int, h_per_entry: float) -> None:
-    """Ref §1.1: 656-B PGPROCs put the hot bytes 32..57 on 1.25 lines per proc at base phase 0
-    (1 slot in 4 straddles) and 1.5 at phase 8 (2 in 4): 100 consecutive slots, exactly."""
+    """9.1's 656-B PGPROCs (proc.h:68-140@9.1) put the hot bytes 32..57 on 1.25 lines per proc at
+    base phase 0 (1 slot in 4 straddles) and 1.5 at phase 8 (2 in 4): 100 consecutive slots,
+    exactly."""
     h = build_harness("pg91", 97, pg91_pgproc_phase=phase)  # 97 clients + the launcher
     clients = [b.pgprocno for b in h.backends]
     assert max(clients) - min(clients) + 1 == 97
@@ -338,13 +343,13 @@ def test_pg91_h_lines_per_entry_follow_pgproc_phase(phase: int, h_per_entry: flo
 
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
-def test_pre14_snapshot_lines_match_layout_and_section5(connections: int) -> None:
-    """9.2-13 (ref §2.2, §5): lock, VC, header + ``pgprocnos[]``, the PGXACT lines.
+def test_pre14_snapshot_lines_match_layout_and_formula(connections: int) -> None:
+    """9.2-13 (pa:1504-1782@13): lock, VC, header + ``pgprocnos[]``, the PGXACT lines.
 
     Exact against the layout: the lock line, the VariableCache line, ceil((40+4N)/64) lines of
-    header and ``pgprocnos`` (the 40-B header shares the first line, ref §1.2), and the PGXACT
+    header and ``pgprocnos`` (the 40-B header shares the first line), and the PGXACT
     lines of every entry (the clients' contiguous range plus the launchers' far slots). Against
-    §5: the formula minus the double-counted header line, within its ±1 for alignment.
+    The formula minus the double-counted header line, within its ±1 for alignment.
     """
     h = build_harness("pre14", connections)
     delta = snapshot(h, h.running[0])
@@ -356,18 +361,18 @@ def test_pre14_snapshot_lines_match_layout_and_section5(connections: int) -> Non
     formula = pre14_formula(n, h.launchers()) - HEADER_COUNTED_TWICE
     assert abs(len(delta.read) - formula) <= 1
     if n >= 100:
-        assert abs(len(delta.read) - (3 + n / 4)) <= 0.05 * n  # §5 "≈ 3 + N/4"
+        assert abs(len(delta.read) - (3 + n / 4)) <= 0.05 * n  # ≈ 3 + N/4
 
 
 @pytest.mark.parametrize("algorithm", ["pgxact_split", "post14"])
 @pytest.mark.parametrize("connections", CONNECTIONS)
-def test_pg14_full_snapshot_lines_match_section5(algorithm: str, connections: int) -> None:
-    """14 full path (ref §2.3 step 3, §5): exactly 3 + ceil(4N/64) shared lines.
+def test_pg14_full_snapshot_lines_match_formula(algorithm: str, connections: int) -> None:
+    """14 full path (pa:2269-2446@14): exactly 3 + ceil(4N/64) shared lines.
 
     Lock line, VariableCache line (latestCompletedXid, oldestXid, xactCompletionCount), the
     ProcArray header line (numProcs, replication-slot xmins) and the ``xids[]`` lines. No entry
     holds an xid, so no ``statusFlags``/``subxidStates`` line is read. Besides these the backend
-    reads ``MyProc->pgxactoff`` on its own PGPROC, a private line §5 does not count.
+    reads ``MyProc->pgxactoff`` on its own PGPROC, a private line the formula does not count.
     """
     h = build_harness(algorithm, connections)
     me = h.running[0]
@@ -386,8 +391,9 @@ def test_pg14_full_snapshot_lines_match_section5(algorithm: str, connections: in
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
 def test_post14_reuse_path_reads_two_lines(connections: int) -> None:
-    """14 reuse path (ref §2.3 step 2, §5): 2 lines, the lock line and the VariableCache line
-    (``xactCompletionCount``), independent of N; the xmin store goes to the private PGPROC."""
+    """14 reuse path (``GetSnapshotDataReuse``, pa:2122-2169@14): 2 lines, the lock line and the
+    VariableCache line (``xactCompletionCount``), independent of N; the xmin store goes to the
+    private PGPROC."""
     h = build_harness("post14", connections)
     me = h.running[0]
     delta = snapshot(h, me, warm_calls=1)
@@ -400,7 +406,7 @@ def test_post14_reuse_path_reads_two_lines(connections: int) -> None:
 
 @pytest.mark.parametrize("connections", CONNECTIONS)
 def test_csn_snapshot_reads_one_counter_line_without_lock(connections: int) -> None:
-    """CSN (ref §6.1, "CSN model for the simulator"): 1 shared line read, the VariableCache line
+    """CSN (csn-v8's ``GetSnapshotData``): 1 shared line read, the VariableCache line
     holding ``nextCommitSeqNo``, ``oldestActiveXid`` and ``latestCompletedXid``; no
     ProcArrayLock, no RMW, no O(N) term. Writes are own-PGPROC lines only (xmin, snapshotcsn)."""
     h = build_harness("csn", connections)
@@ -419,7 +425,7 @@ def test_csn_snapshot_reads_one_counter_line_without_lock(connections: int) -> N
 
 @pytest.mark.parametrize("algorithm", LOCKED)
 def test_snapshot_rmws_are_two_atomics_on_the_lock_line(algorithm: str) -> None:
-    """Ref §1.5, §5 "shared lines RMW": a shared acquire and release of ProcArrayLock are 2 RMWs
+    """A shared acquire and release of ProcArrayLock (lwlock.c) are 2 RMWs
     on its line (9.5+: read + CAS, then ``sub_fetch``; 9.1: two TAS of the spinlock), and no
     other line is RMW'd. In 9.5+ the acquire also reads the word first (1 load)."""
     h = build_harness(algorithm, 5)
@@ -434,9 +440,10 @@ def test_snapshot_rmws_are_two_atomics_on_the_lock_line(algorithm: str) -> None:
 
 
 def test_pg91_spinlock_stores_on_the_lock_line() -> None:
-    """9.1's LWLock (ref §1.5): acquire = TAS, ``shared++``, unlock store; release the same with
-    ``shared--``. Per snapshot that is 2 TAS + 4 plain stores on the lock line (§1.5's sequence;
-    the §5 table summarises it as "2 TAS + 2 W", counting one store per acquire/release)."""
+    """9.1's LWLock: ``LWLockAcquire`` (lwlock.c:388-439@9.1) = TAS, ``shared++``, unlock store;
+    ``LWLockRelease`` (:593-641@9.1) the same with ``shared--``. Per snapshot that is 2 TAS + 4
+    plain stores on the lock line (counting one store per acquire and release would give
+    "2 TAS + 2 W")."""
     h = build_harness("pg91", 5)
     delta = snapshot(h, h.running[0])
     assert delta.count(h.lock_line, "rmws") == 2
@@ -445,9 +452,9 @@ def test_pg91_spinlock_stores_on_the_lock_line() -> None:
 
 @pytest.mark.parametrize("algorithm", [*LOCKED, "csn"])
 def test_snapshot_writes_own_xmin_line_only_when_xmin_unset(algorithm: str) -> None:
-    """Ref §2.1 step 5, §2.2 step 6, §2.3 step 2/7, §6.1: the only data line written by a snapshot
-    is the backend's own xmin line, and only if its xmin was unset. In pre14 that line is the
-    shared PGXACT line every other snapshot scans; in 14 (and csn) it is the private PGPROC."""
+    """pa:1408@9.1, pa:1708-1709@13, pa:2155-2156/2443-2444@14, csn-v8: the only data line written
+    by a snapshot is the backend's own xmin line, and only if its xmin was unset. In pre14 that line
+    is the shared PGXACT line every other snapshot scans; in 14 (and csn) the private PGPROC."""
     h = build_harness(algorithm, 5)
     me = h.running[0]
     own_xmin = (h.line(h.shmem.pgxact, me.pgprocno, "xmin") if algorithm == "pre14"
@@ -472,7 +479,7 @@ def test_snapshot_writes_own_xmin_line_only_when_xmin_unset(algorithm: str) -> N
 
 
 def _select_only_transaction(algorithm: str, warm: int = 1) -> tuple[PgHarness, LineDelta]:
-    """One warm-up transaction, then one measured select-only transaction (ref §3.1)."""
+    """One warm-up transaction, then one measured select-only transaction (pgbench -S)."""
     h = build_harness(algorithm, 5)
     me = h.running[0]
     statements = transaction_statements("select-only")
@@ -493,9 +500,9 @@ def _stores(h: PgHarness, label: str) -> int:
 
 @pytest.mark.parametrize("algorithm", LOCKED)
 def test_select_only_transaction_takes_four_proc_array_lock_atomics(algorithm: str) -> None:
-    """Ref §3.1 totals, §5 per transaction: 2 GetSnapshotData calls = 2 shared acquire/release
+    """pgbench -S per transaction: 2 GetSnapshotData calls = 2 shared acquire/release
     pairs = 4 RMWs on the ProcArrayLock line; no exclusive acquisition, and the end of a
-    read-only transaction takes no ProcArrayLock (ref §3.3)."""
+    read-only transaction takes no ProcArrayLock (pa:433-437@13, pa:690-705@14)."""
     h, delta = _select_only_transaction(algorithm)
     me = h.running[0]
     assert delta.count(h.lock_line, "rmws") == 4
@@ -503,7 +510,7 @@ def test_select_only_transaction_takes_four_proc_array_lock_atomics(algorithm: s
 
 
 def test_csn_select_only_transaction_lock_atomics() -> None:
-    """CSN (ref §6.1): no lock in GetSnapshotData; ``ProcArrayEndTransaction`` takes
+    """CSN (csn-v8): no lock in GetSnapshotData; ``ProcArrayEndTransaction`` takes
     ProcArrayLock *shared* even for read-only transactions: 2 RMWs per transaction."""
     h, delta = _select_only_transaction("csn")
     me = h.running[0]
@@ -512,9 +519,9 @@ def test_csn_select_only_transaction_lock_atomics() -> None:
 
 
 def test_pre14_select_only_xmin_stores() -> None:
-    """Ref §3.1 (10-13): 5 W xmin + 1 W vacuumFlags per transaction, all on the backend's PGXACT
-    line, which is shared with other entries and read by every snapshot; lxid goes to the own
-    PGPROC."""
+    """10-13 (snapmgr.c ``SnapshotResetXmin``, pa:433-437@13): 5 W xmin + 1 W vacuumFlags per
+    transaction, all on the backend's PGXACT line, which is shared with other entries and read by
+    every snapshot; lxid goes to the own PGPROC."""
     h, delta = _select_only_transaction("pre14")
     me = h.running[0]
     assert _stores(h, "PGXACT.xmin") == 5
@@ -529,7 +536,7 @@ def test_pre14_select_only_xmin_stores() -> None:
 
 
 def test_pg91_select_only_xmin_and_lxid_stores_on_the_h_line() -> None:
-    """Ref §3.1 (9.1 = 9.2-9.6 plus lxid): 6 W xmin (set, clear, set, clear,
+    """9.1 (as 9.2-9.6, plus lxid on the same line): 6 W xmin (set, clear, set, clear,
     ProcArrayEndTransaction, AtEOXact_Snapshot) and 2 W lxid (StartTransaction,
     ProcArrayEndTransaction), all on the H line that every snapshot reads;
     ``ProcArrayEndTransaction`` also writes vacuumFlags there."""
@@ -546,7 +553,7 @@ def test_pg91_select_only_xmin_and_lxid_stores_on_the_h_line() -> None:
 
 @pytest.mark.parametrize("algorithm", ["post14", "pgxact_split"])
 def test_pg14_select_only_xmin_stores_are_private(algorithm: str) -> None:
-    """Ref §3.1 (14): 5 W to ``PGPROC.xmin``, a line no other backend reads; no shared store.
+    """14 (pa:690-705@14): 5 W to ``PGPROC.xmin``, a line no other backend reads; no shared store.
 
     Three backends run transactions concurrently; the recorded operations of the other two (and
     every snapshot scan) never touch a backend's xmin line.
@@ -570,7 +577,7 @@ def test_pg14_select_only_xmin_stores_are_private(algorithm: str) -> None:
 
 @pytest.mark.parametrize("algorithm", [*LOCKED, "csn"])
 def test_select_only_takes_two_snapshots(algorithm: str) -> None:
-    """Ref §3.1 totals: GetSnapshotData is called twice per read-only transaction (Bind and
+    """pgbench -S: GetSnapshotData is called twice per read-only transaction (Bind and
     PortalStart) in every version; in 14 both are reuses once the cache is warm."""
     h, _ = _select_only_transaction(algorithm)
     record = h.running[0].record
@@ -637,12 +644,12 @@ def _sockets(h: PgHarness) -> list[int]:
 
 
 def test_pre14_pgxact_false_sharing_across_sockets() -> None:
-    """Ref §1.2 (12-B PGXACT, 5.33 per line), §4 ("invalidated whenever an active neighbour on that
-    line writes xmin"), §5 last column: two active pre14 backends on different sockets whose
-    PGXACT entries share a line. Each writes its own xmin 5 times per transaction while the other's
-    snapshots read the whole line (xid, xmin, vacuumFlags): the line shows remote HITM, some of
-    it false sharing (a store to one entry's xmin finding the line dirty with the other entry's
-    bytes), ``xmin`` among the fields written and ``xid`` among the fields read."""
+    """12-B PGXACT entries (proc.h:222-237@13), 5.33 per line: an idle entry's line is invalidated
+    whenever an active neighbour on that line writes xmin. Two active pre14 backends on different
+    sockets whose PGXACT entries share a line. Each writes its own xmin 5 times per transaction
+    while the other's snapshots read the whole line (xid, xmin, vacuumFlags): the line shows remote
+    HITM, some of it false sharing (a store to one entry's xmin finding the line dirty with the
+    other entry's bytes), ``xmin`` among the fields written and ``xid`` among the fields read."""
     h = _cross_socket_pair("pre14")
     a, b = h.running
     line = h.line(h.shmem.pgxact, a.pgprocno, "xmin")
@@ -660,7 +667,7 @@ def test_pre14_pgxact_false_sharing_across_sockets() -> None:
 
 @pytest.mark.parametrize("algorithm", ["post14", "pgxact_split"])
 def test_pg14_xids_lines_never_hitm_across_sockets(algorithm: str) -> None:
-    """Ref §1.3, §4 ("in 14 it is 4 RO bytes in xids[]"), §5: the same cross-socket pair in 14
+    """14 (proc.h:315-360@14: an entry is 4 read-only bytes in xids[]): the same cross-socket pair
     shows no HITM on the ``xids[]`` lines (written only at xid assignment and commit) and no HITM
     at all on the backends' xmin lines (private PGPROC)."""
     h = _cross_socket_pair(algorithm)
@@ -683,7 +690,7 @@ def test_pg14_xids_lines_never_hitm_across_sockets(algorithm: str) -> None:
 
 
 def _tpcb_transaction(algorithm: str) -> tuple[PgHarness, LineDelta]:
-    """One warm-up tpcb transaction, then one measured (ref §3.2), by a single backend."""
+    """One warm-up tpcb transaction, then one measured, by a single backend."""
     h = build_harness(algorithm, 5)
     me = h.running[0]
     statements = transaction_statements("tpcb")
@@ -695,7 +702,7 @@ def _tpcb_transaction(algorithm: str) -> tuple[PgHarness, LineDelta]:
 
 @pytest.mark.parametrize("algorithm", [*LOCKED, "csn"])
 def test_tpcb_transaction_counts(algorithm: str) -> None:
-    """Ref §3.2, §5 TPC-B rows, one transaction of one backend:
+    """pgbench's tpcb-like script, one transaction of one backend:
 
     * 10 GetSnapshotData calls (5 DML x 2); in 14 the first misses the cache (the backend's own
       previous commit bumped ``xactCompletionCount``) and the other 9 reuse it;
@@ -704,7 +711,7 @@ def test_tpcb_transaction_counts(algorithm: str) -> None:
       ``xactCompletionCount++``; csn: CAS latestCompletedXid and fetch-add ``nextCommitSeqNo``);
     * ProcArrayLock: 2 RMWs per snapshot plus the exclusive (conditional) acquire and release at
       commit = 22 (csn: only the shared pair of ``ProcArrayEndTransaction``);
-    * xmin stores: 10 sets + 11 clears = 21 (§5 "~21").
+    * xmin stores: 10 sets + 11 clears = 21.
     """
     h, delta = _tpcb_transaction(algorithm)
     me = h.running[0]
@@ -722,8 +729,9 @@ def test_tpcb_transaction_counts(algorithm: str) -> None:
         rmws = [name for _, line, op, name in h.log if op is Op.RMW and line == h.vc_line]
         assert sorted(rmws) == ["VariableCache.latestCompletedXid",
                                 "VariableCache.nextCommitSeqNo"]
-        # §6.1: COMMITTING then the CSN, each CSNLogSetCommitSeqNo under CSNLogControlLock
-        # shared (2 acquisitions = 4 RMWs), the whole commit under CommitSeqNoLock shared.
+        # csn-v8 TransactionIdAsyncCommitTree: COMMITTING then the CSN, each CSNLogSetCommitSeqNo
+        # under CSNLogControlLock shared (2 acquisitions = 4 RMWs), the whole commit under
+        # CommitSeqNoLock shared.
         assert _stores(h, "CSNLog") == 2
         csn_lock = h.line(h.shmem.csn_log_control_lock, 0, h.shmem.lwlock_word)
         seq_lock = h.line(h.shmem.commit_seq_no_lock, 0, h.shmem.lwlock_word)
@@ -743,7 +751,7 @@ def test_tpcb_transaction_counts(algorithm: str) -> None:
 
 
 def test_pg14_full_snapshot_reads_flags_of_other_xid_holders() -> None:
-    """Ref §2.3 step 3.4, §5 (14 full path): an *other* entry whose xid is normal and < xmax
+    """pa:2303-2387@14 (14 full path): an *other* entry whose xid is normal and < xmax
     costs its ``statusFlags`` line and its ``subxidStates`` line: with A = 1 such entry the
     snapshot reads 3 + ceil(4N/64) + 1 + 1 shared lines. Backend B holds xid 1000; C takes 1001
     and commits (latestCompletedXid = 1001, so xmax = 1002 > 1000); then A snapshots."""
@@ -770,7 +778,7 @@ def test_pg14_full_snapshot_reads_flags_of_other_xid_holders() -> None:
 @pytest.mark.parametrize("holder", ["own", "newer"])
 @pytest.mark.parametrize("algorithm", ["pgxact_split", "post14"])
 def test_pg14_full_snapshot_skips_own_and_newer_xids(algorithm: str, holder: str) -> None:
-    """Ref §2.3 step 3.4: "If the entry is mine, or xid >= xmax, continue" comes before the
+    """pa:2323-2340@14: "If the entry is mine, or xid >= xmax, continue" comes before the
     ``statusFlags`` read. ``own``: the snapshotting backend holds an xid (tpcb after its first
     UPDATE), alone in holding one. ``newer``: another backend holds xid 1000 while
     latestCompletedXid is 999, so xmax = 1000 and that xid is skipped. Either way no
@@ -788,16 +796,16 @@ def test_pg14_full_snapshot_skips_own_and_newer_xids(algorithm: str, holder: str
     assert len(delta.read - h.own_pgproc_lines(me)) == pg14_full_formula(entries(h))
 
 
-# ------------------------------------------------- 9.6+ group clear of xids at commit (ref §3.2)
+# ------------------------------------------------------- 9.6+ group clear of xids at commit
 
 
 @pytest.mark.parametrize("algorithm", ["pre14", "pgxact_split", "post14"])
 def test_commit_with_xid_joins_the_group_clear_when_the_lock_is_busy(algorithm: str) -> None:
-    """Ref §3.2 (9.6-13 and 14): ``LWLockConditionalAcquire(ProcArrayLock, LW_EXCLUSIVE)`` fails
-    while A holds the lock shared, so B and C push themselves on ``procArrayGroupFirst`` (a CAS
-    each on the PROC_HDR line). B, first, leads: it waits for the lock exclusively, detaches the
-    list (one more RMW), clears *both* entries (C's xid slot is written by B), releases and wakes
-    C, which slept meanwhile and never took ProcArrayLock beyond its one failed attempt."""
+    """9.6-13 and 14 (pa:416, 485-590@13): ``LWLockConditionalAcquire(ProcArrayLock, LW_EXCLUSIVE)``
+    fails while A holds the lock shared, so B and C push themselves on ``procArrayGroupFirst`` (a
+    CAS each on the PROC_HDR line). B, first, leads: it waits for the lock exclusively, detaches the
+    list (one more RMW), clears *both* entries (C's xid slot is written by B), releases and wakes C,
+    which slept meanwhile and never took ProcArrayLock beyond its one failed attempt."""
     h = build_harness(algorithm, 5, active=(2, 3, 4))
     a, b, c = h.running
     alg = h.algorithm

@@ -1,4 +1,4 @@
-"""The ``post14_lockfree`` what-if (SPEC §1.7): post14 with the reuse check made without the lock.
+"""The ``post14_lockfree`` what-if: post14 with the reuse check made without the lock.
 
 PostgreSQL has no such code; :class:`models.snapshots.Post14Lockfree` documents the assumed
 design (read ``xactCompletionCount``; on a match publish xmin, a full barrier, read the count
@@ -117,8 +117,9 @@ def test_count_moved_before_the_first_read_takes_the_lock_without_publishing_xmi
 
 
 def test_warm_select_only_transaction_takes_no_proc_array_lock_atomic() -> None:
-    """Ref §3.1 with the what-if: both snapshots reuse without the lock, and a read-only
-    transaction end takes no ProcArrayLock (ref §3.3): 0 RMWs on the lock line (post14: 4).
+    """pgbench -S with the what-if: both snapshots reuse without the lock, and a read-only
+    transaction end takes no ProcArrayLock (procarray.c:690-705@14): 0 RMWs on the lock line
+    (post14: 4).
     Both snapshots still publish xmin on the private PGPROC line (5 xmin stores, as post14)."""
     h, delta = _select_only_transaction(NAME)
     record = h.running[0].record
@@ -128,7 +129,7 @@ def test_warm_select_only_transaction_takes_no_proc_array_lock_atomic() -> None:
 
 
 def test_tpcb_transaction_takes_the_lock_for_its_one_full_snapshot_and_commit() -> None:
-    """Ref §3.2 with the what-if: the first of the 10 snapshots misses the cache (the backend's
+    """tpcb with the what-if: the first of the 10 snapshots misses the cache (the backend's
     own commit moved the count) and takes the lock shared (2 RMWs); the other 9 reuse without
     it; the commit's exclusive acquire and release add 2: 4 RMWs (post14: 22)."""
     h, delta = _tpcb_transaction(NAME)

@@ -1,4 +1,4 @@
-"""PostgreSQL shared-memory layouts against the reference (postgres-snapshot-access.md §1-§7)."""
+"""PostgreSQL shared-memory layouts: struct offsets, allocation, line sharing and line counts."""
 
 from __future__ import annotations
 
@@ -8,13 +8,8 @@ import math
 import pytest
 
 from models.shmem import structs as st
-from models.shmem.build import (
-    CSN_COUNTER_FIELD,
-    VERSIONS,
-    PgSharedMemory,
-    ProcCounts,
-    build_shared_memory,
-)
+from models.shmem.build import build_shared_memory
+from models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMemory, ProcCounts
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Struct
 
@@ -53,8 +48,8 @@ def test_struct_sizes(struct: Struct, size: int) -> None:
     assert struct.size == size
 
 
-REFERENCE_OFFSETS = [
-    # §1.1
+COMPILED_OFFSETS = [
+    # 9.1 PGPROC (proc.h:68-140@9.1)
     (st.PGPROC_91, "lxid", 28),
     (st.PGPROC_91, "xid", 32),
     (st.PGPROC_91, "xmin", 36),
@@ -65,7 +60,7 @@ REFERENCE_OFFSETS = [
     (st.PGPROC_91, "subxids.overflowed", 392),
     (st.PGPROC_91, "subxids.nxids", 396),
     (st.PGPROC_91, "subxids.xids", 400),
-    # §1.2
+    # 13 PGXACT, PGPROC, ProcArrayStruct, PROC_HDR (proc.h, procarray.c @13)
     (st.PGXACT_13, "xid", 0),
     (st.PGXACT_13, "xmin", 4),
     (st.PGXACT_13, "vacuumFlags", 8),
@@ -79,7 +74,7 @@ REFERENCE_OFFSETS = [
     (st.PROC_HDR_13, "freeProcs", 24),
     (st.PROC_HDR_13, "procArrayGroupFirst", 56),
     (st.PROC_HDR_13, "clogGroupFirst", 60),
-    # §1.3
+    # 14 PGPROC and PROC_HDR (proc.h:121-254, :315-360@14)
     (st.PGPROC_14, "xid", 52),
     (st.PGPROC_14, "xmin", 56),
     (st.PGPROC_14, "lxid", 60),
@@ -96,7 +91,7 @@ REFERENCE_OFFSETS = [
     (st.PROC_HDR_14, "statusFlags", 24),
     (st.PROC_HDR_14, "procArrayGroupFirst", 72),
     (st.PROC_HDR_14, "clogGroupFirst", 76),
-    # §1.4
+    # VariableCacheData (transam.h @9.1, @13, @14)
     (st.VARIABLE_CACHE_91, "nextXid", 8),
     (st.VARIABLE_CACHE_91, "latestCompletedXid", 36),
     (st.VARIABLE_CACHE_13, "nextFullXid", 8),
@@ -108,19 +103,19 @@ REFERENCE_OFFSETS = [
     (st.VARIABLE_CACHE_14, "latestCompletedXid", 48),
     (st.VARIABLE_CACHE_14, "xactCompletionCount", 56),
     (st.VARIABLE_CACHE_14, "oldestClogXid", 64),
-    # §1.5, §7
+    # LWLock (lwlock.h@13), BufferDesc (buf_internals.h@13)
     (st.LWLOCK_13, "state", 4),
     (st.BUFFER_DESC_13, "state", 24),
     (st.BUFFER_DESC_13, "content_lock", 36),
 ]
 
 
-@pytest.mark.parametrize(("struct", "field", "offset"), REFERENCE_OFFSETS)
-def test_reference_offsets(struct: Struct, field: str, offset: int) -> None:
+@pytest.mark.parametrize(("struct", "field", "offset"), COMPILED_OFFSETS)
+def test_compiled_offsets(struct: Struct, field: str, offset: int) -> None:
     assert struct.field(field)[0] == offset
 
 
-def test_pgproc_13_assumed_offsets_reproduce_reference_numbers() -> None:
+def test_pgproc_13_assumed_offsets_reproduce_compiled_numbers() -> None:
     # the recomputed layout ends exactly at 856 and puts subxids.xids at 416
     off, size = st.PGPROC_13.field("lockGroupLink")
     assert off + size == 856
@@ -513,18 +508,6 @@ def test_lifo_pgprocno(version: str) -> None:
     assert mem.pgprocno_for_connection(49) == 0
     with pytest.raises(IndexError):
         mem.pgprocno_for_connection(50)
-    free = mem.free_list()
-    assert [free.pop() for _ in range(3)] == [49, 48, 47]
-    free.push(48)
-    assert free.pop() == 48
-    assert len(free) == 47
-
-
-def test_free_list_exhausted() -> None:
-    free = shm("pre14", 1).free_list()
-    free.pop()
-    with pytest.raises(IndexError, match="too many"):
-        free.pop()
 
 
 def test_procarray_order_sorted() -> None:
@@ -539,10 +522,12 @@ def test_procarray_order_sorted() -> None:
     ]
     assert entries == [6, 7, 8, 9]
     assert mem.procarray_add(entries, 13) == 4  # the autovacuum launcher
-    assert mem.procarray_remove(entries, 7) == 1
-    assert entries == [6, 8, 9, 13]
+    assert entries == [6, 7, 8, 9, 13]
+    assert mem.procarray_build([9, 8, 7, 13, 6]) == entries  # the adds' order does not matter
     with pytest.raises(ValueError, match="already"):
         mem.procarray_add(entries, 8)
+    with pytest.raises(ValueError, match="twice"):
+        mem.procarray_build([9, 8, 9])
 
 
 def test_procarray_order_91_unsorted() -> None:
@@ -556,11 +541,10 @@ def test_procarray_order_91_unsorted() -> None:
         3,
     ]
     assert entries == [9, 8, 7, 6]
-    assert mem.procarray_remove(entries, 8) == 1
-    assert entries == [9, 6, 7]
+    assert mem.procarray_build([6, 9, 8]) == [6, 9, 8]  # in the order of the adds
 
 
-# --------------------------------------------------------------------------- §5 line counts
+# --------------------------------------------------------------------------- line counts
 
 NS = (1, 5, 100, 1000)
 
@@ -584,12 +568,12 @@ def test_pre14_pgxact_lines(n: int) -> None:
         assert len(pgxact.lines_touched(0, n)) == expected
         clients = [mem.pgprocno_for_connection(k) for k in range(n)]
         observed.add(len({p.line for k in clients for p in pgxact.field_span(k)}))
-    assert observed <= {expected, expected + 1}  # ref §5: ceil(12N/64) + 1
+    assert observed <= {expected, expected + 1}  # ceil(12N/64), +1 for the range's phase
     assert expected + 1 in observed
 
 
 @pytest.mark.parametrize("n", NS)
-def test_pre14_snapshot_lines_vs_reference(n: int) -> None:
+def test_pre14_snapshot_lines_vs_formula(n: int) -> None:
     mem = shm("pre14", 1024)
     assert mem.pgxact is not None
     clients = [mem.pgprocno_for_connection(k) for k in range(n)]
@@ -597,15 +581,15 @@ def test_pre14_snapshot_lines_vs_reference(n: int) -> None:
     distinct |= set(mem.procarray.lines()) | set(mem.pgprocnos.lines_touched(0, n))
     distinct |= {p.line for k in clients for p in mem.pgxact.field_span(k)}
     formula = 3 + math.ceil((40 + 4 * n) / 64) + math.ceil(12 * n / 64) + 1
-    # the reference's formula counts the header line twice (in the 3 and in the pgprocnos term),
+    # the formula counts the header line twice (in the 3 and in the pgprocnos term),
     # and its "+1" is an upper bound
     assert formula - 2 <= len(distinct) <= formula - 1
 
 
-@pytest.mark.parametrize(("n", "ref_total"), [(100, 30), (1000, 256)])
-def test_pre14_reference_worked_numbers(n: int, ref_total: int) -> None:
-    # ref §5: "≈ 3 + N/4 (N=100: ~30-32; N=1000: ~256)"
-    assert 3 + math.ceil((40 + 4 * n) / 64) + math.ceil(12 * n / 64) + 1 == ref_total
+@pytest.mark.parametrize(("n", "expected_total"), [(100, 30), (1000, 256)])
+def test_pre14_formula_worked_numbers(n: int, expected_total: int) -> None:
+    # ≈ 3 + N/4 lines per snapshot (N=100: ~30-32; N=1000: ~256)
+    assert 3 + math.ceil((40 + 4 * n) / 64) + math.ceil(12 * n / 64) + 1 == expected_total
 
 
 @pytest.mark.parametrize("n", NS)
@@ -616,7 +600,7 @@ def test_14_xids_lines(version: str, n: int) -> None:
     assert len(mem.xids.lines_touched(0, n)) == math.ceil(4 * n / 64)
     total = {mem.proc_array_lock.line_of(0, "state"), mem.variable_cache.line_of(0)}
     total |= {mem.procarray.line_of(0, "numProcs")} | set(mem.xids.lines_touched(0, n))
-    assert len(total) == 3 + math.ceil(4 * n / 64)  # ref §5: N=100 -> 10, N=1000 -> 66
+    assert len(total) == 3 + math.ceil(4 * n / 64)  # N=100 -> 10, N=1000 -> 66
 
 
 @pytest.mark.parametrize("n", NS)

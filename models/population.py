@@ -1,0 +1,110 @@
+"""The population of one point: a version's shared memory, its connections and the machine.
+
+:func:`build_population` connects the clients (idle connections first, then the active ones, as
+in the published benchmarks, so active backends hold adjacent pgprocnos), fills the procArray
+with them and the launchers, sets up the snapshot algorithm over the lines it touches and builds
+the machine over those lines. Every connection knows once whether its client is active.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.backend import Backend, TxnRecord
+from models.costs import ScanCosts
+from models.procarray import ProcArray, SnapshotAlgorithm
+from models.shmem.build import build_shared_memory
+from models.shmem.memory import PgSharedMemory
+from models.snapshots import ALGORITHMS
+from simulator.config.machine import MachineConfig
+from simulator.hardware.machine import Implementation, Machine
+from simulator.hardware.tracked import TrackedMemory
+from simulator.runtime.engine import SimEnvironment
+from simulator.runtime.scheduler import CpuScheduler
+
+Completed = tuple[float, float, TxnRecord]
+"""A completed transaction: its start and end time (ns) and the backend's accounting of it."""
+
+
+@dataclass(slots=True)
+class Connection:
+    """One client connection: its backend, the kind of its client, its completed transactions.
+
+    A connection whose backend has no scheduler task is an idle one: only a procArray entry.
+    """
+
+    backend: Backend
+    active: bool
+    """A pgbench client in a closed loop; otherwise an idle or mostly-idle connection."""
+    completed: list[Completed] = field(default_factory=list)
+
+    @property
+    def runs(self) -> bool:
+        """Whether its backend ever runs (every active and mostly-idle connection)."""
+        return self.backend.task is not None
+
+
+@dataclass(slots=True)
+class Population:
+    """Everything a point simulates, built and wired up, before any process starts."""
+
+    shmem: PgSharedMemory
+    connections: list[Connection]
+    procarray: ProcArray
+    tracked: TrackedMemory
+    algorithm: SnapshotAlgorithm
+    machine: Machine
+
+    @property
+    def running(self) -> list[Connection]:
+        """The connections whose backend runs, in connection order."""
+        return [connection for connection in self.connections if connection.runs]
+
+    def release(self) -> None:
+        """Drop the registered accesses once the run is over (no reference cycles left)."""
+        self.tracked.release()
+        self.algorithm.release()
+
+
+def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: MachineConfig, *,
+                     algorithm: str, clients: int, idle_clients: int, mostly_idle: bool,
+                     scan_costs: ScanCosts, entries_per_chunk: int, run_ahead_ns: float,
+                     implementation: Implementation) -> Population:
+    """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
+
+    Args:
+        env: the simulation environment.
+        scheduler: the machine's CPU scheduler; every backend that runs gets a task.
+        machine: the machine's description.
+        algorithm: the snapshot algorithm (a key of :data:`~models.snapshots.ALGORITHMS`).
+        clients: active clients.
+        idle_clients: idle connections, connected first.
+        mostly_idle: whether the idle connections run ``SELECT 1`` now and then (their backends
+            then run too).
+        scan_costs: instructions per scanned procArray entry.
+        entries_per_chunk: procArray entries per scan chunk.
+        run_ahead_ns: how far a backend may run ahead of the clock (:mod:`models.backend`).
+        implementation: the coherence implementation of the machine.
+    """
+    n_connections = idle_clients + clients
+    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3)
+    connections: list[Connection] = []
+    for k in range(n_connections):
+        active = k >= idle_clients
+        task = scheduler.new_task(f"backend{k}") if active or mostly_idle else None
+        backend = Backend(env, None, machine.clock_ghz, k, shmem.pgprocno_for_connection(k), task,
+                          run_ahead_ns=run_ahead_ns)
+        connections.append(Connection(backend, active))
+    backends = [connection.backend for connection in connections]
+    procs = shmem.procs
+    launchers = [procs.autovacuum_launcher_pgprocno]
+    if procs.logical_launcher_pgprocno is not None:
+        launchers.append(procs.logical_launcher_pgprocno)
+    procarray = ProcArray(shmem, backends, launchers)
+    tracked = TrackedMemory(shmem.memory)
+    snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk)
+    snapshots.prepare([connection.backend for connection in connections if connection.runs])
+    built = tracked.build_machine(machine, implementation=implementation)
+    for backend in backends:
+        backend.machine = built
+    return Population(shmem, connections, procarray, tracked, snapshots, built)

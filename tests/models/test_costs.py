@@ -1,0 +1,99 @@
+"""Loading the PostgreSQL cost model: the shipped file, the units it takes, and its errors."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from models.costs import (
+    DEFAULT_COSTS_FILE,
+    PgCosts,
+    ScanCosts,
+    StatementCosts,
+    costs_from_dict,
+    load_costs,
+    read_costs_document,
+)
+from simulator.errors import ConfigError
+
+
+def document() -> dict[str, object]:
+    return copy.deepcopy(read_costs_document(DEFAULT_COSTS_FILE))
+
+
+def with_value(path: str, value: object) -> dict[str, object]:
+    data = document()
+    *parents, last = path.split(".")
+    target: dict[str, object] = data
+    for key in parents:
+        child = target[key]
+        assert isinstance(child, dict)
+        target = child
+    target[last] = value
+    return data
+
+
+def test_shipped_model() -> None:
+    costs = load_costs()
+    assert costs.statements == StatementCosts(30000.0, 18000.0, 120000.0, 20000.0)
+    assert costs.client_cycles == 10000.0
+    assert costs.scan == ScanCosts(pg91=6.0, pre14=4.0, dense=1.5)
+    assert (costs.footprint_private_bytes, costs.footprint_l3_bytes) == (64 * 1024, 16 * 1024)
+    assert costs.mostly_idle_sleep_ns == 100e6
+
+
+def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:
+    data = with_value("footprint.private", 4096)
+    data["mostly_idle_sleep"] = 2500
+    costs = costs_from_dict(data)
+    assert (costs.footprint_private_bytes, costs.mostly_idle_sleep_ns) == (4096, 2500.0)
+    with pytest.raises(ConfigError, match=r"^client: .*'30000 cycles', got 5000$"):
+        costs_from_dict(with_value("client", 5000))
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("client", "lots cycles", "number of cycles such as '30000 cycles'"),
+    ("backend.tpcb", "-5 cycles", "non-negative number of cycles"),
+    ("backend.select1", "18 ns", "number of cycles"),
+    ("scan_cycles_per_entry.dense", -1.5, "must not be negative, got -1.5"),
+    ("scan_cycles_per_entry.pre14", True, "expected a number, got boolean True"),
+    ("footprint.l3", "16 KiX", "unknown size unit"),
+    ("mostly_idle_sleep", "3 cycles", "no clock frequency"),
+    ("backend.select_onlyy", "1 cycles", "unknown key"),
+    ("footprint", 5, "expected a mapping"),
+])
+def test_bad_values_name_their_dotted_key_and_file(path: str, value: object,
+                                                   message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        costs_from_dict(with_value(path, value), "costs.yaml")
+    assert (info.value.key, info.value.source) == (path, "costs.yaml")
+
+
+def test_missing_key() -> None:
+    data = document()
+    backend = data["backend"]
+    assert isinstance(backend, dict)
+    del backend["tpcb"]
+    with pytest.raises(ConfigError, match="missing") as info:
+        costs_from_dict(data)
+    assert info.value.key == "backend.tpcb"
+
+
+def test_file_errors_carry_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "costs.yaml"
+    path.write_text("version: 1\nclient: 1 cycles\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_costs(path)
+    assert info.value.source == str(path)
+
+
+def test_scaled_multiplies_the_base_work_only() -> None:
+    costs = load_costs()
+    scaled = costs.scaled(2.0)
+    assert isinstance(scaled, PgCosts)
+    assert scaled.statements.tpcb == 2 * costs.statements.tpcb
+    assert scaled.client_cycles == 2 * costs.client_cycles
+    assert (scaled.scan, scaled.footprint_l3_bytes) == (costs.scan, costs.footprint_l3_bytes)
+    assert costs.scaled(1.0) is costs
