@@ -179,7 +179,7 @@ class Backend:
             env = self.env
             start = env.now
             wall = task.start_segment(total_work, total_stall)
-            if wall >= 0.0:
+            if wall is not None:
                 if wall > 0.0 and not env.fast_forward(wall):
                     yield env.timeout(wall)
                 self._settle(start, total_work, total_stall, 0.0)
@@ -219,7 +219,7 @@ class Backend:
                     total_work, total_stall = sum(work_by), sum(stall_by)
                     start = env.now
                     wall = task.start_segment(total_work, total_stall)
-                    if wall >= 0.0:
+                    if wall is not None:
                         if wall > 0.0 and not env.fast_forward(wall):
                             yield env.timeout(wall)
                         self._settle(start, total_work, total_stall, 0.0)
@@ -250,7 +250,7 @@ class Backend:
         env = self.env
         start = env.now
         wall = self._task().start_segment(total_work, total_stall)
-        if wall >= 0.0:  # no scheduling on the way: one timeout (the common case)
+        if wall is not None:  # no scheduling on the way: one timeout (the common case)
             if wall > 0.0 and not env.fast_forward(wall):
                 yield env.timeout(wall)
             self._settle(start, total_work, total_stall, 0.0)
@@ -261,10 +261,9 @@ class Backend:
                          total_stall: float) -> ProcessGenerator:
         """:meth:`flush` through the scheduler (a wake-up, a slice end or a run-queue wait)."""
         task = self._task()
-        sched_before = task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
+        sched_before = task.scheduling_ns
         yield from task.run_mixed(total_work, total_stall)
-        scheduling = (task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
-                      - sched_before)
+        scheduling = task.scheduling_ns - sched_before
         self._settle(start, total_work, total_stall, scheduling)
 
     def _settle(self, start: float, total_work: float, total_stall: float,
@@ -287,7 +286,7 @@ class Backend:
         """Block (give up the CPU) until ``event``; the time asleep goes to ``category``."""
         yield from self.flush()
         task = self._task()
-        start, sched = self.env.now, _scheduling_ns(task)
+        start, sched = self.env.now, task.scheduling_ns
         yield from task.block_until(event)
         self._charge(category, start, sched)
 
@@ -310,11 +309,7 @@ class Backend:
 
     def _charge(self, category: Category, start: float, sched_before: float) -> None:
         task = self._task()
-        scheduling = _scheduling_ns(task) - sched_before
+        scheduling = task.scheduling_ns - sched_before
         times = self.record.times_ns
         times[Category.SCHEDULING] += scheduling
         times[category] += self.env.now - start - scheduling
-
-
-def _scheduling_ns(task: Task) -> float:
-    return task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns

@@ -201,11 +201,11 @@ class _Simulation:
         env = self.env
         connection = backend.connection
         while True:
-            before = _sched(task)
+            before = task.scheduling_ns
             message = yield from task.block_until(self.inboxes[connection])
             self.inboxes[connection] = env.event()
             statements, response = message
-            backend.record.times_ns[Category.SCHEDULING] += _sched(task) - before
+            backend.record.times_ns[Category.SCHEDULING] += task.scheduling_ns - before
             for statement in statements:
                 yield from statement(self.context, backend)
             yield from backend.flush()  # the answer leaves at the backend's logical time
@@ -310,10 +310,6 @@ class _Simulation:
             {"start_us": [t0 / 1e3 for t0, _, _ in active],
              "end_us": [t1 / 1e3 for _, t1, _ in active]})
         return PointResult(row=row, lines=lines, transactions=transactions)
-
-
-def _sched(task: Task) -> float:
-    return task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
 
 
 def _latencies(active: list[tuple[float, float, TxnRecord]]) -> dict[str, float]:
