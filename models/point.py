@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category, TxnRecord
+from models.backend import CATEGORIES, Backend, Category, TxnRecord
 from models.costs import PgCosts, load_costs
 from models.options import DEFAULT_ENTRIES_PER_CHUNK
 from models.procarray import ProcArray
@@ -40,6 +40,7 @@ from simulator.hardware.fields import describe_masks
 from simulator.hardware.machine import Implementation
 from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
 from simulator.runtime.scheduler import CpuScheduler, Task
 
 IDLE_KINDS = ("idle", "mostly-idle")
