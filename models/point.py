@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from models.backend import CATEGORIES, DEFAULT_RUN_AHEAD_NS, Backend, Category
+from models.backend import CATEGORIES, Backend, Category
 from models.costs import PgCosts, load_costs
 from models.options import DEFAULT_ENTRIES_PER_CHUNK
 from models.population import Completed, Connection, Population, build_population
@@ -38,6 +38,7 @@ from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
 from simulator.hardware.machine import Implementation
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
 from simulator.runtime.scheduler import CpuScheduler, Task
 
 IDLE_KINDS = ("idle", "mostly-idle")
@@ -179,11 +180,11 @@ class _Processes:
         env = self.env
         connection = backend.connection
         while True:
-            before = _sched(task)
+            before = task.scheduling_ns
             message = yield from task.block_until(self.inboxes[connection])
             self.inboxes[connection] = env.event()
             statements, response = message
-            backend.record.times_ns[Category.SCHEDULING] += _sched(task) - before
+            backend.record.times_ns[Category.SCHEDULING] += task.scheduling_ns - before
             for statement in statements:
                 yield from statement(self.context, backend)
             yield from backend.flush()  # the answer leaves at the backend's logical time
@@ -289,10 +290,6 @@ def _summarise(config: PointConfig, population: Population, utilisation: float,
         {"start_us": [t0 / 1e3 for t0, _, _ in active],
          "end_us": [t1 / 1e3 for _, t1, _ in active]})
     return PointResult(row=row, lines=lines, transactions=transactions)
-
-
-def _sched(task: Task) -> float:
-    return task.runqueue_wait_ns + task.wakeup_ns + task.context_switch_ns
 
 
 def _latencies(active: list[Completed]) -> dict[str, float]:

@@ -10,9 +10,9 @@ give them in another order.
 
 Example:
     >>> rec = Recorder()
-    >>> rec.record("txn", backend=3, latency_ns=25_000.0)
+    >>> rec.record("txn", client=3, latency_ns=25_000.0)
     >>> rec.to_frame("txn").columns.tolist()
-    ['backend', 'latency_ns']
+    ['client', 'latency_ns']
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """CPU scheduling of tasks on hardware threads: run queue, time slices, wake-ups and SMT.
 
-A :class:`Task` is a schedulable entity: a PostgreSQL backend or a pgbench client thread. Its
-behaviour is a SimPy process that spends CPU time with ``yield from task.run(ns)`` and sleeps with
-``yield from task.block_until(event)``. The :class:`CpuScheduler` decides which hardware thread a
-task runs on and when. It is built for speed: no ``simpy.Resource`` or ``Store`` (5-7 µs per
-acquire, see ``reference/performance-notes.md``), one timeout per run segment, plain lists for the
-per-thread state, and no randomness (the same scenario always gives the same schedule).
+A :class:`Task` is a schedulable entity: a process or a client thread (for example a PostgreSQL
+backend and its pgbench client). Its behaviour is a SimPy process that spends CPU time with
+``yield from task.run(ns)`` and sleeps with ``yield from task.block_until(event)``. The
+:class:`CpuScheduler` decides which hardware thread a task runs on and when. It is built for
+speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and generator
+resumptions), one timeout per run segment, plain lists for the per-thread state, and no
+randomness (the same scenario always gives the same schedule).
 
 Model
 -----
@@ -35,10 +36,10 @@ Its order is the machine's ``scheduler.policy``:
 
 With many more runnable tasks than threads the order decides the dynamics. Under ``fifo`` every
 runnable task waits a full turn of the queue for each step it takes, so closed-loop clients keep
-the relative phase of their steps for ever and synchronise: with 15000 pgbench clients on 40
-threads the transactions complete in bursts 40 ms apart. Under ``cfs`` the short client steps
-overtake the long backend steps, each pair waits once per transaction, and throughput is steady
-within a few transactions per client.
+the relative phase of their steps for ever and synchronise: their requests complete in bursts a
+turn of the queue apart. Under ``cfs`` the short steps of a client thread overtake the long steps
+of the process serving it, each pair waits once per request, and throughput is steady within a
+few requests per client.
 
 **Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
 used ``time_slice_ns`` and the run queue is not empty it is preempted at that instant, in the middle
@@ -60,16 +61,16 @@ thread if one exists, after a wake-up cost of ``wakeup_ns``, plus ``ipi_exit_ns`
 machine (the IPI that wakes an idle vCPU exits to the hypervisor); the thread is reserved for it
 meanwhile. Without an idle thread it joins the run queue (no wake-up cost; it pays the context
 switch when dispatched). A task starts blocked, and its first ``run`` places it exactly like a
-wake-up (it pays the wake-up cost on an idle thread): a backend's first work follows a connection
-or a client message.
+wake-up (it pays the wake-up cost on an idle thread): a server process's first work follows a
+connection or a client message.
 
 **Placement** of a waking task (deterministic): its previous thread if idle; else the lowest thread
 of a fully idle core, the lowest such core of its previous L3 domain if there is one there, else the
 lowest such core of the machine; else the lowest idle thread. Queued tasks take whichever thread
 frees up first. Left out: Linux's pull of a task woken synchronously (a socket message) towards
-its waker's L3 domain (``wake_affine``) and periodic load balancing. (Checked on
-``e7-8890v3-4s`` with 48 clients: a wake-affine placement never chose another thread than this
-one, because each client/backend pair already shares a core.)
+its waker's L3 domain (``wake_affine`` in ``kernel/sched/fair.c``) and periodic load balancing.
+Where a client and the process serving it already share a core, a wake-affine placement would
+choose the same thread as this one.
 
 **SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
 busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
@@ -91,7 +92,8 @@ stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wake
 ``context_switch_ns`` (switch cost paid on a thread before this task ran there); counts
 ``wakeups`` (blocked to runnable transitions, including the first placement), ``preemptions``,
 ``migrations`` and ``context_switches``. For a task whose process only calls ``run`` and
-``block_until``, the sum of the five times plus its blocked time is its elapsed time.
+``block_until``, the sum of the five times plus its blocked time is its elapsed time; the last
+three are its scheduling time (:attr:`Task.scheduling_ns`).
 
 Left out: per-CPU run queues and load balancing, priorities, CPU affinity, NUMA balancing,
 interrupts and softirq time, the idle states of idle threads (a wake-up costs the same from any
@@ -139,7 +141,7 @@ class BusySnapshot(NamedTuple):
 
 
 class Task:
-    """A schedulable entity (a backend or a client thread) driven by one SimPy process at a time.
+    """A schedulable entity (a process or a client thread) driven by one SimPy process at a time.
 
     Create tasks with :meth:`CpuScheduler.new_task`. A task starts blocked, holding no thread.
 
@@ -211,6 +213,15 @@ class Task:
         return f"Task({self.name!r}, thread={self.thread})"
 
     @property
+    def scheduling_ns(self) -> float:
+        """Time spent on scheduling so far: run-queue waits, wake-ups and context switches.
+
+        The part of the task's elapsed time that is neither running nor blocked; a model charges
+        its growth over a step to the step's scheduling cost.
+        """
+        return self.runqueue_wait_ns + self.wakeup_ns + self.context_switch_ns
+
+    @property
     def vruntime_ns(self) -> float:
         """Virtual runtime: on-CPU time used, shifted by sleeper placement (``cfs`` policy)."""
         return self.cpu_ns + self.stall_ns + self._vruntime_offset
@@ -263,22 +274,26 @@ class Task:
             return self._run(float(stall_ns), False)
         return self._run_mixed(float(work_ns), float(stall_ns))
 
-    def start_segment(self, work_ns: float, stall_ns: float) -> float:
+    def start_segment(self, work_ns: float, stall_ns: float) -> float | None:
         """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
 
         When the task holds its thread, no process of it is inside ``run``/``block_until``,
         and the work (at the SMT rate sampled now) and the stall fit in what is left of its
         slice, the segment is charged now and its wall time returned: the caller waits that
         long (one ``env.timeout``, none if 0), exactly as ``yield from task.run_mixed(work_ns,
-        stall_ns)`` would, without its generator. Otherwise nothing changes and -1.0 is
-        returned: use :meth:`run_mixed`. Amounts must not be negative.
+        stall_ns)`` would, without its generator. Amounts must not be negative.
+
+        Returns:
+            The segment's wall time in ns (>= 0), or ``None`` when the segment needs the
+            scheduler (a wake-up, a slice end or a run-queue wait): nothing was charged, use
+            :meth:`run_mixed`.
         """
         if self.thread is None or self._active:
-            return -1.0
+            return None
         sched = self._sched
         left = sched._slice_ns - self._slice_used
         if left <= 0.0:
-            return -1.0
+            return None
         rate = 1.0
         if work_ns > 0.0:
             holder = sched._holder
@@ -289,7 +304,7 @@ class Task:
         work_wall = work_ns / rate
         wall = stall_ns + work_wall
         if wall > left:
-            return -1.0
+            return None
         self._slice_used += wall
         self.stall_ns += stall_ns
         self.cpu_ns += work_wall

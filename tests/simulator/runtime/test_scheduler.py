@@ -153,6 +153,8 @@ def test_queued_wakeup_pays_the_switch_not_the_wakeup() -> None:
     assert second.context_switch_ns == 10 * US
     assert (second.wakeups, second.context_switches) == (1, 1)
     assert sched.n_idle_threads == 1
+    assert first.scheduling_ns == 2000.0  # its wake-up on the idle thread
+    assert second.scheduling_ns == 7000.0 + 10 * US  # queued, then the switch
 
 
 # -- the scheduler toy: 3 always-runnable tasks on 2 threads -----------------------------------
@@ -510,8 +512,8 @@ def test_start_segment_charges_what_run_mixed_charges(work: float, stall: float)
         def body(task: Task = task, fast: bool = fast, env: SimEnvironment = env
                  ) -> ProcessGenerator:
             yield from task.run(100.0)  # take a thread
-            wall = task.start_segment(work, stall) if fast else -1.0
-            if wall >= 0.0:
+            wall = task.start_segment(work, stall) if fast else None
+            if wall is not None:
                 yield env.timeout(wall)
             else:
                 assert not fast
@@ -528,7 +530,7 @@ def test_start_segment_charges_what_run_mixed_charges(work: float, stall: float)
 def test_start_segment_declines_what_needs_scheduling() -> None:
     env, sched = make(time_slice_ns=1 * US)
     task = sched.new_task("t")
-    assert task.start_segment(10.0, 0.0) == -1.0  # holds no thread: it must wake up first
+    assert task.start_segment(10.0, 0.0) is None  # holds no thread: it must wake up first
     results = []
 
     def body() -> ProcessGenerator:
@@ -539,7 +541,7 @@ def test_start_segment_declines_what_needs_scheduling() -> None:
 
     env.process(body())
     env.run()
-    assert results == [-1.0, 400.0, -1.0]
+    assert results == [None, 400.0, None]
     assert task.cpu_ns == 900.0
     assert task.stall_ns == 100.0
 

@@ -1,0 +1,195 @@
+"""Lazy time in a process: steps accumulate, memory operations on shared lines happen at the
+clock (in time order with everybody else's), private ones need no synchronisation, and the time
+is charged to the model's categories."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import pytest
+
+from simulator.config.machine_file import load_machine
+from simulator.hardware.codes import Op
+from simulator.hardware.machine import Machine
+from simulator.hardware.tracked import Access, Ops
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.process import CpuProcess
+from simulator.runtime.scheduler import CpuScheduler
+
+GOLD = load_machine("gold5215-2s")
+
+
+class Step(StrEnum):
+    """A toy model's categories."""
+
+    WORK = "work"
+    LOCK_WAIT = "lock_wait"
+    LOOKUP = "lookup"
+    SCHEDULING = "scheduling"
+
+
+class _Spy:
+    """A machine wrapper recording the time of every memory-operation sequence.
+
+    ``result``, when set, replaces the machine's ``(cost, queueing)`` of a sequence.
+    """
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.times: list[float] = []
+        self.result: tuple[float, float] | None = None
+
+    def sequence(self, *args: Any, **kwargs: Any) -> tuple[float, float]:
+        self.times.append(args[4])
+        total, waited = self.machine.sequence(*args, **kwargs)
+        return (total, waited) if self.result is None else self.result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.machine, name)
+
+
+def _process(run_ahead_ns: float = 0.0) -> tuple[SimEnvironment, CpuProcess[Step], _Spy]:
+    env = SimEnvironment(seed=0)
+    scheduler = CpuScheduler.from_machine(env, GOLD)
+    spy = _Spy(Machine(GOLD, [0, 64]))
+    process = CpuProcess(env, spy, GOLD.clock_ghz, scheduler.new_task("p"),  # type: ignore[arg-type]
+                         tuple(Step), scheduling=Step.SCHEDULING, lock_wait=Step.LOCK_WAIT,
+                         run_ahead_ns=run_ahead_ns)
+    return env, process, spy
+
+
+SHARED = Ops([Access(0, Op.RMW, 0xF, "lock.state")])
+"""An operation on a line of no tracked memory: not private (shared by default)."""
+
+
+def test_shared_operations_happen_at_the_clock_after_the_pending_work() -> None:
+    env, process, spy = _process()
+    log: list[float] = []
+
+    def body() -> ProcessGenerator:
+        yield from process.compute(2500, Step.WORK)  # 1000 ns at 2.5 GHz
+        assert env.now == 0.0
+        assert process.now == pytest.approx(1000.0)
+        yield from process.ops(SHARED, Step.WORK)
+        log.append(env.now)
+        yield from process.flush()
+
+    env.process(body())
+    env.run()
+    assert len(spy.times) == 1
+    wakeup = GOLD.scheduler.wakeup_ns  # the first run places the process like a wake-up
+    assert spy.times[0] == pytest.approx(wakeup + 1000.0)  # at the clock, after the work
+    assert log[0] == pytest.approx(spy.times[0])
+    assert process.times_ns[Step.WORK] > 1000.0  # work plus the atomic
+
+
+def test_run_ahead_allows_operations_ahead_of_the_clock() -> None:
+    env, process, spy = _process(run_ahead_ns=5000.0)
+
+    def body() -> ProcessGenerator:
+        yield from process.task.run(0.0)  # type: ignore[union-attr]  # take a thread first
+        start = env.now
+        yield from process.compute(2500, Step.WORK)
+        yield from process.ops(SHARED, Step.WORK)
+        assert env.now == start  # the operation did not wait for the clock
+        yield from process.flush()
+
+    env.process(body())
+    env.run()
+    assert spy.times[0] == pytest.approx(GOLD.scheduler.wakeup_ns + 1000.0)
+
+
+def test_flush_spends_the_pending_time_in_one_run_and_charges_categories() -> None:
+    env, process, _ = _process()
+
+    def body() -> ProcessGenerator:
+        yield from process.flush()  # nothing pending: no time passes
+        assert env.now == 0.0
+        yield from process.compute(2500, Step.WORK)
+        yield from process.compute(5000, Step.LOOKUP)
+        yield from process.flush()
+
+    env.process(body())
+    env.run()
+    times = process.times_ns
+    assert times[Step.WORK] == pytest.approx(1000.0)
+    assert times[Step.LOOKUP] == pytest.approx(2000.0)
+    assert times[Step.SCHEDULING] == pytest.approx(GOLD.scheduler.wakeup_ns)
+    assert times[Step.LOCK_WAIT] == 0.0
+    assert env.now == pytest.approx(3000.0 + GOLD.scheduler.wakeup_ns)
+    assert process.pending_ns == 0.0
+
+
+@pytest.mark.parametrize(("lock_line", "lock_wait", "lookup"), [(True, 40.0, 60.0),
+                                                                 (False, 0.0, 100.0)])
+def test_queueing_on_a_lock_line_goes_to_the_lock_wait_category(
+        lock_line: bool, lock_wait: float, lookup: float) -> None:
+    env, process, spy = _process()
+    spy.result = (100.0, 40.0)  # 100 ns in all, 40 of them queued behind other transfers
+
+    def body() -> ProcessGenerator:
+        yield from process.task.run(0.0)  # type: ignore[union-attr]
+        yield from process.ops(SHARED, Step.LOOKUP, lock_line=lock_line)
+        assert process.pending_ns == 100.0
+        yield from process.flush()
+
+    env.process(body())
+    env.run()
+    assert process.times_ns[Step.LOCK_WAIT] == lock_wait
+    assert process.times_ns[Step.LOOKUP] == lookup
+
+
+def test_sleep_charges_the_time_asleep_and_the_wakeup_apart() -> None:
+    env, process, _ = _process()
+
+    def body() -> ProcessGenerator:
+        yield from process.compute(2500, Step.WORK)
+        # The event fires at 10 us; the process first spends its pending work, then sleeps.
+        yield from process.sleep(env.timeout(10_000.0), Step.LOCK_WAIT)
+
+    env.process(body())
+    env.run()
+    wakeup = GOLD.scheduler.wakeup_ns
+    times = process.times_ns
+    assert times[Step.WORK] == pytest.approx(1000.0)
+    assert times[Step.LOCK_WAIT] == pytest.approx(10_000.0 - (wakeup + 1000.0))
+    assert times[Step.SCHEDULING] == pytest.approx(2 * wakeup)  # the first run and the wake-up
+    assert env.now == pytest.approx(10_000.0 + wakeup)
+
+
+def test_replaced_accounts_receive_the_later_charges() -> None:
+    env, process, _ = _process()
+    first = process.times_ns
+
+    def body() -> ProcessGenerator:
+        yield from process.compute(2500, Step.WORK)
+        yield from process.flush()
+        process.times_ns = dict.fromkeys(Step, 0.0)
+        yield from process.compute(5000, Step.WORK)
+        yield from process.flush()
+
+    env.process(body())
+    env.run()
+    assert first[Step.WORK] == pytest.approx(1000.0)
+    assert process.times_ns[Step.WORK] == pytest.approx(2000.0)
+
+
+def test_a_process_without_a_task_cannot_step() -> None:
+    env = SimEnvironment(seed=0)
+    process = CpuProcess(env, None, 2.0, None, tuple(Step), scheduling=Step.SCHEDULING,
+                         lock_wait=Step.LOCK_WAIT, name="idle connection")
+    with pytest.raises(RuntimeError, match="idle connection has no task"):
+        next(process.ops(SHARED, Step.WORK))
+
+
+@pytest.mark.parametrize(("categories", "scheduling", "run_ahead_ns", "message"), [
+    ((Step.WORK, Step.WORK, Step.LOCK_WAIT, Step.SCHEDULING), Step.SCHEDULING, 0.0, "repeats"),
+    ((Step.WORK, Step.LOCK_WAIT), Step.SCHEDULING, 0.0, "scheduling category"),
+    (tuple(Step), Step.SCHEDULING, -1.0, "run_ahead_ns"),
+])
+def test_bad_categories_or_run_ahead_are_refused(categories: tuple[Step, ...], scheduling: Step,
+                                                 run_ahead_ns: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        CpuProcess(SimEnvironment(seed=0), None, 2.0, None, categories, scheduling=scheduling,
+                   lock_wait=Step.LOCK_WAIT, run_ahead_ns=run_ahead_ns)
