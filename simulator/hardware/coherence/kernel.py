@@ -841,10 +841,3 @@ def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
             index3 = 0
     v.i32[_u(v.l3_ptr + domain)] = (start3 + l3_lines) % v.s3
     v.i64[_u(v.counters + 0)] = clock
-
-
-def zero_out() -> np.ndarray[Any, np.dtype[np.float64]]:
-    """A zeroed output vector."""
-    from simulator.hardware.codes import OUT_SIZE
-
-    return np.zeros(OUT_SIZE, dtype=np.float64)

@@ -41,7 +41,6 @@ from simulator.hardware.codes import (
     CALENDAR_SLOTS,
     JUNK,
     N_CLASSES,
-    OUT_SIZE,
     AccessClass,
     LineState,
     Op,
@@ -696,8 +695,3 @@ def _as_masks(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
 
 
 _ALL_MASK = (1 << 64) - 1
-
-
-def new_out() -> npt.NDArray[np.float64]:
-    """A zeroed output vector."""
-    return np.zeros(OUT_SIZE, dtype=np.float64)
