@@ -2,7 +2,7 @@
 
 A :class:`Machine` is what workload models talk to. It is pure and synchronous: every call returns
 a cost in nanoseconds and updates the line states; waiting that cost is the caller's business
-(one ``env.timeout`` per step in a SimPy process). It knows nothing about PostgreSQL.
+(one ``env.timeout`` per step in a SimPy process). It knows nothing about the program it runs.
 
 * :meth:`Machine.access` is one load, store or atomic read-modify-write by a hardware thread. An
   ownership transfer of a line that another transfer is still using waits behind it: a hot line
