@@ -1,6 +1,7 @@
 """Universal Scalability Law (USL) summaries of simulated TPS curves.
 
-Gunther's USL models throughput at concurrency N as::
+N. J. Gunther's USL (*Guerrilla Capacity Planning*, Springer, 2007) models throughput at
+concurrency N as::
 
     X(N) = lambda * N / (1 + alpha * (N - 1) + beta * N * (N - 1))
 
@@ -22,10 +23,12 @@ What this module does:
   is its share of the growth of coherence transfers per transaction.
 
 What it leaves out: uncertainty of the parameters (no covariance or bootstrap), outlier
-rejection, and the cases USL cannot express (reference/simulator-anchors.md §2.10): costs that
-depend on *total* connections rather than concurrency, throughput capped by CPU scheduling
-beyond the hardware-thread count, and piecewise curves at socket boundaries. USL's parameters
-summarise a curve; they do not predict the effect of a change to the program.
+rejection, and the cases USL cannot express: costs that depend on *total* connections rather
+than concurrency (PostgreSQL before 14 with many idle connections, A. Freund, "Analyzing the
+Limits of Connection Scalability in Postgres", 2020), throughput capped by CPU scheduling beyond
+the hardware-thread count (the dip his "Improving Postgres Connection Scalability: Snapshots",
+2020, attributes to OS task scheduling), and piecewise curves at socket boundaries. USL's
+parameters summarise a curve; they do not predict the effect of a change to the program.
 """
 
 from __future__ import annotations
@@ -255,9 +258,9 @@ def usl_table(curve: pd.DataFrame, *, keys: Sequence[str] | None = None) -> pd.D
 
     USL's N is concurrency. On a ``clients`` curve N is the active clients; on an
     ``idle_clients`` curve N is the total connection count, ``clients + idle_clients``. Idle
-    connections are not concurrency, so the fit of an idle curve is a summary metric only
-    (reference/simulator-anchors.md §2.10): its alpha and beta say how fast TPS falls with
-    connections, not why.
+    connections are not concurrency, so the fit of an idle curve is a summary metric only (one
+    of the cases USL cannot express, see the module docstring): its alpha and beta say how fast
+    TPS falls with connections, not why.
 
     Returns:
         One row per curve: the fixed point keys (the axis column is ``<NA>``), ``axis``,

@@ -234,7 +234,7 @@ class MlpConfig:
     """Memory-level parallelism of scans: how many line misses overlap.
 
     ``stream`` applies to independent loads (a dense array walked in order); ``indirect`` to loads
-    whose address comes from a previous load (``pgprocnos[i]`` → ``PGXACT``).
+    whose address comes from a previous load (in PostgreSQL, ``pgprocnos[i]`` → ``PGXACT``).
     """
 
     stream: float

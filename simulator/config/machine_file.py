@@ -48,17 +48,19 @@ from simulator.config.machine import (
     TopologyConfig,
 )
 from simulator.config.units import parse_frequency_ghz, parse_size_bytes, parse_time_ns
-from simulator.config.values import check_keys as _check_keys
-from simulator.config.values import describe_kind as _kind
-from simulator.config.values import expect_bool as _bool
-from simulator.config.values import expect_enum as _enum
-from simulator.config.values import expect_int as _int
-from simulator.config.values import expect_list as _list
-from simulator.config.values import expect_mapping as _mapping
-from simulator.config.values import expect_number as _number
-from simulator.config.values import expect_section as _section
-from simulator.config.values import expect_str as _str
-from simulator.config.values import join_key as _join
+from simulator.config.values import (
+    check_keys,
+    describe_kind,
+    expect_bool,
+    expect_enum,
+    expect_int,
+    expect_list,
+    expect_mapping,
+    expect_number,
+    expect_section,
+    expect_str,
+    join_key,
+)
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
@@ -168,20 +170,20 @@ def _top_level(data: object) -> Mapping[str, object]:
     if data is None:
         raise ConfigError("", "the document is empty (expected a mapping of machine keys)")
     if not isinstance(data, Mapping):
-        raise ConfigError("", f"the top level must be a mapping, got {_kind(data)}")
+        raise ConfigError("", f"the top level must be a mapping, got {describe_kind(data)}")
     return data
 
 
 def _build_machine(data: Mapping[str, object]) -> MachineConfig:
-    top = _section(data, "", _TOP_KEYS, optional={"sources"})
+    top = expect_section(data, "", _TOP_KEYS, optional={"sources"})
     clock = _frequency("clock", top["clock"])
     protocol, inclusion = _coherence(top["coherence"])
     l1d, l2, l3 = _caches(top["caches"], clock)
     return MachineConfig(
-        name=_str("name", top["name"]),
-        description=_str("description", top["description"]),
+        name=expect_str("name", top["name"]),
+        description=expect_str("description", top["description"]),
         clock_ghz=clock,
-        virtualized=_bool("virtualized", top["virtualized"]),
+        virtualized=expect_bool("virtualized", top["virtualized"]),
         topology=_topology(top["topology"]),
         protocol=protocol,
         l3_inclusion=inclusion,
@@ -208,43 +210,43 @@ def _check_shipped_name(config: MachineConfig, source: str | None) -> None:
 
 
 def _sources(value: object) -> dict[str, str]:
-    data = _mapping("sources", value)
-    return {str(key): _str(_join("sources", str(key)), text) for key, text in data.items()}
+    data = expect_mapping("sources", value)
+    return {str(key): expect_str(join_key("sources", str(key)), text) for key, text in data.items()}
 
 
 def _topology(value: object) -> TopologyConfig:
-    data = _section(value, "topology", _TOPOLOGY_KEYS)
-    counts = {key: _int(f"topology.{key}", data[key]) for key in _TOPOLOGY_KEYS}
+    data = expect_section(value, "topology", _TOPOLOGY_KEYS)
+    counts = {key: expect_int(f"topology.{key}", data[key]) for key in _TOPOLOGY_KEYS}
     return TopologyConfig(**counts)
 
 
 def _coherence(value: object) -> tuple[CoherenceProtocol, L3Inclusion]:
-    data = _section(value, "coherence", ("protocol", "l3_inclusion"))
+    data = expect_section(value, "coherence", ("protocol", "l3_inclusion"))
     return (
-        _enum("coherence.protocol", data["protocol"], CoherenceProtocol),
-        _enum("coherence.l3_inclusion", data["l3_inclusion"], L3Inclusion),
+        expect_enum("coherence.protocol", data["protocol"], CoherenceProtocol),
+        expect_enum("coherence.l3_inclusion", data["l3_inclusion"], L3Inclusion),
     )
 
 
 def _caches(value: object, clock: float) -> tuple[CacheConfig, CacheConfig, CacheConfig]:
-    data = _section(value, "caches", _CACHE_LEVELS)
+    data = expect_section(value, "caches", _CACHE_LEVELS)
     l1d, l2, l3 = (_cache(f"caches.{level}", data[level], clock) for level in _CACHE_LEVELS)
     return l1d, l2, l3
 
 
 def _cache(path: str, value: object, clock: float) -> CacheConfig:
-    data = _section(value, path, _CACHE_KEYS)
+    data = expect_section(value, path, _CACHE_KEYS)
     return CacheConfig(
         size_bytes=_size(f"{path}.size", data["size"]),
-        ways=_int(f"{path}.ways", data["ways"]),
+        ways=expect_int(f"{path}.ways", data["ways"]),
         latency_ns=_time(f"{path}.latency", data["latency"], clock),
         key=path,
     )
 
 
 def _memory(value: object, clock: float) -> MemoryConfig:
-    data = _section(value, "memory", ("home_nodes", "dram_latency", "placement"))
-    dram = _section(data["dram_latency"], "memory.dram_latency", ("near", "far"))
+    data = expect_section(value, "memory", ("home_nodes", "dram_latency", "placement"))
+    dram = expect_section(data["dram_latency"], "memory.dram_latency", ("near", "far"))
     policy, node, granularity = _placement(data["placement"])
     return MemoryConfig(
         home_nodes=_home_nodes(data["home_nodes"]),
@@ -258,9 +260,9 @@ def _memory(value: object, clock: float) -> MemoryConfig:
 
 def _home_nodes(value: object) -> tuple[HomeNodeConfig, ...]:
     nodes = []
-    for index, item in enumerate(_list("memory.home_nodes", value)):
+    for index, item in enumerate(expect_list("memory.home_nodes", value)):
         path = f"memory.home_nodes[{index}]"
-        data = _section(item, path, ("near_domains",))
+        data = expect_section(item, path, ("near_domains",))
         domains = _domains(f"{path}.near_domains", data["near_domains"])
         nodes.append(HomeNodeConfig(near_domains=domains))
     return tuple(nodes)
@@ -268,8 +270,8 @@ def _home_nodes(value: object) -> tuple[HomeNodeConfig, ...]:
 
 def _domains(path: str, value: object) -> tuple[int, ...]:
     domains: list[int] = []
-    for index, item in enumerate(_list(path, value)):
-        domain = _int(f"{path}[{index}]", item)
+    for index, item in enumerate(expect_list(path, value)):
+        domain = expect_int(f"{path}[{index}]", item)
         if domain in domains:
             raise ConfigError(f"{path}[{index}]", f"domain {domain} is listed twice")
         domains.append(domain)
@@ -278,22 +280,22 @@ def _domains(path: str, value: object) -> tuple[int, ...]:
 
 def _placement(value: object) -> tuple[str, int, int]:
     path = "memory.placement"
-    data = _mapping(path, value)
+    data = expect_mapping(path, value)
     if "policy" not in data:
         raise ConfigError(f"{path}.policy", "missing required key")
-    policy = _str(f"{path}.policy", data["policy"])
+    policy = expect_str(f"{path}.policy", data["policy"])
     keys = _PLACEMENT_KEYS.get(policy)
     if keys is None:
         choices = ", ".join(_PLACEMENT_KEYS)
         raise ConfigError(f"{path}.policy", f"unknown policy {policy!r} (choose one of: {choices})")
-    _check_keys(data, path, keys)
+    check_keys(data, path, keys)
     if policy == "node":
-        return policy, _int(f"{path}.node", data["node"]), 4096
+        return policy, expect_int(f"{path}.node", data["node"]), 4096
     return policy, 0, _size(f"{path}.granularity", data["granularity"])
 
 
 def _latency(value: object, clock: float) -> LatencyConfig:
-    data = _section(value, "latency", _SCALAR_LATENCIES + _KEYED_LATENCIES,
+    data = expect_section(value, "latency", _SCALAR_LATENCIES + _KEYED_LATENCIES,
                     optional=_KEYED_LATENCIES)
 
     def scalar(key: str) -> float:
@@ -318,31 +320,32 @@ def _latency(value: object, clock: float) -> LatencyConfig:
 def _keyed(path: str, value: object, clock: float) -> HomeKeyedLatency:
     if not isinstance(value, Mapping):
         return HomeKeyedLatency.uniform(_time(path, value, clock))
-    data = _section(value, path, _RELATIONS, optional=_RELATIONS)
+    data = expect_section(value, path, _RELATIONS, optional=_RELATIONS)
     if not data:
         raise ConfigError(path, f"empty mapping (give a time or any of: {', '.join(_RELATIONS)})")
     return HomeKeyedLatency(**{key: _time(f"{path}.{key}", data[key], clock) for key in data})
 
 
 def _mlp(value: object) -> MlpConfig:
-    data = _section(value, "mlp", ("stream", "indirect"))
+    data = expect_section(value, "mlp", ("stream", "indirect"))
     return MlpConfig(
-        stream=_number("mlp.stream", data["stream"]),
-        indirect=_number("mlp.indirect", data["indirect"]),
+        stream=expect_number("mlp.stream", data["stream"]),
+        indirect=expect_number("mlp.indirect", data["indirect"]),
     )
 
 
 def _scheduler(value: object, clock: float) -> SchedulerConfig:
-    data = _section(value, "scheduler", _SCHEDULER_KEYS,
+    data = expect_section(value, "scheduler", _SCHEDULER_KEYS,
                     optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit"})
     settings: dict[str, Any] = {
         f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
         for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit")
         if key in data}
     if "smt_throughput" in data:
-        settings["smt_throughput"] = _number("scheduler.smt_throughput", data["smt_throughput"])
+        settings["smt_throughput"] = expect_number("scheduler.smt_throughput",
+                                                   data["smt_throughput"])
     if "policy" in data:  # its value is checked by SchedulerConfig
-        settings["policy"] = _str("scheduler.policy", data["policy"])
+        settings["policy"] = expect_str("scheduler.policy", data["policy"])
     return SchedulerConfig(**settings)
 
 
@@ -358,9 +361,9 @@ def _parse(path: str, value: object, parser: Callable[[object], _T], example: st
     ``ValueError`` becomes a :class:`ConfigError` at ``path``.
     """
     if isinstance(value, int | float) and not isinstance(value, bool):
-        raise ConfigError(path, f"needs a unit (e.g. {example}), got {_kind(value)}")
+        raise ConfigError(path, f"needs a unit (e.g. {example}), got {describe_kind(value)}")
     if isinstance(value, str) and _UNITLESS.match(value):
-        raise ConfigError(path, f"needs a unit (e.g. {example}), got {_kind(value)}")
+        raise ConfigError(path, f"needs a unit (e.g. {example}), got {describe_kind(value)}")
     try:
         return parser(value)
     except ValueError as exc:

@@ -2,7 +2,7 @@
 
 A :class:`Machine` is what workload models talk to. It is pure and synchronous: every call returns
 a cost in nanoseconds and updates the line states; waiting that cost is the caller's business
-(one ``env.timeout`` per step in a SimPy process). It knows nothing about PostgreSQL.
+(one ``env.timeout`` per step in a SimPy process). It knows nothing about the program it runs.
 
 * :meth:`Machine.access` is one load, store or atomic read-modify-write by a hardware thread. An
   ownership transfer of a line that another transfer is still using waits behind it: a hot line
@@ -261,7 +261,11 @@ class Machine:
     # ------------------------------------------------------------------ reports
 
     def class_counts(self, out: FloatArray | None = None) -> dict[str, float]:
-        """Accesses per class (and invalidations, waits, false sharing) as a dict."""
+        """Accesses per class (and invalidations, waits, false sharing) as a dict.
+
+        A test seam: runs read their counter vectors by index (:class:`AccessClass` and
+        :class:`Out`); the tests read them by name here.
+        """
         vector = self.totals if out is None else out
         counts = {name: float(vector[i]) for i, name in enumerate(CLASS_NAMES)}
         for slot in Out:
@@ -317,7 +321,7 @@ class Machine:
         the owner holds the line; the directory's holders are exactly the cores whose L2 has the
         line; every L1 line is also in the same core's L2; no line is twice in one set.
         """
-        check_state(self.canonical_state(), self.config, self.topology)
+        check_state(self.canonical_state())
 
     # ------------------------------------------------------------------ helpers
 
@@ -340,7 +344,7 @@ def _as_uints(values: object) -> npt.NDArray[np.uint64]:
     return np.asarray(values, dtype=np.uint64)
 
 
-def check_state(state: dict[str, object], config: MachineConfig, topology: Topology) -> None:
+def check_state(state: dict[str, object]) -> None:
     """Check the coherence invariants on a canonical state; raise :class:`ProtocolError`."""
     owners = cast(list[int], state["owner"])
     ostates = cast(list[int], state["ostate"])
@@ -379,4 +383,3 @@ def check_state(state: dict[str, object], config: MachineConfig, topology: Topol
             raise ProtocolError(
                 f"line {line}: {state_name.name} in core {owner} but also held by {sorted(held)}"
             )
-    del config, topology

@@ -24,7 +24,11 @@ _THREAD_ID = re.compile(r"^s(\d+)\.d(\d+)\.c(\d+)\.t(\d+)$")
 
 
 class Locality(IntEnum):
-    """Distance between two hardware threads, nearest first."""
+    """Distance between two hardware threads, nearest first.
+
+    A test seam: the tests state the numbering of each shipped topology with it, while the
+    simulator itself compares the lookup arrays (the coherence kernels need no enum).
+    """
 
     SAME_THREAD = 0
     SMT_SIBLING = 1
@@ -106,7 +110,7 @@ class Topology:
         return tuple(t for t in self.threads_of_core(self.core_of(thread)) if t != thread)
 
     def locality(self, a: int, b: int) -> Locality:
-        """How far apart hardware threads ``a`` and ``b`` are."""
+        """How far apart threads ``a`` and ``b`` are (a test seam, see :class:`Locality`)."""
         if a == b:
             return Locality.SAME_THREAD
         core_a, core_b = self.core_of(a), self.core_of(b)

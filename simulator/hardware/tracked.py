@@ -1,18 +1,18 @@
 """The shared lines a simulation tracks, and precomputed accesses to them.
 
-PostgreSQL's shared memory has tens of thousands of lines, of which a run touches a known subset:
-the lock words, the VariableCache line, the procArray arrays of the connected entries, each
-backend's own PGPROC lines, the hot buffer descriptors. Models *register* the accesses they will
-perform while they are being set up (:meth:`TrackedMemory.access`, :meth:`TrackedMemory.scan`);
-each registration returns a precomputed handle of machine line indices and byte masks. Once every
-model is set up, :meth:`TrackedMemory.build_machine` creates the
-:class:`~simulator.hardware.machine.Machine`
-over exactly the registered lines, labelled in perf c2c style from the layout.
+A program's shared memory can have tens of thousands of lines, of which a run touches a known
+subset: lock words, shared counters, the arrays a scan reads, each process's own lines (in
+PostgreSQL, for example, the procArray arrays of the connected entries and each backend's own
+PGPROC lines). Models *register* the accesses they will perform while they are being
+set up (:meth:`TrackedMemory.access`, :meth:`TrackedMemory.scan`); each registration returns a
+precomputed handle of machine line indices and byte masks. Once every model is set up,
+:meth:`TrackedMemory.build_machine` creates the :class:`~simulator.hardware.machine.Machine` over
+exactly the registered lines, labelled in perf c2c style from the layout.
 
-A line is *private* when it was only registered for one backend's own accesses (inside
-:meth:`TrackedMemory.registering_for`): no other backend ever touches it while its owner runs, so
-the order of its accesses relative to other processes' does not matter
-(:attr:`Ops.private`, used by ``models.backend`` to skip a synchronisation).
+A line is *private* when it was only registered for one process's own accesses (inside
+:meth:`TrackedMemory.registering_for`): no other process ever touches it while its owner runs, so
+the order of its accesses relative to other processes' does not matter (:attr:`Ops.private`; a
+process model can skip a synchronisation for such accesses).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Ops(Sequence[Access]):
 
     @property
     def private(self) -> bool:
-        """Whether every line is private to one backend (known once the machine is built)."""
+        """Whether every line is private to one process (known once the machine is built)."""
         if self._private is None:
             memory = self._memory
             if memory is None or memory.private_lines is None:
@@ -141,7 +141,7 @@ class Ops(Sequence[Access]):
 
 
 _SHARED = -1
-"""User of a line registered outside any backend's own accesses, or for several backends."""
+"""User of a line registered outside any process's own accesses, or for several processes."""
 
 NO_OPS = Ops()
 """The empty sequence."""
@@ -156,7 +156,7 @@ def _signed(mask: int) -> int:
 class ScanPlan:
     """A precomputed scan: line indices and masks in first-touch order, cut into chunks.
 
-    ``chunk_starts[k]`` is the first access of chunk ``k``; chunk ``k`` covers procArray entries
+    ``chunk_starts[k]`` is the first access of chunk ``k``; chunk ``k`` covers the scan's entries
     ``k * entries_per_chunk`` onwards. ``entries`` is the number of entries scanned (for the
     instruction cost); ``pattern`` is the memory-level-parallelism class (``stream`` or
     ``indirect``).
@@ -172,7 +172,7 @@ class ScanPlan:
         default_factory=list, init=False, repr=False, compare=False)
 
     def chunks(self) -> Sequence[tuple[IntArray, IntArray, int]]:
-        """``(lines, masks, entries)`` per chunk (built once: a scan runs for every snapshot)."""
+        """``(lines, masks, entries)`` per chunk (built once: a plan is scanned many times)."""
         cached = self._chunks
         if cached:
             return cached
@@ -194,13 +194,13 @@ class TrackedMemory:
         self._index: dict[int, int] = {}
         self._numbers: list[int] = []
         self._users: list[int] = []
-        """Per line: the backend it was registered for, or :data:`_SHARED`."""
+        """Per line: the process it was registered for, or :data:`_SHARED`."""
         self._current_user: int | None = None
         self._known: dict[tuple[int, int, str | None, Op], Ops] = {}
         """:meth:`access` results by (region, element, field, operation)."""
         self.machine: Machine | None = None
         self.private_lines: npt.NDArray[np.bool_] | None = None
-        """Per line, whether it is private to one backend (set by :meth:`build_machine`)."""
+        """Per line, whether it is private to one process (set by :meth:`build_machine`)."""
 
     @property
     def n_lines(self) -> int:
@@ -209,7 +209,7 @@ class TrackedMemory:
 
     @contextlib.contextmanager
     def registering_for(self, user: int) -> Iterator[None]:
-        """Register the accesses of the block as the own accesses of backend ``user``."""
+        """Register the accesses of the block as the own accesses of process ``user``."""
         self._current_user = user
         try:
             yield
@@ -235,7 +235,7 @@ class TrackedMemory:
         """The accesses of one field of one element (two if it straddles lines).
 
         Asking again returns the same object (set-up asks for the same shared fields once per
-        backend); its lines are registered for the current user again, as new ones would be.
+        process); its lines are registered for the current user again, as new ones would be.
         """
         key = (id(region), index, field, op)
         known = self._known.get(key)
@@ -257,8 +257,8 @@ class TrackedMemory:
         """A scan over several per-entry part lists, interleaved entry by entry.
 
         ``parts`` gives, for the scan's entries in order, which element of which region and which
-        fields each entry reads (e.g. ``pgprocnos[i]`` then ``PGXACT[pgprocnos[i]]``); the
-        element sequences must all have ``entries`` elements. Every line appears once, at its
+        fields each entry reads (e.g. PostgreSQL's ``pgprocnos[i]`` then ``PGXACT[pgprocnos[i]]``);
+        the element sequences must all have ``entries`` elements. Every line appears once, at its
         first touch, with the union of the bytes read.
         """
         columns = [(region, list(elements), None if fields is None else list(fields))

@@ -1,14 +1,13 @@
 """Compiled (Numba) coherence kernel over packed state arrays.
 
 The same model as :mod:`simulator.hardware.coherence.reference`, step for step and in the same
-order, so
-that both produce identical states, counts and costs (the tests check this on random traces).
+order, so that both produce identical states, counts and costs (the tests check this on random
+traces).
 Read the reference to understand the model; this module is about speed:
 
 * The state lives in four flat arrays (``int32``, ``int64``, ``float64`` and a constant ``int64``
-  parameter vector holding geometry, segment offsets and class tables). Numba's per-argument
-  unboxing cost makes a few large arrays much cheaper to pass than many small ones (0.5 µs vs
-  1.8 µs per call measured on the development machine).
+  parameter vector holding geometry, segment offsets and class tables). Numba unboxes every
+  argument on every call, so a few large arrays are much cheaper to pass than many small ones.
 * Caches are set-associative arrays of tags with LRU stamps; per (core, line) way indexes give
   O(1) lookups. Untracked lines (the footprint of other work) are stored as :data:`JUNK` tags.
   A stamp is ``clock | way`` (see :data:`MAX_WAYS`): the clock orders the ways of a set, and an
@@ -33,8 +32,7 @@ rare or O(cores) steps (:func:`_evicted_from_l2`, :func:`_back_invalidate`,
 the load path, in :func:`scan`.
 
 The Python side (:class:`simulator.hardware.coherence.compiled.CompiledCoherence`) allocates the
-arrays
-and exposes named NumPy views of every segment.
+arrays and exposes named NumPy views of every segment.
 """
 
 from __future__ import annotations
@@ -841,10 +839,3 @@ def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
             index3 = 0
     v.i32[_u(v.l3_ptr + domain)] = (start3 + l3_lines) % v.s3
     v.i64[_u(v.counters + 0)] = clock
-
-
-def zero_out() -> np.ndarray[Any, np.dtype[np.float64]]:
-    """A zeroed output vector."""
-    from simulator.hardware.codes import OUT_SIZE
-
-    return np.zeros(OUT_SIZE, dtype=np.float64)

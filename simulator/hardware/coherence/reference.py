@@ -41,7 +41,6 @@ from simulator.hardware.codes import (
     CALENDAR_SLOTS,
     JUNK,
     N_CLASSES,
-    OUT_SIZE,
     AccessClass,
     LineState,
     Op,
@@ -482,8 +481,9 @@ class ReferenceCoherence:
         reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
         full, the oldest is forgotten). Requests usually arrive in time order: the transfer
         then starts when every reservation ahead of it (started at or before the running start)
-        ends, which is the plain FIFO queue. Because processes run ahead of the simulation clock
-        by up to a quantum (see ``models.backend``), a request can arrive after reservations
+        ends, which is the plain FIFO queue. Because a process may run ahead of the simulation
+        clock by up to a quantum (issuing several accesses before it waits for their cost), a
+        request can arrive after reservations
         made for *later* times. FIFO would serve it first and push those later transfers back;
         they are already charged, so the request is charged their delays instead: its wait is
         its FIFO wait plus the shift it imposes on each later reservation it overlaps (total
@@ -696,8 +696,3 @@ def _as_masks(values: Sequence[int] | npt.NDArray[Any]) -> list[int]:
 
 
 _ALL_MASK = (1 << 64) - 1
-
-
-def new_out() -> npt.NDArray[np.float64]:
-    """A zeroed output vector."""
-    return np.zeros(OUT_SIZE, dtype=np.float64)

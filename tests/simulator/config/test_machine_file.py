@@ -29,9 +29,10 @@ Mutation = Callable[[dict[str, Any]], None]
 # --------------------------------------------------------------------------------------------
 
 
-# SPEC section 3: the shipped machine names are contracts. Per machine: sockets, L3 domains per
-# socket, cores per domain, threads per core, protocol, L3 inclusion, virtualized.
-SPEC_MACHINES: dict[str, tuple[int, int, int, int, CoherenceProtocol, L3Inclusion, bool]] = {
+# The shipped machines, by the names users pass to --machine, and what each one is. Per machine:
+# sockets, L3 domains per socket, cores per domain, threads per core, protocol, L3 inclusion,
+# virtualized.
+SHIPPED_MACHINES: dict[str, tuple[int, int, int, int, CoherenceProtocol, L3Inclusion, bool]] = {
     "gold5215-2s": (2, 1, 10, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
     "platinum8168-2s-vm": (2, 1, 24, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, True),
     "azure-f72s-v2": (2, 1, 18, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, True),
@@ -52,14 +53,14 @@ def test_shipped_machines_are_listed() -> None:
 
 
 def test_shipped_machines_are_exactly_the_spec_names() -> None:
-    assert set(shipped_machines()) == set(SPEC_MACHINES)
+    assert set(shipped_machines()) == set(SHIPPED_MACHINES)
 
 
-@pytest.mark.parametrize("name", sorted(SPEC_MACHINES))
+@pytest.mark.parametrize("name", sorted(SHIPPED_MACHINES))
 def test_spec_machine_shape(name: str) -> None:
     config = load_machine(name)
     topo = config.topology
-    sockets, domains, cores, threads, protocol, inclusion, virtualized = SPEC_MACHINES[name]
+    sockets, domains, cores, threads, protocol, inclusion, virtualized = SHIPPED_MACHINES[name]
     assert (topo.sockets, topo.domains_per_socket, topo.cores_per_domain,
             topo.threads_per_core) == (sockets, domains, cores, threads)
     assert (config.protocol, config.l3_inclusion) == (protocol, inclusion)

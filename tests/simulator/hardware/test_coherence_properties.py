@@ -171,11 +171,11 @@ def test_invariant_checker_catches_each_violation(
     corrupt: Callable[[Machine, dict[str, Any]], None], message: str
 ) -> None:
     machine, state = _state_with_modified_and_shared_lines()
-    check_state(state, machine.config, machine.topology)  # the real state passes
+    check_state(state)  # the real state passes
     broken = copy.deepcopy(state)
     corrupt(machine, broken)
     with pytest.raises(ProtocolError, match=message):
-        check_state(broken, machine.config, machine.topology)
+        check_state(broken)
 
 
 # -- every access is recorded under the class it returns, at the cost it returns -----------------
