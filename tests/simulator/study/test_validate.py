@@ -92,11 +92,12 @@ def test_shipped_manifest_lists_every_reference_file_with_its_provenance() -> No
     assert set(manifest.datasets) == {
         "gold5215_idle", "gold5215_mostly_idle", "gold5215_pg12_idle",
         "gold5215_pg12_mostly_idle", "platinum8168_master_vs_split"}
-    reference = Path("/work/shared/reference/measurements")
     for dataset in manifest.datasets.values():
         assert dataset.path.parent == shipped_manifest_path().parent
-        if reference.exists():  # the shipped copies are byte-identical to the reference
-            assert dataset.path.read_bytes() == (reference / dataset.path.name).read_bytes()
+        assert dataset.description  # which publication, machine and script it comes from
+        measured = dataset.table()
+        assert len(measured) >= 5
+        assert (measured["measured_tps"] > 0).all()
     platinum = manifest.dataset("platinum8168_master_vs_split").table()
     assert set(platinum["algorithm"]) == {"pre14", "pgxact_split"}
     assert (platinum["idle_clients"] == 0).all()
