@@ -8,7 +8,6 @@ import math
 import pytest
 
 from simulator.cli import main
-from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
           "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
@@ -57,25 +56,6 @@ def test_bench_rejects_bad_options(argv: list[str], key: str,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", *argv]) == 2
     assert key in capsys.readouterr().err
-
-
-def test_environment_counts_processed_events() -> None:
-    env = SimEnvironment(seed=0)
-
-    def ticks() -> ProcessGenerator:
-        for _ in range(10):
-            yield env.timeout(1.0)
-
-    env.process(ticks())
-    before = SimEnvironment.events_total
-    env.run(until=5.5)
-    # The process start, five timeouts and the stop event; the run's order is unchanged.
-    assert env.events_processed == 7
-    env.run()
-    # Five more timeouts, the process's end and the first run's stop event (left queued).
-    assert env.events_processed == 7 + 5 + 1 + 1
-    assert SimEnvironment.events_total - before == env.events_processed
-    assert env.now == 10.0
 
 
 def test_a_failing_group_is_reported_and_the_others_still_measured(

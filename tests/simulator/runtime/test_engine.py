@@ -1,3 +1,5 @@
+"""The SimPy environment (ns clock, seeded generator, event counts) and the tracing recorder."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -220,3 +222,22 @@ def test_close_lets_reference_counting_free_a_finished_simulation() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_environment_counts_processed_events() -> None:
+    env = SimEnvironment(seed=0)
+
+    def ticks() -> ProcessGenerator:
+        for _ in range(10):
+            yield env.timeout(1.0)
+
+    env.process(ticks())
+    before = SimEnvironment.events_total
+    env.run(until=5.5)
+    # The process start, five timeouts and the stop event; the run's order is unchanged.
+    assert env.events_processed == 7
+    env.run()
+    # Five more timeouts, the process's end and the first run's stop event (left queued).
+    assert env.events_processed == 7 + 5 + 1 + 1
+    assert SimEnvironment.events_total - before == env.events_processed
+    assert env.now == 10.0

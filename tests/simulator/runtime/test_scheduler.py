@@ -1,3 +1,5 @@
+"""The CPU scheduler: wake-up and switch costs, slices, CFS order, SMT, placement, traces."""
+
 from __future__ import annotations
 
 import pandas as pd
