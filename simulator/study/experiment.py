@@ -21,9 +21,11 @@ finds the factor by a secant search on 1/TPS, which is affine in the work for a 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,7 +43,7 @@ from simulator.config.values import expect_list, expect_mapping, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.measurements import measurements_for
-from simulator.study.store import PointStore
+from simulator.study.store import PointStore, document_hash
 from simulator.study.sweep import (
     OnRecord,
     PointRecord,
@@ -51,11 +53,13 @@ from simulator.study.sweep import (
     run_tasks,
 )
 from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
+from simulator.version import __version__
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["Experiment", "Plan", "Result", "point_seed", "run", "single_client_work_scale"]
+__all__ = ["Experiment", "Plan", "Result", "experiment_hash", "point_seed", "run",
+           "single_client_work_scale"]
 
 CALIBRATION_MIN_DURATION_MS = 20.0
 """Single-client calibration points simulate at least this long (about 700 transactions)."""
@@ -221,6 +225,36 @@ def plan(experiment: Experiment, machine: MachineConfig, options: Mapping[str, o
     return tasks
 
 
+def experiment_hash(experiment: Experiment, machine: MachineConfig,
+                    options: Mapping[str, object], work_scale: float) -> str:
+    """The hash that binds a stored point to the experiment that produced it.
+
+    SHA-256 of what ``config.resolved.yaml`` holds minus what does not change results (the
+    name, the description, the measurement overlay; the jobs and the scheduler are not in it):
+    the machine's full configuration (not only its name or path, whose file may change), the
+    grid, the simulated times, the model and its resolved options, the work scale and the
+    snapsim version.
+    """
+    machine_document = dataclasses.asdict(machine)
+    machine_document.pop("sources", None)
+    return document_hash({
+        "machine": machine_document,
+        "algorithms": list(experiment.algorithms),
+        "workload": experiment.workload,
+        "clients": [int(c) for c in experiment.clients],
+        "idle_clients": [int(i) for i in experiment.idle_clients],
+        "idle_kind": experiment.idle_kind,
+        "duration_ms": float(experiment.duration_ms),
+        "warmup_ms": float(experiment.warmup_ms),
+        "seeds": [int(s) for s in experiment.seeds],
+        "single_client_tps": experiment.single_client_tps,
+        "model": experiment.model,
+        "options": dict(options),
+        "work_scale": float(work_scale),
+        "snapsim_version": __version__,
+    })
+
+
 def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
                              options: Mapping[str, object], target_tps: float,
                              log: Callable[[str], None] | None = None) -> float:
@@ -312,6 +346,13 @@ class Plan:
     work_scale: float
     done: dict[str, PointRecord]
     """The points not run again (given as ``done`` or found in the store), by key."""
+    experiment_hash: str = ""
+    """:func:`experiment_hash` of the run (every point it stores carries it)."""
+    stored: int = 0
+    """Point files the store held for this grid."""
+    recomputed: dict[str, str] = field(default_factory=dict)
+    """Stored points that did not verify and run again, by key: why
+    (:meth:`~simulator.study.store.PointStore.verify`)."""
 
 
 def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
@@ -331,9 +372,11 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
         on_record: called with every newly computed point as it completes.
         done: points already computed, by key (a resumed sweep); they are not run again.
         log: receives progress messages (the single-client calibration).
-        store: finished points on disk: the successful points it holds are not run again, and
-            every newly computed point is saved in it as it completes (so an interrupted sweep,
-            run again with the same store, resumes).
+        store: finished points on disk: the successful points it holds that verify (this
+            experiment's hash, checksums) are not run again, and every newly computed point is
+            saved in it as it completes (so an interrupted sweep, run again with the same store,
+            resumes). Stored points that do not verify are computed again, and ``log`` is told
+            how many and why.
         source: the experiment file, named in errors and the base of relative paths in the
             options.
         work_scale: the single-client work scale an earlier run of the same experiment found;
@@ -353,15 +396,27 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
             work_scale = single_client_work_scale(experiment, machine, options,
                                                   experiment.single_client_tps, log)
     tasks = plan(experiment, machine, options, work_scale)
+    fingerprint = experiment_hash(experiment, machine, options, work_scale)
     finished = dict(done or {})
+    stored = 0
+    recomputed: dict[str, str] = {}
     if store is not None:
         for task in tasks:
-            if task.key not in finished and (record := store.load(task.key)) is not None:
-                finished[task.key] = record
-        on_record = _saving(store, on_record)
+            if task.key in finished:
+                continue
+            found = store.verify(task.key, fingerprint, task.identity())
+            stored += found.record is not None or bool(found.reason)
+            if found.record is not None:
+                finished[task.key] = found.record
+            elif found.reason:
+                recomputed[task.key] = found.reason
+        on_record = _saving(store, fingerprint, on_record)
     if on_start is not None:
         on_start(Plan(tasks=tasks, machine=machine, options=options, work_scale=work_scale,
-                      done=dict(finished)))
+                      done=dict(finished), experiment_hash=fingerprint, stored=stored,
+                      recomputed=recomputed))
+    if recomputed and log is not None:
+        log(resume_message(stored, recomputed))
     todo = [task for task in tasks if task.key not in finished]
     for record in run_tasks(todo, jobs=jobs, client=client, scheduler=scheduler,
                             on_record=on_record, progress=progress):
@@ -373,10 +428,22 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
     return assemble(records, experiment, measured, work_scale)
 
 
-def _saving(store: PointStore, on_record: OnRecord | None) -> OnRecord:
-    """A callback that stores a record, then hands it to ``on_record``."""
+def resume_message(stored: int, recomputed: Mapping[str, str]) -> str:
+    """One line: how many stored points a resume found, and how many it computes again and why.
+
+    For example ``resume: 10 points stored, 2 recomputed (1 checksum mismatch, 1 from another
+    experiment)``.
+    """
+    reasons = Counter(recomputed.values())
+    why = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+    return (f"resume: {stored} point{'s' if stored != 1 else ''} stored, "
+            f"{len(recomputed)} recomputed ({why})")
+
+
+def _saving(store: PointStore, fingerprint: str, on_record: OnRecord | None) -> OnRecord:
+    """A callback that stores a record (bound to ``fingerprint``), then hands it on."""
     def save(record: PointRecord) -> None:
-        store.save(record)
+        store.save(record, fingerprint)
         if on_record is not None:
             on_record(record)
 
