@@ -11,18 +11,29 @@ directory, then runs the sweep into ``--out`` (default ``./snapsim-out``):
 * any other non-empty directory is refused (exit 2) unless ``--overwrite``, which removes only
   the files snapsim writes (see :data:`simulator.study.outputs.OWNED`).
 
-Finished points are stored as they complete; a failing point records its error and the run exits
-1 at the end, after writing everything else. The running, storing and resuming are
-:func:`simulator.study.experiment.run`'s; this module owns the output directory and the messages.
+The run holds the directory's lock (:class:`~simulator.study.store.DirectoryLock`) from before it
+looks at the directory until its last file is written: a second run into the same directory is
+refused (exit 2), or waits with ``--wait``.
+
+Finished points are stored as they complete, each bound to the hash of the experiment that
+produced it and checksummed; a resume uses only the points that verify and says how many it
+computes again and why. A failing point records its error and the run exits 1 at the end, after
+writing everything else. SIGINT and SIGTERM stop the workers, keep every point that finished and
+exit 130 or 143. The running, storing and resuming are :func:`simulator.study.experiment.run`'s;
+this module owns the output directory, the signals and the messages.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
+import signal
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import FrameType
 
 import pandas as pd
 
@@ -39,7 +50,7 @@ from simulator.study.experiment_file import (
     resolved_document,
 )
 from simulator.study.outputs import OWNED, POINTS_DIR, write_results
-from simulator.study.store import PointStore, atomic_path
+from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 
 DEFAULT_OUT = "snapsim-out"
@@ -75,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the results of another experiment in --out")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait while another run uses --out (default: refuse at once)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -104,27 +117,80 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     return experiment, document, source
 
 
+class Interrupted(KeyboardInterrupt):
+    """A termination signal, raised in the main thread like SIGINT's ``KeyboardInterrupt``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` once; a repeat during cleanup is ignored.
+
+    Outside the main thread (where handlers cannot be set) the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, handler)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 def main(args: argparse.Namespace) -> int:
-    """``snapsim run``: check everything, prepare ``--out``, run or resume, write the outputs."""
+    """``snapsim run``: check everything, lock and prepare ``--out``, run or resume, write.
+
+    Returns 0, 1 when a point failed, or 128 + the signal's number when interrupted (130 for
+    SIGINT, 143 for SIGTERM), after the workers stopped and every finished point was stored.
+    """
+    out = Path(args.out or DEFAULT_OUT)
+    with interrupt_on_signals():
+        try:
+            return _main(args, out)
+        except KeyboardInterrupt as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+            stored = len(list((out / POINTS_DIR).glob("*.json"))) if out.is_dir() else 0
+            log(f"snapsim: interrupted by {signal.Signals(signum).name}: {stored} point(s) "
+                f"stored in {out / POINTS_DIR}; run the same command again to resume")
+            return 128 + signum
+
+
+def _main(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     experiment, document, source = load_experiment(args)
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
     experiment.machine_config()
     jobs = checked_jobs(args.jobs) or default_jobs()
-    out = Path(args.out or DEFAULT_OUT)
     resolved = resolved_document(experiment, options)
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
+    lock = DirectoryLock(out)
     try:
-        previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite)
+        previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
+                                    wait=args.wait)
         result = run(experiment, jobs=jobs, client=client, progress=not args.no_progress,
                      log=log, store=PointStore(out / POINTS_DIR), source=source,
                      work_scale=_previous_work_scale(experiment, previous),
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
+        written = write_results(result, out)
     finally:
+        lock.release()
         if client is not None:
             client.close()
-    written = write_results(result, out)
     _print_summary(result.curve)
     names = ", ".join(path.name for path in written)
     points = len(experiment.grid())
@@ -153,6 +219,9 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
            document: dict[str, object], out: Path, jobs: int) -> None:
     """Before the first point: record what runs (so a killed run resumes) and say so."""
     resolved = resolved_document(experiment, plan.options, plan.work_scale)
+    computed = resolved.get("computed")
+    if isinstance(computed, dict):
+        computed["experiment_hash"] = plan.experiment_hash
     _write_text(out / "config.resolved.yaml", dump_yaml(resolved))
     _write_text(out / "experiment.yaml", dump_yaml(document))
     tasks = len(plan.tasks)
@@ -162,13 +231,22 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
         log(f"resuming: {len(plan.done)} of {tasks} points already done")
 
 
-def _prepare_out_dir(out: Path, resolved: dict[str, object],
-                     overwrite: bool) -> dict[str, object] | None:
-    """Check and prepare ``out``; return the previous resolved configuration when resuming."""
+def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
+                     lock: DirectoryLock, wait: bool = False) -> dict[str, object] | None:
+    """Lock, check and prepare ``out``; return the previous resolved configuration when resuming.
+
+    The lock is taken before anything in ``out`` is read, so that the check and the run see
+    the same directory.
+    """
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write to {out}: {exc.strerror or exc}") from None
+    lock.acquire(wait=wait, on_wait=log)
     previous: dict[str, object] | None = None
-    if out.is_dir() and any(out.iterdir()):
+    if any(path.name != LOCK_NAME for path in out.iterdir()):
         previous = _previous_config(out)
         same = previous is not None and _without_computed(previous) == resolved
         if not same:
@@ -180,7 +258,6 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object],
             _remove_owned(out)
             previous = None
     try:
-        out.mkdir(parents=True, exist_ok=True)
         probe = out / f".snapsim-write-test-{id(out)}"
         probe.write_text("", encoding="utf-8")
         probe.unlink()

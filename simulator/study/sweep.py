@@ -12,7 +12,10 @@ Parallel runs submit the most expensive points first (a rough estimate from clie
 connections) so that two workers finish together; results never depend on the order, because
 every point has its own seed. Local workers are forked on Linux (no re-import of the caller's
 script, so a sweep works from any script, ``python -`` or a notebook; the workers are started
-before this module starts any thread) and spawned elsewhere. Dask runs use an existing
+before this module starts any thread) and spawned elsewhere. Workers ignore SIGINT and die of
+SIGTERM: when the sweep is interrupted (``KeyboardInterrupt`` or any exception, for example one a
+SIGTERM handler raises), the points that already finished are still reported, the workers are
+terminated and waited for, and the exception goes on. Dask runs use an existing
 ``distributed.Client`` or a scheduler address; the cluster's workers need snapsim installed.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -201,20 +205,54 @@ def _by_cost(tasks: Sequence[PointTask]) -> list[PointTask]:
     return sorted(tasks, key=lambda task: (-task.cost_estimate(), task.index))
 
 
+def _worker_signals() -> None:
+    """In a worker: the interrupt is the parent's to handle; SIGTERM ends the worker.
+
+    A forked worker inherits the parent's handlers (a SIGTERM handler that raises would be
+    caught as a failing point), so both are reset before the first point.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_processes(tasks: Sequence[PointTask], jobs: int, done: OnRecord,
                    started: Callable[[], None]) -> None:
     method = "fork" if sys.platform == "linux" else "spawn"
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context(method))
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=get_context(method),
+                               initializer=_worker_signals)
+    pending: set[Future[PointRecord]] = set()
     try:
         # The first submit forks every worker, before the progress bar starts its thread.
-        pending: set[Future[PointRecord]] = {pool.submit(execute, task) for task in _by_cost(tasks)}
+        pending = {pool.submit(execute, task) for task in _by_cost(tasks)}
         started()
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 done(future.result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        _stop_workers(pool, pending, done)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor, pending: set[Future[PointRecord]],
+                  done: OnRecord) -> None:
+    """After an interrupt: report the points that finished, then terminate every worker."""
+    with contextlib.suppress(Exception):
+        for future in [f for f in pending if f.done() and not f.cancelled()]:
+            if future.exception() is None:
+                done(future.result())
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
 
 
 def connect_dask(address: str, key: str = "scheduler", timeout_s: float = 10.0) -> Any:
@@ -242,10 +280,15 @@ def _run_dask(tasks: Sequence[PointTask], client: Any, scheduler: str | None,
     if own_client:
         assert scheduler is not None
         client = connect_dask(scheduler)
+    futures: list[Any] = []
     try:
         futures = [client.submit(execute, task, pure=False) for task in _by_cost(tasks)]
         for future in as_completed(futures):  # type: ignore[no-untyped-call]
             done(future.result())
+    except BaseException:
+        with contextlib.suppress(Exception):
+            client.cancel(futures)  # an interrupted sweep leaves no work on the cluster
+        raise
     finally:
         if own_client:
             client.close()
