@@ -24,7 +24,6 @@ from simulator.study.ccbench import (
     OPERATIONS,
     PLACEMENTS,
     contention_sweep,
-    default_thread_counts,
     measure,
     placement_capacity,
 )
@@ -49,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ops", metavar="LIST",
                         help=f"operations of the sweep (default: {','.join(OPERATIONS)})")
     parser.add_argument("--threads", metavar="LIST",
-                        help="thread counts (default: 1,2,4,... up to the machine's threads); "
-                             "a count a placement cannot hold is skipped for it")
+                        help="thread counts (default: 1,2,4,... up to what each placement "
+                             "holds, and that count); a count a placement cannot hold is "
+                             "skipped for it")
     parser.add_argument("--placements", metavar="LIST",
                         help=f"thread placements (default: {','.join(PLACEMENTS)}): core = SMT "
                              "threads of one core, socket = one L3 domain (socket; CCX on AMD), "
@@ -97,10 +97,12 @@ def _contention(config: MachineConfig, args: argparse.Namespace) -> int:
     if not warmup_us >= 0:
         raise ConfigError("--warmup-us", f"must be non-negative, got {args.warmup_us}")
     table = contention_sweep(config, operations, threads, placements, duration_us, warmup_us)
-    largest = max(threads or default_thread_counts(config))
     for placement in placements:
         capacity = placement_capacity(config, placement)
-        if largest > capacity:
+        if capacity == 0:
+            log(f"ccbench: placement {placement} does not apply to {config.name} (one L3 "
+                "domain)")
+        elif threads is not None and max(threads) > capacity:
             log(f"ccbench: placement {placement} holds at most {capacity} threads on "
                 f"{config.name}; larger counts skipped")
     if args.csv:

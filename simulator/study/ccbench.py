@@ -361,11 +361,12 @@ def contention_point(
     }
 
 
-def default_thread_counts(config: MachineConfig) -> list[int]:
-    """1, 2, 4, ... up to the machine's hardware threads, and that count itself."""
-    total = Topology.from_config(config).n_threads
+def default_thread_counts(config: MachineConfig, placement: str | None = None) -> list[int]:
+    """1, 2, 4, ... up to the threads a placement holds (default: the machine's), and that count."""
+    total = (Topology.from_config(config).n_threads if placement is None
+             else placement_capacity(config, placement))
     counts = [1 << k for k in range(total.bit_length()) if 1 << k <= total]
-    return counts if counts[-1] == total else [*counts, total]
+    return counts if not counts or counts[-1] == total else [*counts, total]
 
 
 def contention_sweep(
@@ -378,10 +379,10 @@ def contention_sweep(
 ) -> pd.DataFrame:
     """Throughput and latency of atomics on one line against threads, per placement.
 
-    One :func:`contention_point` per operation, placement and thread count (default
-    :func:`default_thread_counts`); a count larger than a placement holds is skipped for that
-    placement (``core`` holds the SMT threads of one core), so is ``cross`` on a machine with a
-    single L3 domain. Returns a DataFrame with :data:`CONTENTION_COLUMNS`.
+    One :func:`contention_point` per operation, placement and thread count (default: each
+    placement's :func:`default_thread_counts`); a count larger than a placement holds is skipped
+    for that placement (``core`` holds the SMT threads of one core), so is ``cross`` on a machine
+    with a single L3 domain. Returns a DataFrame with :data:`CONTENTION_COLUMNS`.
 
     Raises:
         ConfigError: an unknown operation or placement, a thread count outside 1..the machine's
@@ -394,7 +395,7 @@ def contention_sweep(
             raise ConfigError(name, f"expected some of {', '.join(known)}, got "
                               f"{', '.join(map(str, given)) or 'nothing'}")
     total = Topology.from_config(config).n_threads
-    counts = default_thread_counts(config) if threads is None else list(threads)
+    counts = [1] if threads is None else list(threads)
     bad = [n for n in counts if not 1 <= n <= total]
     if bad or not counts:
         raise ConfigError("threads", f"thread counts must be 1..{total} on {config.name}, got "
@@ -406,7 +407,8 @@ def contention_sweep(
     rows = []
     for placement in placements:
         capacity = placement_capacity(config, placement)
-        for n in sorted(set(counts)):
+        wanted = default_thread_counts(config, placement) if threads is None else counts
+        for n in sorted(set(wanted)):
             if n > capacity:
                 continue
             ids = placed_threads(config, placement, n)
