@@ -127,9 +127,9 @@ def _print_table(config: MachineConfig, table: pd.DataFrame) -> None:
               f"{float(row['ops_per_s']) / 1e6:8.2f}  {float(row['latency_ns']):10.1f}  "
               f"{float(row['wait_ns']):9.1f}  {failure:>8s}{mark}")
     if table["calendar_overflow"].any():
-        print(f"\n* more threads than the {CALENDAR_SLOTS} reservations a line's calendar "
-              "keeps: the machine forgets the oldest queued transfers and serves new requests "
-              "at once, so these rows undercount queueing")
+        print(f"\n* at least as many threads as the {CALENDAR_SLOTS} reservations a line's "
+              "calendar keeps: the machine may forget queued transfers and serve new requests "
+              "at once, so these rows can undercount queueing")
 
 
 def _plot(table: pd.DataFrame, path: Path, machine: str) -> None:

@@ -188,10 +188,11 @@ CONTENTION_COLUMNS = (
 - ``attempts``, ``failures``, ``successes``: RMWs issued (a CAS or a fetch-add) that completed in
   the window, those whose CAS failed, and the rest; ``failure_rate`` = failures / attempts;
 - ``successes_per_s``: value-changing RMWs per second;
-- ``calendar_overflow``: more threads than a line's calendar keeps reservations
-  (:data:`~simulator.hardware.codes.CALENDAR_SLOTS`): once more transfers are queued than that,
-  the machine forgets the oldest, a new request finds only later ones and is served at once, so
-  these rows undercount the queueing (a limit of today's machine, not of the hardware);
+- ``calendar_overflow``: as many threads as a line's calendar keeps reservations
+  (:data:`~simulator.hardware.codes.CALENDAR_SLOTS`) or more: the calendar must hold every queued
+  transfer and the one just served; when it cannot, the machine forgets the oldest, a new request
+  finds only later ones and is served at once, so these rows undercount the queueing (a limit of
+  today's machine, not of the hardware);
 - ``duration_us``, ``warmup_us``: the measured window and the time simulated before it.
 """
 
@@ -422,7 +423,7 @@ def contention_sweep(
                                            warmup_us * 1e3)
                 rows.append({"machine": config.name, "operation": operation,
                              "placement": placement, "threads": n, **spread, **counted,
-                             "calendar_overflow": n > CALENDAR_SLOTS,
+                             "calendar_overflow": n >= CALENDAR_SLOTS,
                              "duration_us": duration_us, "warmup_us": warmup_us})
     if not rows:
         raise ConfigError("threads", f"no thread count fits the placements "
