@@ -8,6 +8,8 @@
 - :func:`plot_breakdown`: time per transaction by category (the model's ``<category>_us``
   columns), one stacked bar per point.
 - :func:`plot_ratio`: TPS of one algorithm over another's on the same grid.
+- :func:`plot_contention`: throughput or latency of atomics on one line against threads (the
+  table of ``simulator.study.ccbench.contention_sweep``), one line per placement and operation.
 
 No file I/O and no ``plt.show()``: notebooks display the Axes, the CLI saves the figure. Each
 function takes the ``curve`` table of a result and reads only generic columns (point keys,
@@ -30,7 +32,8 @@ from simulator.hardware.codes import CLASS_NAMES, AccessClass
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_breakdown", "plot_ratio", "plot_tps", "plot_transfers", "tps_panels"]
+__all__ = ["plot_breakdown", "plot_contention", "plot_ratio", "plot_tps", "plot_transfers",
+           "tps_panels"]
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
 """Markers of the series of one algorithm, in order."""
@@ -304,3 +307,50 @@ def ratio_curve(curve: pd.DataFrame, numerator: str, denominator: str,
     bottom = curve[curve["algorithm"] == denominator].groupby(keys)["tps"].mean()
     ratio = (top / bottom).rename(f"{numerator}/{denominator}")
     return ratio.reset_index().replace([np.inf, -np.inf], np.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# Contention on one line
+# --------------------------------------------------------------------------------------------
+
+CONTENTION_METRICS = {"ops_per_s": ("throughput (M ops/s)", 1e-6),
+                      "latency_ns": ("mean latency per operation (ns)", 1.0)}
+"""Columns :func:`plot_contention` can draw, with their axis label and scale factor."""
+
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def plot_contention(table: pd.DataFrame, metric: str = "ops_per_s",
+                    ax: Axes | None = None) -> Axes:
+    """``metric`` of a contention sweep against threads, log-log.
+
+    One line per placement (a colour each) and operation (a line style and marker each).
+
+    Args:
+        table: rows with ``operation, placement, threads`` and ``metric``.
+        metric: a key of :data:`CONTENTION_METRICS`.
+        ax: the Axes to draw on (a new figure when ``None``).
+
+    Raises:
+        ValueError: unknown metric.
+    """
+    if metric not in CONTENTION_METRICS:
+        raise ValueError(f"unknown metric {metric!r} (choose from "
+                         f"{', '.join(CONTENTION_METRICS)})")
+    label, scale = CONTENTION_METRICS[metric]
+    ax = _axes(ax)
+    colours = _colours(list(table["placement"]))
+    operations = list(dict.fromkeys(table["operation"]))
+    for (operation, placement), group in table.groupby(["operation", "placement"], sort=False):
+        index = operations.index(operation)
+        points = group.sort_values("threads")
+        ax.plot(points["threads"], points[metric] * scale, color=colours[placement],
+                linestyle=_LINESTYLES[index % len(_LINESTYLES)],
+                marker=MARKERS[index % len(MARKERS)], label=f"{operation}, {placement}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("threads on the line")
+    ax.set_ylabel(label)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax

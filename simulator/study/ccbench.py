@@ -12,12 +12,16 @@ topology can produce appears once per home relation.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+import pandas as pd
+
 from simulator.config.machine import MachineConfig
-from simulator.hardware.codes import Op
+from simulator.errors import ConfigError
+from simulator.hardware.codes import CALENDAR_SLOTS, Op
 from simulator.hardware.machine import AccessResult, Machine
+from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 PAGE = 4096
@@ -151,3 +155,288 @@ def hot_line_rate(
         env.process(incrementer(machine.topology.thread_by_name(name)))
     env.run(until=duration_ns)
     return done[0] / (duration_ns * 1e-9)
+
+
+# ---------------------------------------------------------------------- contention sweep
+
+OPERATIONS = ("cas-loop", "fetch-add", "load-cas")
+"""Operations of :func:`contention_sweep`: ``cas-loop`` (load, then compare-and-swap until one
+succeeds; a failed CAS returns the current value, so a retry issues no new load, as
+``compare_exchange`` loops and PostgreSQL's ``LWLockAttemptLock`` do), ``fetch-add`` (one RMW) and
+``load-cas`` (one load, then one CAS whether or not it will succeed)."""
+
+PLACEMENTS = ("core", "socket", "cross")
+"""Where :func:`contention_sweep` puts its threads: ``core`` (the SMT threads of one core),
+``socket`` (one L3 domain: a socket on the Intel machines, a CCX on AMD; one thread per core
+first, then the cores' SMT siblings) and ``cross`` (round-robin over the sockets, or over the L3
+domains of a one-socket machine; inside each, in ``socket`` order)."""
+
+CONTENTION_COLUMNS = (
+    "machine", "operation", "placement", "threads", "sockets_used", "domains_used", "cores_used",
+    "ops", "ops_per_s", "latency_ns", "wait_ns", "attempts", "failures", "successes",
+    "failure_rate", "successes_per_s", "calendar_overflow", "duration_us", "warmup_us",
+)
+"""Columns of :func:`contention_sweep`, one row per (operation, placement, threads):
+
+- ``sockets_used``, ``domains_used``, ``cores_used``: how far the placed threads spread;
+- ``ops``: operations completed in the measured window by all threads together (a successful
+  increment for ``cas-loop`` and ``fetch-add``; a load + CAS pair, failed or not, for ``load-cas``);
+- ``ops_per_s``: ``ops`` over the window, the line's throughput;
+- ``latency_ns``: mean time of one operation as its thread sees it (from its first access to the
+  end of its last, retries included), the queueing on the line included;
+- ``wait_ns``: the part of ``latency_ns`` spent queueing behind other transfers of the line;
+- ``attempts``, ``failures``, ``successes``: RMWs issued (a CAS or a fetch-add) that completed in
+  the window, those whose CAS failed, and the rest; ``failure_rate`` = failures / attempts;
+- ``successes_per_s``: value-changing RMWs per second;
+- ``calendar_overflow``: as many threads as a line's calendar keeps reservations
+  (:data:`~simulator.hardware.codes.CALENDAR_SLOTS`) or more: the calendar must hold every queued
+  transfer and the one just served; when it cannot, the machine forgets the oldest, a new request
+  finds only later ones and is served at once, so these rows undercount the queueing (a limit of
+  today's machine, not of the hardware);
+- ``duration_us``, ``warmup_us``: the measured window and the time simulated before it.
+"""
+
+
+def placement_units(config: MachineConfig, placement: str) -> list[list[int]]:
+    """The hardware threads a placement may use, as lists filled in order.
+
+    ``core`` and ``socket`` give one list (the threads of core 0 / of L3 domain 0, one thread per
+    core before any SMT sibling); ``cross`` gives one list per socket (per L3 domain on a
+    one-socket machine), which :func:`placed_threads` takes round-robin. A ``cross`` placement on a
+    machine with a single L3 domain has nothing to cross and yields no list.
+
+    Raises:
+        ConfigError: unknown placement.
+    """
+    topo = config.topology
+    per_core = topo.threads_per_core
+
+    def in_order(cores: range) -> list[int]:
+        return [core * per_core + k for k in range(per_core) for core in cores]
+
+    cores_per_socket = topo.domains_per_socket * topo.cores_per_domain
+    if placement == "core":
+        return [list(range(per_core))]
+    if placement == "socket":
+        return [in_order(range(topo.cores_per_domain))]
+    if placement == "cross":
+        if topo.sockets > 1:
+            return [in_order(range(s * cores_per_socket, (s + 1) * cores_per_socket))
+                    for s in range(topo.sockets)]
+        if topo.domains_per_socket > 1:
+            per = topo.cores_per_domain
+            return [in_order(range(d * per, (d + 1) * per)) for d in range(topo.domains_per_socket)]
+        return []
+    raise ConfigError("placement", f"unknown placement {placement!r} (choose from "
+                      f"{', '.join(PLACEMENTS)})")
+
+
+def placement_capacity(config: MachineConfig, placement: str) -> int:
+    """Most threads a placement can hold on a machine (0: the placement does not apply)."""
+    return sum(len(unit) for unit in placement_units(config, placement))
+
+
+def placed_threads(config: MachineConfig, placement: str, threads: int) -> list[int]:
+    """The first ``threads`` hardware threads of a placement (round-robin over its lists).
+
+    Raises:
+        ConfigError: unknown placement, or more threads than it holds.
+    """
+    units = placement_units(config, placement)
+    capacity = placement_capacity(config, placement)
+    if not 1 <= threads <= capacity:
+        raise ConfigError("threads", f"placement {placement!r} holds 1..{capacity} threads on "
+                          f"{config.name}, asked for {threads}")
+    return [units[i % len(units)][i // len(units)] for i in range(threads)]
+
+
+@dataclasses.dataclass(slots=True)
+class _Tally:
+    """What the measured window saw, summed over threads."""
+
+    ops: int = 0
+    latency_ns: float = 0.0
+    wait_ns: float = 0.0
+    attempts: int = 0
+    failures: int = 0
+
+
+def contention_point(
+    config: MachineConfig,
+    operation: str,
+    thread_ids: list[int],
+    duration_ns: float = 100_000.0,
+    warmup_ns: float = 10_000.0,
+) -> dict[str, float]:
+    """Run ``operation`` in a tight loop on one line by every thread of ``thread_ids``.
+
+    A SimPy process per thread issues each access at the current simulated time and sleeps for its
+    cost (latency plus queueing on the line), as :func:`hot_line_rate` does. A CAS is an RMW
+    access; it fails when another thread's value-changing RMW (a fetch-add or a successful CAS)
+    was issued after this thread last read the value (its load, or its previous failed CAS,
+    which returns the current value) and before this CAS, in simulation-time order, the order in
+    which the machine serializes the line's transfers. A failed CAS still costs its RMW and takes
+    the line, as ``lock cmpxchg`` does. Counts cover accesses that end inside
+    ``(warmup_ns, warmup_ns + duration_ns)``; no think time between operations.
+
+    Left out: anything the machine itself leaves out (it serves the line FIFO at isolated
+    latencies, with no batching of several operations per ownership and no locality bias), the
+    instructions between accesses, and back-off.
+
+    Returns:
+        the counts of :data:`CONTENTION_COLUMNS` from ``ops`` to ``successes_per_s``.
+
+    Raises:
+        ConfigError: unknown operation, no threads, a repeated thread, or a non-positive window.
+    """
+    if operation not in OPERATIONS:
+        raise ConfigError("operation", f"unknown operation {operation!r} (choose from "
+                          f"{', '.join(OPERATIONS)})")
+    if not thread_ids or len(set(thread_ids)) != len(thread_ids):
+        raise ConfigError("threads", "needs one or more distinct hardware threads")
+    if duration_ns <= 0 or warmup_ns < 0:
+        raise ConfigError("duration", "the window must be positive and the warm-up non-negative")
+    machine = Machine(config, [0])
+    env = SimEnvironment(seed=0)
+    end_ns = warmup_ns + duration_ns
+    tally = _Tally()
+    version = [0]  # value-changing RMWs issued so far: the line's value, in effect
+
+    def measured() -> bool:
+        return warmup_ns < env.now <= end_ns
+
+    def access(thread: int, op: Op, waits: list[float]) -> float:
+        """Issue one access now; note its queueing; return its cost."""
+        result = machine.access(thread, 0, op, now=env.now)
+        waits.append(result.wait_ns)
+        return result.cost_ns
+
+    def worker(thread: int) -> ProcessGenerator:
+        while True:
+            start_ns = env.now
+            waits: list[float] = []
+            if operation == "fetch-add":
+                cost_ns = access(thread, Op.RMW, waits)
+                version[0] += 1
+                yield env.timeout(cost_ns)
+                if measured():
+                    tally.attempts += 1
+            else:
+                cost_ns = access(thread, Op.LOAD, waits)
+                seen = version[0]
+                yield env.timeout(cost_ns)
+                while True:
+                    cost_ns = access(thread, Op.RMW, waits)
+                    failed = version[0] != seen
+                    if failed:  # it returns the value it found; a retry compares with that
+                        seen = version[0]
+                    else:
+                        version[0] += 1
+                    yield env.timeout(cost_ns)
+                    if measured():
+                        tally.attempts += 1
+                        tally.failures += failed
+                    if not failed or operation == "load-cas":
+                        break
+            if measured():
+                tally.ops += 1
+                tally.latency_ns += env.now - start_ns
+                tally.wait_ns += sum(waits)
+
+    for thread in thread_ids:
+        env.process(worker(thread))
+    env.run(until=end_ns)
+    ops = max(tally.ops, 1)
+    duration_s = duration_ns * 1e-9
+    successes = tally.attempts - tally.failures
+    return {
+        "ops": tally.ops,
+        "ops_per_s": tally.ops / duration_s,
+        "latency_ns": tally.latency_ns / ops if tally.ops else float("nan"),
+        "wait_ns": tally.wait_ns / ops if tally.ops else float("nan"),
+        "attempts": tally.attempts,
+        "failures": tally.failures,
+        "successes": successes,
+        "failure_rate": tally.failures / tally.attempts if tally.attempts else float("nan"),
+        "successes_per_s": successes / duration_s,
+    }
+
+
+def default_thread_counts(config: MachineConfig, placement: str | None = None) -> list[int]:
+    """1, 2, 4, ... up to the threads a placement holds (default: the machine's), and that count."""
+    total = (Topology.from_config(config).n_threads if placement is None
+             else placement_capacity(config, placement))
+    counts = [1 << k for k in range(total.bit_length()) if 1 << k <= total]
+    return counts if not counts or counts[-1] == total else [*counts, total]
+
+
+def contention_sweep(
+    config: MachineConfig,
+    operations: Sequence[str] = OPERATIONS,
+    threads: Sequence[int] | None = None,
+    placements: Sequence[str] = PLACEMENTS,
+    duration_us: float = 100.0,
+    warmup_us: float = 10.0,
+) -> pd.DataFrame:
+    """Throughput and latency of atomics on one line against threads, per placement.
+
+    One :func:`contention_point` per operation, placement and thread count (default: each
+    placement's :func:`default_thread_counts`); a count larger than a placement holds is skipped
+    for that placement (``core`` holds the SMT threads of one core), so is ``cross`` on a machine
+    with a single L3 domain. Returns a DataFrame with :data:`CONTENTION_COLUMNS`.
+
+    Raises:
+        ConfigError: an unknown operation or placement, a thread count outside 1..the machine's
+            threads, a non-positive window, or nothing left to run.
+    """
+    for name, given, known in (("operations", operations, OPERATIONS),
+                               ("placements", placements, PLACEMENTS)):
+        unknown = [value for value in given if value not in known]
+        if unknown or not given:
+            raise ConfigError(name, f"expected some of {', '.join(known)}, got "
+                              f"{', '.join(map(str, given)) or 'nothing'}")
+    total = Topology.from_config(config).n_threads
+    counts = [1] if threads is None else list(threads)
+    bad = [n for n in counts if not 1 <= n <= total]
+    if bad or not counts:
+        raise ConfigError("threads", f"thread counts must be 1..{total} on {config.name}, got "
+                          f"{', '.join(map(str, counts)) or 'nothing'}")
+    if duration_us <= 0 or warmup_us < 0:
+        raise ConfigError("duration_us", "the window must be positive and the warm-up "
+                          "non-negative")
+    topology = Topology.from_config(config)
+    rows = []
+    for placement in placements:
+        capacity = placement_capacity(config, placement)
+        wanted = default_thread_counts(config, placement) if threads is None else counts
+        for n in sorted(set(wanted)):
+            if n > capacity:
+                continue
+            ids = placed_threads(config, placement, n)
+            spread = {
+                "sockets_used": len({topology.socket_of(t) for t in ids}),
+                "domains_used": len({topology.domain_of(t) for t in ids}),
+                "cores_used": len({topology.core_of(t) for t in ids}),
+            }
+            for operation in operations:
+                counted = contention_point(config, operation, ids, duration_us * 1e3,
+                                           warmup_us * 1e3)
+                rows.append({"machine": config.name, "operation": operation,
+                             "placement": placement, "threads": n, **spread, **counted,
+                             "calendar_overflow": n >= CALENDAR_SLOTS,
+                             "duration_us": duration_us, "warmup_us": warmup_us})
+    if not rows:
+        raise ConfigError("threads", f"no thread count fits the placements "
+                          f"{', '.join(placements)} on {config.name} (at most "
+                          + ", ".join(f"{p}: {placement_capacity(config, p)}" for p in placements)
+                          + ")")
+    table = pd.DataFrame(rows, columns=list(CONTENTION_COLUMNS))
+    return table.sort_values(["operation", "placement", "threads"],
+                             key=_sweep_order, kind="stable").reset_index(drop=True)
+
+
+def _sweep_order(column: pd.Series) -> pd.Series:
+    order = {name: i for i, name in enumerate((*OPERATIONS, *PLACEMENTS))}
+    if column.name in ("operation", "placement"):
+        return column.map(order)
+    return column

@@ -6,7 +6,18 @@ import pytest
 
 from simulator.config.machine import HomeRelation
 from simulator.config.machine_file import load_machine, shipped_machines
-from simulator.study.ccbench import measure
+from simulator.errors import ConfigError
+from simulator.hardware.topology import Topology
+from simulator.study.ccbench import (
+    CONTENTION_COLUMNS,
+    OPERATIONS,
+    PLACEMENTS,
+    contention_point,
+    contention_sweep,
+    measure,
+    placed_threads,
+    placement_capacity,
+)
 
 
 def test_gold_table_matches_the_machine_file() -> None:
@@ -50,3 +61,126 @@ def test_every_shipped_machine_reads_back_its_file(name: str) -> None:
         assert rows["hot line, 2 threads on two sockets"].value == pytest.approx(
             2e3 / (holder + requester), rel=0.02
         )
+
+
+# ---------------------------------------------------------------------- contention sweep
+
+WINDOW_NS = 20_000.0
+WARMUP_NS = 2_000.0
+
+
+def _point(machine: str, operation: str, placement: str, threads: int) -> dict[str, float]:
+    config = load_machine(machine)
+    ids = placed_threads(config, placement, threads)
+    return contention_point(config, operation, ids, WINDOW_NS, WARMUP_NS)
+
+
+@pytest.mark.parametrize("machine", ["gold5215-2s", "threadripper-3990x"])
+def test_one_thread_fetch_add_runs_at_the_isolated_rmw_latency(machine: str) -> None:
+    """Alone, a fetch-add hits its own M copy every time: 1 / atomic_local ops per second."""
+    local_ns = load_machine(machine).latency.atomic_local_ns
+    point = _point(machine, "fetch-add", "socket", 1)
+    assert point["latency_ns"] == pytest.approx(local_ns, rel=1e-12)
+    assert point["wait_ns"] == 0.0
+    # Completions are local_ns apart, so the window holds its length / local_ns of them, +-1.
+    assert abs(point["ops"] - WINDOW_NS / local_ns) <= 1
+    assert point["ops_per_s"] == pytest.approx(1e9 / local_ns, rel=2 * local_ns / WINDOW_NS)
+    assert point["failures"] == 0
+
+
+def test_two_fetch_adders_pass_the_line_back_and_forth() -> None:
+    """Two threads of a socket: each op waits for the other's transfer, then makes its own."""
+    config = load_machine("gold5215-2s")
+    hitm_ns = config.latency.local_hitm_ns
+    point = _point("gold5215-2s", "fetch-add", "socket", 2)
+    assert point["latency_ns"] == pytest.approx(2 * hitm_ns)
+    assert point["wait_ns"] == pytest.approx(hitm_ns)
+    assert point["ops_per_s"] == pytest.approx(1e9 / hitm_ns, rel=0.01)
+    remote = config.latency.remote_hitm
+    assert remote is not None
+    holder, requester = remote.get(HomeRelation.HOLDER), remote.get(HomeRelation.REQUESTER)
+    assert holder is not None
+    assert requester is not None
+    cross = _point("gold5215-2s", "fetch-add", "cross", 2)
+    assert cross["latency_ns"] == pytest.approx(holder + requester, rel=1e-6)
+
+
+def test_interleaved_load_cas_fails_and_a_lone_thread_never_does() -> None:
+    """A CAS fails when another thread's successful RMW came between its load and it."""
+    alone = _point("gold5215-2s", "load-cas", "socket", 1)
+    assert alone["attempts"] > 0
+    assert alone["failures"] == 0
+    assert alone["successes"] == alone["attempts"] == alone["ops"]
+    pair = _point("gold5215-2s", "load-cas", "socket", 2)
+    assert pair["failures"] > 0
+    assert pair["successes"] > 0
+    assert pair["attempts"] == pair["failures"] + pair["successes"] == pair["ops"]
+    # Only successful CASes change the value: successes are the value-changing RMWs.
+    assert pair["successes_per_s"] == pytest.approx(pair["successes"] / (WINDOW_NS * 1e-9))
+
+
+def test_a_cas_loop_retries_until_every_operation_succeeds() -> None:
+    lone = _point("gold5215-2s", "cas-loop", "socket", 1)
+    config = load_machine("gold5215-2s")
+    # Load (an L1 hit) then the CAS on the own M copy.
+    assert lone["latency_ns"] == pytest.approx(
+        config.l1d.latency_ns + config.latency.atomic_local_ns)
+    four = _point("gold5215-2s", "cas-loop", "socket", 4)
+    assert four["failures"] > 0
+    assert four["successes"] == four["ops"]
+    assert four["attempts"] > four["ops"]
+    fetch_add = _point("gold5215-2s", "fetch-add", "socket", 4)
+    assert four["ops_per_s"] < fetch_add["ops_per_s"]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_threads_in_a_closed_loop_obey_littles_law(operation: str) -> None:
+    """Each thread always has one operation in flight: throughput x latency = threads.
+
+    Operations straddling the window's ends blur it by about a latency per thread, so the window
+    is long against the slowest operation (a CAS loop of 8 threads takes ~10 µs).
+    """
+    config = load_machine("westmere-ex-8s")
+    for placement, threads in (("socket", 8), ("cross", 8), ("core", 2)):
+        ids = placed_threads(config, placement, threads)
+        point = contention_point(config, operation, ids, 1_000_000.0, WARMUP_NS)
+        in_flight = point["ops_per_s"] * point["latency_ns"] * 1e-9
+        assert in_flight == pytest.approx(threads, rel=0.05)
+
+
+def test_placements_fill_a_core_a_socket_or_go_round_the_sockets() -> None:
+    gold = load_machine("gold5215-2s")
+    topology = Topology.from_config(gold)
+    names = [topology.thread_name(t) for t in placed_threads(gold, "core", 2)]
+    assert names == ["s0.d0.c0.t0", "s0.d0.c0.t1"]
+    names = [topology.thread_name(t) for t in placed_threads(gold, "socket", 11)]
+    assert names[:2] == ["s0.d0.c0.t0", "s0.d0.c1.t0"]
+    assert names[10] == "s0.d0.c0.t1"
+    names = [topology.thread_name(t) for t in placed_threads(gold, "cross", 4)]
+    assert names == ["s0.d0.c0.t0", "s1.d0.c0.t0", "s0.d0.c1.t0", "s1.d0.c1.t0"]
+    assert [placement_capacity(gold, p) for p in PLACEMENTS] == [2, 20, 40]
+    ripper = load_machine("threadripper-3990x")
+    ripper_topology = Topology.from_config(ripper)
+    spread = placed_threads(ripper, "cross", 16)
+    assert len({ripper_topology.domain_of(t) for t in spread}) == 16
+    assert placement_capacity(ripper, "socket") == 8  # one CCX
+    assert placement_capacity(load_machine("graviton3"), "cross") == 0
+    with pytest.raises(ConfigError):
+        placed_threads(gold, "core", 3)
+
+
+def test_sweep_skips_what_a_placement_cannot_hold_and_flags_the_calendar() -> None:
+    config = load_machine("gold5215-2s")
+    table = contention_sweep(config, ["fetch-add"], [1, 4, 31, 32], duration_us=2.0,
+                             warmup_us=1.0)
+    assert tuple(table.columns) == CONTENTION_COLUMNS
+    assert list(zip(table["placement"], table["threads"], strict=True)) == [
+        ("core", 1), ("socket", 1), ("socket", 4), ("cross", 1), ("cross", 4), ("cross", 31),
+        ("cross", 32)]
+    assert list(table["calendar_overflow"]) == [False] * 6 + [True]
+    with pytest.raises(ConfigError, match="threads"):
+        contention_sweep(config, ["fetch-add"], [41])
+    with pytest.raises(ConfigError, match="operations"):
+        contention_sweep(config, ["swap"], [1])
+    with pytest.raises(ConfigError, match="no thread count fits"):
+        contention_sweep(config, ["fetch-add"], [4], placements=["core"])

@@ -1,0 +1,63 @@
+"""``snapsim ccbench --contention``: the sweep as a table, as CSV, as a plot, and bad flags."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator.cli import main
+from simulator.study.ccbench import CONTENTION_COLUMNS
+
+QUICK = ["--duration-us", "2", "--warmup-us", "1"]
+
+
+def test_contention_prints_one_row_per_operation_placement_and_count(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ccbench", "gold5215-2s", "--contention", "--threads", "1,2,4", *QUICK]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("gold5215-2s: atomics on one line")
+    rows = [line.split() for line in lines[3:] if line.strip()]
+    # core holds 2 threads, socket and cross hold 4: (2 + 3 + 3) counts x 3 operations.
+    assert len(rows) == 24
+    fetch_add = {(row[1], int(row[2])): float(row[3]) for row in rows if row[0] == "fetch-add"}
+    assert fetch_add[("socket", 1)] == pytest.approx(1e3 / 7.0, rel=0.01)  # 1 / atomic_local
+    assert "placement core holds at most 2 threads" in captured.err
+
+
+def test_contention_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "contention.png"
+    assert main(["ccbench", "threadripper-3990x", "--contention", "--ops", "load-cas",
+                 "--placements", "socket,cross", "--threads", "2,16", "--csv",
+                 "--plot", str(plot), *QUICK]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert tuple(table.columns) == CONTENTION_COLUMNS
+    assert list(zip(table["placement"], table["threads"], strict=True)) == [
+        ("socket", 2), ("cross", 2), ("cross", 16)]
+    assert set(table["operation"]) == {"load-cas"}
+    assert table.loc[table["placement"] == "cross", "domains_used"].tolist() == [2, 16]
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("flags", [
+    ["--contention", "--ops", "swap"],
+    ["--contention", "--placements", "numa"],
+    ["--contention", "--threads", "two"],
+    ["--contention", "--threads", "0"],
+    ["--contention", "--threads", "41"],
+    ["--contention", "--duration-us", "0"],
+    ["--contention", "--warmup-us", "-1"],
+    ["--contention", "--threads", "4", "--placements", "core"],
+    ["--contention", "--plot", "/no/such/dir/x.png"],
+    ["--threads", "2"],
+    ["--csv"],
+])
+def test_bad_contention_flags_are_one_line_exit_2(
+        flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ccbench", "gold5215-2s", *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
