@@ -43,6 +43,8 @@ from simulator.errors import ConfigError
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                     "clients", "idle_clients", "measured_tps")
 _TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets")
+MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets")
+"""Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series")
@@ -202,8 +204,11 @@ class Manifest:
         return float(match["measured_tps"].iloc[0])
 
 
-def load_manifest(path: str | Path | None = None) -> Manifest:
+def load_manifest(path: str | Path | None = None, data: object = None) -> Manifest:
     """Read and validate a manifest (default: the shipped one).
+
+    ``data``: the file's contents already parsed (a stream, read once); ``path`` then only names
+    it and is the base of its relative paths.
 
     Raises:
         ConfigError: malformed YAML, an unknown or missing key, a bad value.
@@ -211,7 +216,7 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
     manifest_path = Path(path) if path is not None else shipped_manifest_path()
     source = str(manifest_path)
     try:
-        return _build(read_yaml(manifest_path), manifest_path)
+        return _build(read_yaml(manifest_path) if data is None else data, manifest_path)
     except ConfigError as exc:
         if exc.source is not None:
             raise

@@ -82,7 +82,7 @@ def test_a_bad_known_gap_names_its_key(tmp_path: Path, entry: str, key: str,
     path.write_text(path.read_text(encoding="utf-8").replace("tps_pre14: pre14",
                                                              f"tps_pre14: {entry}"),
                     encoding="utf-8")
-    with pytest.raises(ConfigError, match="manifest.yaml") as info:
+    with pytest.raises(ConfigError, match=r"manifest\.yaml") as info:
         load_manifest(path)
     assert f"datasets.tiny.{key}: {message}" in str(info.value)
 
