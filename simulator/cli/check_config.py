@@ -127,9 +127,12 @@ def check_manifest(source: str, data: Mapping[str, object] | None = None) -> str
     return f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points"
 
 
+_EXPERIMENT_ONLY_KEYS = tuple(key for key in EXPERIMENT_KEYS if key not in ("name", "description"))
+
+
 def is_experiment(data: Mapping[str, object]) -> bool:
-    """Whether a parsed file looks like an experiment file (an experiment key)."""
-    return _has_any(data, EXPERIMENT_KEYS)
+    """Whether a parsed file looks like an experiment file (a key other than name, description)."""
+    return _has_any(data, _EXPERIMENT_ONLY_KEYS)
 
 
 def check_experiment(source: str, data: Mapping[str, object] | None = None) -> str:
