@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.cli.common import EXIT_OK, log
+from simulator.cli.common import EXIT_OK, checked_jobs, log, writable_directory
 from simulator.errors import ConfigError
 from simulator.study.calibrate import calibrate, parse_parameter
 from simulator.study.experiment_file import dump_yaml
@@ -53,12 +53,12 @@ def main(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     settings = {**RUN_DEFAULTS, **manifest.run}
     out = Path(args.out or DEFAULT_OUT)
-    out.mkdir(parents=True, exist_ok=True)
+    writable_directory(out, "--out")
     history = calibrate(
         manifest, parameters, datasets=args.dataset,
         duration_ms=float(args.duration_ms or settings["duration_ms"]),
         warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
-        overrides=args.set, jobs=args.jobs or default_jobs(),
+        overrides=args.set, jobs=checked_jobs(args.jobs) or default_jobs(),
         max_evaluations=args.max_evaluations, log=log)
     with atomic_path(out / "calibration.csv") as tmp:
         history.to_csv(tmp, index=False)

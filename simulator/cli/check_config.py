@@ -1,75 +1,98 @@
 """``snapsim check-config FILE``: validate a configuration file without running it.
 
 The kind of file is recognised by its content (:data:`CONFIG_KINDS`, tried in order): a machine
-file, a measurement manifest or an experiment file. Each kind is checked completely (an
-experiment with its ``extends`` chain, its workload model's options, its machine and its
-measurements; a manifest with every file it names) and summarised in one line after ``ok:``.
+file, a measurement manifest or an experiment file, each by a top-level key that only that kind
+has (so a misspelt key is then named by the check, not taken for another kind). Each kind is
+checked completely (an experiment with its ``extends`` chain, its workload model's options, its
+machine and its measurements; a manifest with every file it names) and summarised in one line
+after ``ok:``. The file is read once, so ``FILE`` can be a stream (``/dev/stdin``); ``-`` reads
+standard input (relative paths in it are taken from the current directory).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.cli.common import EXIT_OK
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import machine_from_dict
+from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
-from simulator.config.yaml_io import read_yaml
+from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment_file import (
     EXPERIMENT_KEYS,
     experiment_from_document,
     load_document,
 )
-from simulator.study.measurements import load_manifest, measurements_for
+from simulator.study.measurements import MANIFEST_KEYS, load_manifest
+
+STDIN = "-"
+STDIN_SOURCE = "<stdin>"
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigKind:
     """A kind of configuration file that ``check-config`` recognises by its content.
 
-    ``check(source)`` validates the file (raising ``ConfigError``) and returns a one-line summary
-    printed after ``ok:``. ``recognised_by`` completes the sentence "a <name> file has ..." in
-    the error for a file that no kind recognises.
+    ``check(source, data)`` validates the file (raising ``ConfigError``) and returns a one-line
+    summary printed after ``ok:``; ``data`` is its parsed contents (``None``: read ``source``).
+    ``recognised_by`` completes the sentence "a <name> file has ..." in the error for a file that
+    no kind recognises.
     """
 
     name: str
     recognised_by: str
     matches: Callable[[Mapping[str, object]], bool]
-    check: Callable[[str], str]
+    check: Callable[[str, Mapping[str, object] | None], str]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``snapsim check-config``."""
-    parser.add_argument("file", metavar="FILE", help="machine file (YAML) to validate")
+    parser.add_argument("file", metavar="FILE",
+                        help="machine file, experiment file or measurement manifest (YAML); "
+                        "- reads standard input")
 
 
 def main(args: argparse.Namespace) -> int:
-    """Check the file with the first kind that recognises it."""
+    """Read the file once and check it with the first kind that recognises it."""
     source = str(args.file)
-    data = read_yaml(Path(source))
+    if source == STDIN:
+        source = STDIN_SOURCE
+        data = parse_yaml(sys.stdin.read(), source)
+    else:
+        data = read_yaml(Path(source))
     if not isinstance(data, Mapping):
         raise ConfigError("", "the top level must be a mapping", source)
     for kind in CONFIG_KINDS:
         if kind.matches(data):
-            print(f"ok: {kind.check(source)}")
+            print(f"ok: {kind.check(source, data)}")
             return EXIT_OK
-    known = "; ".join(f"a {kind.name} file has {kind.recognised_by}" for kind in CONFIG_KINDS)
+    known = "; ".join(f"{_article(kind.name)} {kind.name} file has {kind.recognised_by}"
+                      for kind in CONFIG_KINDS)
     raise ConfigError("", f"not a recognised configuration file ({known})", source)
 
 
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
+def _has_any(data: Mapping[str, object], keys: tuple[str, ...]) -> bool:
+    return any(key in keys for key in data)
+
+
 def is_machine(data: Mapping[str, object]) -> bool:
-    """Whether a parsed file looks like a machine file."""
-    return "topology" in data
+    """Whether a parsed file looks like a machine file (a key only machine files have)."""
+    return _has_any(data, MACHINE_KEYS)
 
 
-def check_machine(source: str) -> str:
+def check_machine(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate a machine file; a one-line summary."""
-    data = expect_mapping("", read_yaml(Path(source)))
-    return machine_summary(machine_from_dict(data, source=source))
+    document = expect_mapping("", read_yaml(Path(source)) if data is None else data)
+    return machine_summary(machine_from_dict(document, source=source))
 
 
 def machine_summary(config: MachineConfig) -> str:
@@ -93,40 +116,50 @@ def _count(value: int, unit: str) -> str:
 
 
 def is_manifest(data: Mapping[str, object]) -> bool:
-    """Whether a parsed file looks like a measurement manifest."""
-    return "datasets" in data
+    """Whether a parsed file looks like a measurement manifest (a key only manifests have)."""
+    return _has_any(data, MANIFEST_KEYS)
 
 
-def check_manifest(source: str) -> str:
+def check_manifest(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate a measurement manifest and every file it names; a one-line summary."""
-    manifest = load_manifest(source)
+    manifest = load_manifest(source, data)
     rows = sum(len(dataset.table()) for dataset in manifest.datasets.values())
     return f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points"
 
 
+_EXPERIMENT_ONLY_KEYS = tuple(key for key in EXPERIMENT_KEYS if key not in ("name", "description"))
+
+
 def is_experiment(data: Mapping[str, object]) -> bool:
-    """Whether a parsed file looks like an experiment file."""
-    return bool(data) and all(key in EXPERIMENT_KEYS for key in data)
+    """Whether a parsed file looks like an experiment file (a key other than name, description)."""
+    return _has_any(data, _EXPERIMENT_ONLY_KEYS)
 
 
-def check_experiment(source: str) -> str:
-    """Validate an experiment file completely without running it; a one-line summary."""
-    document, path = load_document(source)
-    experiment = experiment_from_document(document, path, default_name=Path(path).stem)
-    model = experiment.validate()
-    model.resolve_options(experiment.options, path)
-    machine = experiment.machine_config()
-    if experiment.measurements is not None:
-        measurements_for(experiment.measurements)
+def check_experiment(source: str, data: Mapping[str, object] | None = None) -> str:
+    """Validate an experiment file completely without running it; a one-line summary.
+
+    Its measurements are checked by :meth:`~simulator.study.experiment.Experiment.validate`.
+    """
+    document, path = load_document(source, data)
+    name = "stdin" if path == STDIN_SOURCE else Path(path).stem
+    experiment = experiment_from_document(document, path, default_name=name)
+    try:
+        model = experiment.validate()
+        model.resolve_options(experiment.options, path)
+        machine = experiment.machine_config()
+    except ConfigError as exc:
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.key, exc.message, path) from None
     points = len(experiment.grid())
     return (f"experiment {experiment.name}: {points} points "
             f"({', '.join(experiment.algorithms)}) on {machine.name}")
 
 
 CONFIG_KINDS = (
-    ConfigKind(name="machine", recognised_by="a 'topology' key", matches=is_machine,
-               check=check_machine),
-    ConfigKind(name="measurement manifest", recognised_by="a 'datasets' key",
+    ConfigKind(name="machine", recognised_by="machine keys such as 'topology' or 'caches'",
+               matches=is_machine, check=check_machine),
+    ConfigKind(name="measurement manifest", recognised_by="manifest keys such as 'datasets'",
                matches=is_manifest, check=check_manifest),
     ConfigKind(name="experiment",
                recognised_by="experiment keys such as 'algorithms' or 'extends'",

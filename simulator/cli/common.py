@@ -1,8 +1,9 @@
-"""What every command shares: exit codes, progress messages on stderr, the ``--jobs`` check."""
+"""What every command shares: exit codes, progress messages, the ``--jobs`` and ``--out`` checks."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from simulator.errors import ConfigError
 
@@ -27,3 +28,22 @@ def checked_jobs(jobs: int | None) -> int | None:
     if jobs is not None and jobs < 1:
         raise ConfigError("--jobs", f"must be at least 1, got {jobs}")
     return jobs
+
+
+def writable_directory(directory: Path, flag: str) -> Path:
+    """``directory``, created if needed, after checking that a file can be written into it.
+
+    Raises:
+        ConfigError: naming ``flag``: the path is a file, or the directory cannot be created or
+            written (read-only, no permission, no space).
+    """
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(flag, f"{directory} exists and is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".snapsim-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(flag, f"cannot write to {directory}: {exc.strerror or exc}") from None
+    return directory

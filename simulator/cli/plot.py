@@ -1,4 +1,8 @@
-"""``snapsim plot DIR``: draw the plots of a run's output directory again from its tables."""
+"""``snapsim plot DIR``: draw the plots of a run's output directory again from its tables.
+
+A directory the plots cannot be written into (read-only, no space) is bad input: one line, exit 2,
+and the plots already there are left as they were (each is written atomically).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
-from simulator.cli.common import EXIT_OK, log
+from simulator.cli.common import EXIT_OK, log, writable_directory
 from simulator.config.yaml_io import read_yaml
+from simulator.errors import ConfigError
 from simulator.study.measurements import measurements_for
 from simulator.study.outputs import read_curve, write_plots
 
@@ -21,12 +26,17 @@ def main(args: argparse.Namespace) -> int:
     """Draw the plots again from ``DIR/curve.csv`` (measurements overlaid if the run named any)."""
     directory = Path(args.directory)
     curve = read_curve(directory)
+    writable_directory(directory, "DIR")
     measured = None
     config = directory / "config.resolved.yaml"
     if config.exists():
         data = read_yaml(config)
         if isinstance(data, Mapping) and data.get("measurements"):
             measured = measurements_for(str(data["measurements"]))
-    written = write_plots(curve, directory, measured)
+    try:
+        written = write_plots(curve, directory, measured)
+    except OSError as exc:
+        raise ConfigError("DIR", f"cannot write the plots into {directory}: "
+                          f"{exc.strerror or exc}") from None
     log(f"wrote {', '.join(str(path) for path in written) or 'no plot (no successful point)'}")
     return EXIT_OK

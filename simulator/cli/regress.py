@@ -3,7 +3,9 @@
 A baseline is any output directory of ``snapsim run`` (or a committed copy of its
 ``experiment.yaml`` and ``curve.csv``), plus an optional ``tolerances.yaml`` (see
 :mod:`simulator.study.regress`). ``--set`` applies overrides as in ``snapsim run``. When a
-value moved beyond its tolerance, the command prints a table of what moved and exits 1.
+value moved beyond its tolerance, or a compared column is missing on either side, the command
+prints a table of what moved and exits 1; a baseline or tolerance file it cannot use is bad input
+(exit 2), reported before anything runs.
 ``--update`` writes the new curve (and the overridden experiment) as the baseline.
 """
 
@@ -13,10 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from simulator.analysis.tables import format_table
-from simulator.cli.common import EXIT_FAILED, EXIT_OK
+from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs
 from simulator.errors import ConfigError
 from simulator.study.experiment import run
 from simulator.study.experiment_file import (
@@ -25,7 +25,7 @@ from simulator.study.experiment_file import (
     experiment_from_document,
     load_document,
 )
-from simulator.study.regress import compare, load_tolerances
+from simulator.study.regress import compare, load_baseline, load_tolerances
 from simulator.study.store import atomic_path
 
 
@@ -48,14 +48,17 @@ def main(args: argparse.Namespace) -> int:
     if not experiment_path.exists():
         raise ConfigError("BASELINE_DIR", f"{experiment_path} does not exist "
                           "(a baseline is the output directory of snapsim run)")
-    tolerances = load_tolerances(directory)
+    if args.update:
+        load_tolerances(directory)  # the file is checked; the curve is about to be replaced
+    elif not curve_path.exists():
+        raise ConfigError("BASELINE_DIR", f"{curve_path} does not exist; create it with --update")
+    else:
+        baseline, tolerances = load_baseline(directory)
     document, source = load_document(str(experiment_path))
     document = apply_overrides(document, args.set)
     experiment = experiment_from_document(document, source,
                                           default_name=directory.name)
-    if not args.update and not curve_path.exists():
-        raise ConfigError("BASELINE_DIR", f"{curve_path} does not exist; create it with --update")
-    result = run(experiment, jobs=args.jobs)
+    result = run(experiment, jobs=checked_jobs(args.jobs) or 1)
     if args.update:
         with atomic_path(curve_path) as tmp:
             result.curve.to_csv(tmp, index=False)
@@ -64,7 +67,6 @@ def main(args: argparse.Namespace) -> int:
                 tmp.write_text(dump_yaml(document), encoding="utf-8")
         print(f"updated the baseline {directory}/ ({len(result.curve)} points)")
         return EXIT_OK
-    baseline = pd.read_csv(curve_path)
     moved = compare(baseline, result.curve, tolerances)
     if moved.empty:
         print(f"ok: {len(baseline)} points of {directory}/ within tolerance "

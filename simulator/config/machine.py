@@ -329,6 +329,13 @@ class MachineConfig:
                     )
         if not self.l1d.latency_ns <= self.l2.latency_ns <= self.l3.latency_ns:
             raise _fail("caches", "latencies must not decrease from l1d to l2 to l3")
+        if self.l1d.size_bytes > self.l2.size_bytes:
+            raise _fail("caches.l1d.size", f"{self.l1d.size_bytes} bytes is larger than "
+                        f"caches.l2.size ({self.l2.size_bytes} bytes): the L2 includes the L1")
+        if self.l3_inclusion is L3Inclusion.INCLUSIVE and self.l3.size_bytes < self.l2.size_bytes:
+            raise _fail("caches.l3.size", f"{self.l3.size_bytes} bytes is smaller than one core's "
+                        f"caches.l2.size ({self.l2.size_bytes} bytes), which an inclusive L3 "
+                        "(coherence.l3_inclusion) must hold")
         self._check_latency_coverage(n_domains)
 
     def _check_latency_coverage(self, n_domains: int) -> None:

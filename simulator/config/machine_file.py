@@ -65,6 +65,7 @@ from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
 __all__ = [
+    "MACHINE_KEYS",
     "load_machine",
     "machine_from_dict",
     "machines_dir",
@@ -76,6 +77,8 @@ _E = TypeVar("_E", bound=StrEnum)
 
 _TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology", "coherence",
              "caches", "memory", "latency", "mlp", "scheduler")
+MACHINE_KEYS = tuple(key for key in _TOP_KEYS if key not in ("name", "description"))
+"""Top-level keys found only in a machine file."""
 _TOPOLOGY_KEYS = ("sockets", "domains_per_socket", "cores_per_domain", "threads_per_core")
 _CACHE_LEVELS = ("l1d", "l2", "l3")
 _CACHE_KEYS = ("size", "ways", "latency")

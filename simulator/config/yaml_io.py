@@ -2,10 +2,15 @@
 
 A malformed document is reported with its line and column, and a mapping key given twice is an
 error naming its dotted path (the YAML safe loader would silently keep the last one).
+
+Numbers follow YAML 1.2 as well as 1.1: ``1e-9``, ``1e6`` and ``2.5E3`` are numbers (PyYAML's
+YAML 1.1 resolver reads a float without a dot or an exponent without a sign as a string).
+Everything else resolves as the safe loader resolves it.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -14,7 +19,18 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from simulator.config.values import join_key
 from simulator.errors import ConfigError
 
-__all__ = ["parse_yaml", "read_yaml"]
+__all__ = ["Loader", "parse_yaml", "read_yaml"]
+
+_YAML12_FLOAT = re.compile(r"""^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$""")
+"""Floats with an exponent that YAML 1.1 misses: ``1e6``, ``1e-9``, ``2.5E3``, ``.5e2``."""
+
+
+class Loader(yaml.SafeLoader):
+    """The safe loader, resolving YAML 1.2 exponent floats (``1e-9``) as numbers."""
+
+
+Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT,
+                             list("-+0123456789."))
 
 
 def read_yaml(path: str | Path) -> object:
@@ -42,10 +58,10 @@ def parse_yaml(text: str, source: str | None = None) -> object:
         ConfigError: malformed YAML (naming line and column) or a duplicate key (naming its path).
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=Loader)
         if node is not None:
             _reject_duplicate_keys(node, "", set())
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=Loader)
     except yaml.MarkedYAMLError as exc:
         raise ConfigError("", _describe_yaml_error(exc), source) from exc
     except yaml.YAMLError as exc:

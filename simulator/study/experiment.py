@@ -182,6 +182,8 @@ class Experiment:
                 self.single_client_tps > 0 and math.isfinite(self.single_client_tps)):
             raise ConfigError("single_client_tps",
                               f"must be positive, got {self.single_client_tps}")
+        if self.measurements is not None:  # a misspelt dataset is found before any work
+            measurements_for(self.measurements)
         return model
 
 

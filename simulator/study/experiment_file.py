@@ -79,17 +79,23 @@ def _resolve_path(name_or_path: str, relative_to: Path | None) -> Path:
                       f"(shipped: {', '.join(shipped_experiments()) or 'none'})")
 
 
-def load_document(name_or_path: str) -> tuple[dict[str, object], str]:
+def load_document(name_or_path: str, data: object = None) -> tuple[dict[str, object], str]:
     """Read an experiment file with its ``extends`` chain merged; return it and its path.
+
+    ``data``: the file's contents already parsed (a stream such as standard input, which can be
+    read only once); ``name_or_path`` then only names it and is the base of its relative paths.
 
     Raises:
         ConfigError: missing or malformed file, an unknown key, a cycle of ``extends``.
     """
+    if data is not None:
+        path = Path(name_or_path)
+        return _load(path, [], data), str(path)
     path = _resolve_path(name_or_path, None)
     return _load(path, []), str(path)
 
 
-def _load(path: Path, chain: list[Path]) -> dict[str, object]:
+def _load(path: Path, chain: list[Path], data: object = None) -> dict[str, object]:
     source = str(path)
     resolved = path.resolve()
     if resolved in chain:
@@ -97,7 +103,8 @@ def _load(path: Path, chain: list[Path]) -> dict[str, object]:
                           + " -> ".join(p.name for p in [*chain, resolved]) + ")", source)
     if len(chain) >= MAX_EXTENDS_DEPTH:
         raise ConfigError("extends", f"more than {MAX_EXTENDS_DEPTH} levels of extends", source)
-    data = read_yaml(path)
+    if data is None:
+        data = read_yaml(path)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

@@ -8,13 +8,22 @@ column is which algorithm. :meth:`Dataset.table` turns a dataset into tidy rows
 measured_tps``. A manifest may also fix, per machine, the measured point that gives its
 single-client TPS (the one optional per-machine calibration), and error thresholds.
 
+A series is ``column: algorithm`` or, to mark a known gap of the model, ``column: {algorithm:
+pre14, expected: fail, reason: "..."}``: ``snapsim validate`` reports such a series as an
+expected failure (not failing its exit code) while it fails, and as an unexpected pass (failing
+the exit code, so that the mark is removed) once it passes.
+
+Every measured value is checked when a dataset is read: a TPS that is blank, not a number or not
+positive, a client count that is not an integer >= 1 (idle: >= 0), and a point measured twice in
+one series are errors naming the file, the CSV line and the column.
+
 Nothing here knows what the algorithms mean; names are checked by whoever runs the points.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -34,11 +43,16 @@ from simulator.errors import ConfigError
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                     "clients", "idle_clients", "measured_tps")
 _TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets")
+MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets")
+"""Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
+_SERIES_KEYS = ("algorithm", "expected", "reason")
+EXPECTED = ("pass", "fail")
+"""Values of a series' ``expected``: ``fail`` marks a known gap of the model."""
 
 
 def shipped_manifest_path() -> Path:
@@ -59,37 +73,79 @@ class Dataset:
     clients: str | int
     idle_clients: str | int
     series: Mapping[str, str]
+    """TPS column → algorithm."""
+    known_gaps: Mapping[str, str] = field(default_factory=dict)
+    """TPS column → why the model is expected to fail it (``expected: fail``)."""
 
     def table(self) -> pd.DataFrame:
         """Tidy measured rows (:data:`MEASURED_COLUMNS`), one per CSV row and series.
 
         Raises:
-            ConfigError: the file is missing or lacks a column the manifest names.
+            ConfigError: the file is missing, unreadable or empty, lacks a column the manifest
+                names, or holds a bad value or a point measured twice (naming line and column).
         """
         try:
-            raw = pd.read_csv(self.path)
+            raw = pd.read_csv(self.path, dtype=str, keep_default_na=False)
         except FileNotFoundError:
             raise ConfigError(f"datasets.{self.name}.file", f"no such file: {self.path}") from None
-        except (OSError, ValueError) as exc:
+        except pd.errors.EmptyDataError:
+            raise ConfigError("", "is empty", str(self.path)) from None
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ConfigError(f"datasets.{self.name}.file",
-                              f"cannot read {self.path}: {exc}") from None
+                              f"cannot read {self.path}: {message}") from None
+        if raw.empty:
+            raise ConfigError("", "has no measurements", str(self.path))
+        clients = self._counts(raw, self.clients, "clients", minimum=1)
+        idle_clients = self._counts(raw, self.idle_clients, "idle_clients", minimum=0)
         frames = []
         for column, algorithm in self.series.items():
             frame = pd.DataFrame({
                 "dataset": self.name, "series": column, "algorithm": algorithm,
                 "machine": self.machine, "workload": self.workload, "idle_kind": self.idle_kind,
-                "clients": self._values(raw, self.clients, "clients"),
-                "idle_clients": self._values(raw, self.idle_clients, "idle_clients"),
-                "measured_tps": self._column(raw, column, "series").astype(float),
+                "clients": clients, "idle_clients": idle_clients,
+                "measured_tps": self._tps(raw, column),
             })
+            self._reject_duplicates(frame, column)
             frames.append(frame)
         table = pd.concat(frames, ignore_index=True)
         return table[list(MEASURED_COLUMNS)]
 
-    def _values(self, raw: pd.DataFrame, spec: str | int, key: str) -> pd.Series:
+    def _counts(self, raw: pd.DataFrame, spec: str | int, key: str, minimum: int) -> pd.Series:
         if isinstance(spec, int):
             return pd.Series([spec] * len(raw), dtype="int64")
-        return self._column(raw, spec, key).astype("int64")
+        texts = self._column(raw, spec, key)
+        numbers = pd.to_numeric(texts.str.strip(), errors="coerce")
+        bad = ~(numbers >= minimum) | (numbers != numbers.round())
+        self._reject(bad, texts, spec, f"expected an integer >= {minimum}")
+        return numbers.astype("int64")
+
+    def _tps(self, raw: pd.DataFrame, column: str) -> pd.Series:
+        texts = self._column(raw, column, "series")
+        numbers = pd.to_numeric(texts.str.strip(), errors="coerce")
+        self._reject(~(numbers > 0) | ~numbers.abs().lt(float("inf")), texts, column,
+                     "expected a positive number of transactions per second")
+        return numbers.astype(float)
+
+    def _reject(self, bad: pd.Series, texts: pd.Series, column: str, expected: str) -> None:
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            value = texts.iloc[row]
+            got = repr(value) if value.strip() else "a blank cell"
+            raise ConfigError("", f"line {row + 2}, column {column}: {expected}, got {got}",
+                              str(self.path))
+
+    def _reject_duplicates(self, frame: pd.DataFrame, column: str) -> None:
+        duplicated = frame.duplicated(["clients", "idle_clients"], keep=False)
+        if duplicated.any():
+            rows = duplicated.to_numpy().nonzero()[0]
+            first = frame.iloc[rows[0]]
+            same = rows[(frame["clients"].iloc[rows] == first["clients"]).to_numpy()
+                        & (frame["idle_clients"].iloc[rows] == first["idle_clients"]).to_numpy()]
+            values = ", ".join(f"{frame['measured_tps'].iloc[r]:g} (line {r + 2})" for r in same)
+            raise ConfigError("", f"column {column}: the point of {first['clients']} clients and "
+                              f"{first['idle_clients']} idle clients is measured more than "
+                              f"once: {values}", str(self.path))
 
     def _column(self, raw: pd.DataFrame, column: str, key: str) -> pd.Series:
         if column not in raw.columns:
@@ -148,8 +204,11 @@ class Manifest:
         return float(match["measured_tps"].iloc[0])
 
 
-def load_manifest(path: str | Path | None = None) -> Manifest:
+def load_manifest(path: str | Path | None = None, data: object = None) -> Manifest:
     """Read and validate a manifest (default: the shipped one).
+
+    ``data``: the file's contents already parsed (a stream, read once); ``path`` then only names
+    it and is the base of its relative paths.
 
     Raises:
         ConfigError: malformed YAML, an unknown or missing key, a bad value.
@@ -157,7 +216,7 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
     manifest_path = Path(path) if path is not None else shipped_manifest_path()
     source = str(manifest_path)
     try:
-        return _build(read_yaml(manifest_path), manifest_path)
+        return _build(read_yaml(manifest_path) if data is None else data, manifest_path)
     except ConfigError as exc:
         if exc.source is not None:
             raise
@@ -210,8 +269,26 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
     data = expect_mapping(key, value)
     check_keys(data, key, _DATASET_KEYS, optional=("description",))
     series = {}
-    for column, algorithm in expect_mapping(f"{key}.series", data["series"]).items():
-        series[str(column)] = expect_str(join_key(f"{key}.series", str(column)), algorithm)
+    known_gaps = {}
+    for column, value in expect_mapping(f"{key}.series", data["series"]).items():
+        entry_key = join_key(f"{key}.series", str(column))
+        if not isinstance(value, Mapping):
+            series[str(column)] = expect_str(entry_key, value)
+            continue
+        check_keys(value, entry_key, _SERIES_KEYS, optional=("expected", "reason"))
+        series[str(column)] = expect_str(f"{entry_key}.algorithm", value["algorithm"])
+        expected = expect_str(f"{entry_key}.expected", value.get("expected", "pass"))
+        if expected not in EXPECTED:
+            raise ConfigError(f"{entry_key}.expected",
+                              f"unknown value {expected!r} (choose one of: {', '.join(EXPECTED)})")
+        reason = expect_str(f"{entry_key}.reason", value.get("reason", "")).strip()
+        if expected == "fail":
+            if not reason:
+                raise ConfigError(f"{entry_key}.reason",
+                                  "required with expected: fail (why the model misses it)")
+            known_gaps[str(column)] = reason
+        elif reason:
+            raise ConfigError(f"{entry_key}.reason", "only a series with expected: fail has one")
     if not series:
         raise ConfigError(f"{key}.series", "must map at least one TPS column to an algorithm")
     return Dataset(
@@ -223,6 +300,7 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
         clients=_column_or_count(f"{key}.clients", data["clients"]),
         idle_clients=_column_or_count(f"{key}.idle_clients", data["idle_clients"]),
         series=series,
+        known_gaps=known_gaps,
     )
 
 

@@ -12,8 +12,13 @@ table::
     rel_error, calibration_point
 
 and :func:`summarise` gives, per dataset and series, the median and maximum absolute relative
-error against the manifest's thresholds; :func:`plot_validation` draws one predicted-vs-measured
-plot per dataset and a scatter of every point.
+error against the manifest's thresholds (:data:`SUMMARY_COLUMNS`); :func:`plot_validation` draws
+one predicted-vs-measured plot per dataset and a scatter of every point.
+
+A series the manifest marks ``expected: fail`` (a known gap of the model, with its ``reason``) is
+a gate like pytest's strict xfail: while it fails its outcome is ``expected fail`` and it does not
+fail :func:`gate_passes`; once it passes its outcome is ``unexpected pass`` and it does, so that
+the mark is removed.
 """
 
 from __future__ import annotations
@@ -40,6 +45,14 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 RUN_DEFAULTS = {"duration_ms": 5.0, "warmup_ms": 2.0, "seed": 0}
+SUMMARY_COLUMNS = ("dataset", "series", "algorithm", "points", "median_abs_rel_error",
+                   "max_abs_rel_error", "passed", "expected", "outcome", "reason")
+"""Columns of :func:`summarise`: ``passed`` (within both thresholds), ``expected`` (``pass`` or
+``fail``, from the manifest), ``outcome`` (one of :data:`OUTCOMES`) and ``reason`` (the manifest's
+reason of an expected failure, else empty)."""
+OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
+"""``outcome`` of a series: as expected (``pass``, ``expected fail``) or not (the other two)."""
+FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
                       "calibration_point", "error")
@@ -147,13 +160,24 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
         errors = scored["rel_error"].abs().fillna(np.inf)
         median = float(errors.median()) if len(errors) else float("nan")
         worst = float(errors.max()) if len(errors) else float("nan")
+        passed = bool(median <= manifest.median_abs_rel_error
+                      and worst <= manifest.max_abs_rel_error)
+        reason = manifest.dataset(str(dataset)).known_gaps.get(str(series), "")
+        expected = "fail" if reason else "pass"
+        outcome = {("pass", True): "pass", ("pass", False): "fail",
+                   ("fail", False): "expected fail", ("fail", True): "unexpected pass"}
         rows.append({
             "dataset": dataset, "series": series, "algorithm": group["algorithm"].iloc[0],
             "points": len(scored), "median_abs_rel_error": median, "max_abs_rel_error": worst,
-            "passed": bool(median <= manifest.median_abs_rel_error
-                           and worst <= manifest.max_abs_rel_error),
+            "passed": passed, "expected": expected, "outcome": outcome[expected, passed],
+            "reason": reason,
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def gate_passes(summary: pd.DataFrame) -> bool:
+    """Whether every series came out as expected: no ``fail`` and no ``unexpected pass``."""
+    return not summary["outcome"].isin(FAILING_OUTCOMES).any()
 
 
 def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:

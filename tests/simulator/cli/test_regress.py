@@ -63,3 +63,24 @@ def test_a_directory_without_a_baseline_is_bad_input(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "experiment.yaml does not exist" in err[0]
+
+
+@pytest.mark.parametrize(("curve", "tolerances", "message"), [
+    ("", None, "curve.csv: is empty"),
+    ("garbage\x00\n", None, "curve.csv: has no points"),
+    (None, "tsp: {rel: 0.1}\n", "tolerances.yaml: tsp: unknown column"),
+])
+def test_an_unusable_baseline_or_tolerance_file_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], curve: str | None,
+        tolerances: str | None, message: str) -> None:
+    copy = tmp_path / "tiny"
+    shutil.copytree(BASELINE, copy)
+    if curve is not None:
+        (copy / "curve.csv").write_text(curve, encoding="utf-8")
+    if tolerances is not None:
+        (copy / "tolerances.yaml").write_text(tolerances, encoding="utf-8")
+    assert main(["regress", str(copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("snapsim: error: ")
+    assert message in err[0]

@@ -67,11 +67,11 @@ def test_modified_victim_is_written_back_and_served_dirty_from_l3() -> None:
 
 @pytest.mark.parametrize("implementation", ["compiled", "reference"])
 def test_inclusive_l3_eviction_back_invalidates_private_copies(implementation: str) -> None:
-    config = toy_machine(inclusion=L3Inclusion.INCLUSIVE, l3=(4, 2), l2=(8, 4))
+    config = toy_machine(inclusion=L3Inclusion.INCLUSIVE, l3=(8, 4), l2=(8, 4))
     machine = Machine(config, [0], implementation=implementation)  # type: ignore[arg-type]
     machine.access(0, 0, Op.LOAD)
     assert machine.canonical_state()["holders"][0] == [0]  # type: ignore[index]
-    machine.pollute(0, private_bytes=0, l3_bytes=4 * 2 * 64 * 2)
+    machine.pollute(0, private_bytes=0, l3_bytes=8 * 4 * 64 * 2)
     assert machine.canonical_state()["holders"][0] == []  # type: ignore[index]
     assert machine.access(0, 0, Op.LOAD).access_class == AccessClass.DRAM_LOCAL
     machine.check_invariants()

@@ -1,0 +1,119 @@
+"""Measurement files and manifests: every value checked, known gaps marked with their reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulator.errors import ConfigError
+from simulator.study.measurements import load_manifest
+from simulator.study.validate import SUMMARY_COLUMNS, gate_passes, summarise
+from tests.simulator.study.test_validate import CSV, write_manifest
+
+
+def with_csv(tmp_path: Path, text: str) -> Path:
+    path = write_manifest(tmp_path)
+    (tmp_path / "m.csv").write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("csv", "message"), [
+    (CSV.replace("31088", "n/a"),
+     "line 3, column tps_pre14: expected a positive number of transactions per second, "
+     "got 'n/a'"),
+    (CSV.replace("31088", "-31088"), "line 3, column tps_pre14: expected a positive number"),
+    (CSV.replace("31088", "0"), "line 3, column tps_pre14: expected a positive number"),
+    (CSV.replace(",31088,", ",,"), "line 3, column tps_pre14: expected a positive number of "
+     "transactions per second, got a blank cell"),
+    (CSV.replace("33279", "inf"), "line 3, column tps_post14: expected a positive number"),
+    (CSV.replace("200,1", "200,many"), "line 3, column active_connections: expected an "
+     "integer >= 1, got 'many'"),
+    (CSV.replace("200,1", "200,0"), "line 3, column active_connections: expected an integer >= 1"),
+    (CSV.replace("200,1", "-5,1"), "line 3, column idle_connections: expected an integer >= 0"),
+    (CSV.replace("200,1", "2.5,1"), "line 3, column idle_connections: expected an integer >= 0"),
+    (CSV + "200,1,29000,33279\n", "column tps_pre14: the point of 1 clients and 200 idle "
+     "clients is measured more than once: 31088 (line 3), 29000 (line 4)"),
+    (CSV.splitlines()[0] + "\n", "has no measurements"),
+    ("", "is empty"),
+])
+def test_a_bad_measurement_names_the_file_line_and_column(tmp_path: Path, csv: str,
+                                                           message: str) -> None:
+    manifest = load_manifest(with_csv(tmp_path, csv))
+    with pytest.raises(ConfigError) as info:
+        manifest.dataset("tiny").table()
+    assert str(info.value).startswith(f"{tmp_path / 'm.csv'}: ")
+    assert message in str(info.value)
+
+
+def test_measured_values_are_read_as_numbers(tmp_path: Path) -> None:
+    table = load_manifest(with_csv(tmp_path, CSV + " 400 , 1 , 30000.5 ,33000\n")
+                          ).dataset("tiny").table()
+    assert table["measured_tps"].tolist() == [33599, 31088, 30000.5, 33406, 33279, 33000]
+    assert table["idle_clients"].tolist() == [0, 200, 400] * 2
+    assert str(table["clients"].dtype) == "int64"
+
+
+GAP = "{algorithm: pre14, expected: fail, reason: the model misses it}"
+
+
+def test_a_series_can_be_marked_as_a_known_gap(tmp_path: Path) -> None:
+    path = write_manifest(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace("tps_pre14: pre14",
+                                                             f"tps_pre14: {GAP}"),
+                    encoding="utf-8")
+    dataset = load_manifest(path).dataset("tiny")
+    assert dataset.series == {"tps_pre14": "pre14", "tps_post14": "post14"}
+    assert dataset.known_gaps == {"tps_pre14": "the model misses it"}
+
+
+@pytest.mark.parametrize(("entry", "key", "message"), [
+    ("{algorithm: pre14, expected: fail}", "series.tps_pre14.reason", "required with expected"),
+    ("{algorithm: pre14, expected: xfail, reason: r}", "series.tps_pre14.expected",
+     "unknown value 'xfail' (choose one of: pass, fail)"),
+    ("{algorithm: pre14, reason: r}", "series.tps_pre14.reason", "only a series with expected"),
+    ("{expected: fail, reason: r}", "series.tps_pre14.algorithm", "missing required key"),
+    ("{algorithm: pre14, expect: fail}", "series.tps_pre14.expect", "unknown key"),
+])
+def test_a_bad_known_gap_names_its_key(tmp_path: Path, entry: str, key: str,
+                                       message: str) -> None:
+    path = write_manifest(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace("tps_pre14: pre14",
+                                                             f"tps_pre14: {entry}"),
+                    encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"manifest\.yaml") as info:
+        load_manifest(path)
+    assert f"datasets.tiny.{key}: {message}" in str(info.value)
+
+
+def errors_table(errors: dict[str, list[float]]) -> pd.DataFrame:
+    rows = [{"dataset": "tiny", "series": series, "algorithm": series.removeprefix("tps_"),
+             "rel_error": error, "calibration_point": False}
+            for series, values in errors.items() for error in values]
+    return pd.DataFrame(rows)
+
+
+def test_a_known_gap_is_reported_and_only_fails_the_gate_when_it_passes(
+        tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, thresholds="{median_abs_rel_error: 0.1, "
+                                               "max_abs_rel_error: 0.25}")
+    path.write_text(path.read_text(encoding="utf-8").replace("tps_pre14: pre14",
+                                                             f"tps_pre14: {GAP}"),
+                    encoding="utf-8")
+    manifest = load_manifest(path)
+    failing = summarise(errors_table({"tps_pre14": [0.5, 0.6], "tps_post14": [0.01, -0.02]}),
+                        manifest)
+    assert list(failing.columns) == list(SUMMARY_COLUMNS)
+    assert failing[["series", "passed", "expected", "outcome", "reason"]].values.tolist() == [
+        ["tps_pre14", False, "fail", "expected fail", "the model misses it"],
+        ["tps_post14", True, "pass", "pass", ""]]
+    assert gate_passes(failing)
+    fixed = summarise(errors_table({"tps_pre14": [0.01, 0.02], "tps_post14": [0.01, 0.02]}),
+                      manifest)
+    assert fixed["outcome"].tolist() == ["unexpected pass", "pass"]
+    assert not gate_passes(fixed)
+    broken = summarise(errors_table({"tps_pre14": [0.5, 0.6], "tps_post14": [0.3, 0.02]}),
+                       manifest)
+    assert broken["outcome"].tolist() == ["expected fail", "fail"]
+    assert not gate_passes(broken)
