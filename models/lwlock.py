@@ -29,10 +29,11 @@ from typing import Any
 
 import simpy
 
-from models.backend import Backend, Category
 from simulator.hardware.codes import Op
 from simulator.hardware.tracked import Access, Ops
 from simulator.runtime.engine import ProcessGenerator
+
+from .backend import Backend, Category
 
 WAKE_CYCLES = 2000
 """ASSUMPTION: cycles of a semaphore post (a futex wake system call) per woken waiter."""

@@ -29,10 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from simulator.config.units import parse_time_ns
 from simulator.config.values import check_keys, describe_kind, expect_int, join_key
 from simulator.errors import ConfigError
+
+from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "run_ahead")
 DEFAULT_BATCH = 1

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from models.options import parse_options, resolve_options
-from models.point import IDLE_KINDS, PointConfig, run_point
-from models.snapshots import ALGORITHMS
-from models.workloads import WORKLOADS
 from simulator.study.workload_model import PointOutput, PointSpec
+
+from .options import parse_options, resolve_options
+from .point import IDLE_KINDS, PointConfig, run_point
+from .snapshots import ALGORITHMS
+from .workloads import WORKLOADS
 
 
 class PostgresModel:

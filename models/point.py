@@ -27,12 +27,6 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from models.backend import CATEGORIES, Backend, Category
-from models.costs import PgCosts, load_costs
-from models.options import DEFAULT_ENTRIES_PER_CHUNK
-from models.population import Completed, Connection, Population, build_population
-from models.snapshots import ALGORITHMS
-from models.workloads import WORKLOADS, Context, Workload, workload
 from simulator.config.machine import MachineConfig
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
@@ -40,6 +34,13 @@ from simulator.hardware.machine import Implementation
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
 from simulator.runtime.scheduler import CpuScheduler, Task
+
+from .backend import CATEGORIES, Backend, Category
+from .costs import PgCosts, load_costs
+from .options import DEFAULT_ENTRIES_PER_CHUNK
+from .population import Completed, Connection, Population, build_population
+from .snapshots import ALGORITHMS
+from .workloads import WORKLOADS, Context, Workload, workload
 
 IDLE_KINDS = ("idle", "mostly-idle")
 START_SPREAD_NS = 50_000.0

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.backend import Backend, TxnRecord
-from models.costs import ScanCosts
-from models.procarray import ProcArray, SnapshotAlgorithm
-from models.shmem.build import build_shared_memory
-from models.shmem.memory import PgSharedMemory
-from models.snapshots import ALGORITHMS
 from simulator.config.machine import MachineConfig
 from simulator.hardware.machine import Implementation, Machine
 from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
+
+from .backend import Backend, TxnRecord
+from .costs import ScanCosts
+from .procarray import ProcArray, SnapshotAlgorithm
+from .shmem.build import build_shared_memory
+from .shmem.memory import PgSharedMemory
+from .snapshots import ALGORITHMS
 
 Completed = tuple[float, float, TxnRecord]
 """A completed transaction: its start and end time (ns) and the backend's accounting of it."""

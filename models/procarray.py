@@ -14,14 +14,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from models.backend import Backend, Category
-from models.costs import ScanCosts
-from models.lwlock import LockMode, LWLock
-from models.shmem.memory import PgSharedMemory, PinnedPage
 from simulator.hardware.codes import Op
 from simulator.hardware.layout import Region
 from simulator.hardware.tracked import Ops, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator
+
+from .backend import Backend, Category
+from .costs import ScanCosts
+from .lwlock import LockMode, LWLock
+from .shmem.memory import PgSharedMemory, PinnedPage
 
 FIRST_XID = 1000
 """The first xid handed out (any normal xid works; only identities matter)."""

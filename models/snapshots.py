@@ -31,13 +31,14 @@ from collections.abc import Sequence
 
 import simpy
 
-from models.backend import Backend, Category
-from models.lwlock import WAKE_CYCLES, LockMode
-from models.procarray import SnapshotAlgorithm
 from simulator.hardware.codes import Op
 from simulator.hardware.layout import Region
 from simulator.hardware.tracked import NO_OPS, Access, Ops, ScanPlan
 from simulator.runtime.engine import ProcessGenerator
+
+from .backend import Backend, Category
+from .lwlock import WAKE_CYCLES, LockMode
+from .procarray import SnapshotAlgorithm
 
 GET = Category.GET_SNAPSHOT
 

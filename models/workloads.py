@@ -28,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.backend import Backend, Category
-from models.costs import StatementCosts
-from models.procarray import SnapshotAlgorithm
 from simulator.runtime.engine import ProcessGenerator
+
+from .backend import Backend, Category
+from .costs import StatementCosts
+from .procarray import SnapshotAlgorithm
 
 Statement = Callable[["Context", Backend], ProcessGenerator]
 

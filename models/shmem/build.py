@@ -42,8 +42,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from models.shmem import structs as st
-from models.shmem.memory import (
+from simulator.errors import ConfigError
+from simulator.hardware.layout import Region, SharedMemory, Struct
+
+from . import structs as st
+from .memory import (
     LAYOUT_OF_VERSION,
     VERSIONS,
     Layout,
@@ -51,8 +54,6 @@ from models.shmem.memory import (
     PinnedPage,
     ProcCounts,
 )
-from simulator.errors import ConfigError
-from simulator.hardware.layout import Region, SharedMemory, Struct
 
 __all__ = ["build_shared_memory"]
 

@@ -1,7 +1,7 @@
 """A small typed byte-layout toolkit: structs, arrays of structs, a sequential allocator.
 
 Nothing here knows about any particular program: a model describes its program's shared memory
-with it (the PostgreSQL model's is ``models.shmem.build``). The vocabulary:
+with it (the PostgreSQL model's is ``snapsim_models.shmem.build``). The vocabulary:
 
 * :class:`Struct`: a named record with a size and named fields ``(offset, size)``. Fields may nest
   (``"content_lock"`` and ``"content_lock.state"``) but must not partially overlap.

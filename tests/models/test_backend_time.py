@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from models.backend import CATEGORIES, Backend, Category
 from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import N_CLASSES, Op, Out
 from simulator.hardware.machine import Machine
 from simulator.hardware.tracked import Access, Ops
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
+from snapsim_models.backend import CATEGORIES, Backend, Category
 
 GOLD = load_machine("gold5215-2s")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import simulator
-from models.options import DEFAULT_ENTRIES_PER_CHUNK
+from snapsim_models.options import DEFAULT_ENTRIES_PER_CHUNK
 
 TOLERANCE = 0.01
 IDLE = 5000

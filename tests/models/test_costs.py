@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from models.costs import (
+from simulator.errors import ConfigError
+from snapsim_models.costs import (
     DEFAULT_COSTS_FILE,
     PgCosts,
     ScanCosts,
@@ -16,7 +17,6 @@ from models.costs import (
     load_costs,
     read_costs_document,
 )
-from simulator.errors import ConfigError
 
 
 def document() -> dict[str, object]:

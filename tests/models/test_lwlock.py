@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.backend import Backend, Category
-from models.lwlock import LockMode, LWLock
 from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import AccessClass, Op
 from simulator.hardware.machine import Machine
 from simulator.hardware.tracked import Access, Ops
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
+from snapsim_models.backend import Backend, Category
+from snapsim_models.lwlock import LockMode, LWLock
 
 S, X = LockMode.SHARED, LockMode.EXCLUSIVE
 

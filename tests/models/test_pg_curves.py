@@ -18,8 +18,8 @@ from itertools import pairwise
 
 import pytest
 
-from models.point import PointConfig, run_point
 from simulator.config.machine_file import load_machine
+from snapsim_models.point import PointConfig, run_point
 
 pytestmark = pytest.mark.slow
 

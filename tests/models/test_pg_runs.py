@@ -18,10 +18,10 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from models.costs import load_costs
-from models.point import PointConfig, PointResult, run_point
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
+from snapsim_models.costs import load_costs
+from snapsim_models.point import PointConfig, PointResult, run_point
 
 GOLD: MachineConfig = load_machine("gold5215-2s")
 ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn")
@@ -212,7 +212,7 @@ def test_run_point_is_deterministic(algorithm: str, overrides: dict[str, object]
 def test_a_window_without_a_completed_transaction_is_an_error_not_zero_tps() -> None:
     """20 clients on 40 threads cannot finish a ~30 us transaction in a 5 us window after no
     warm-up: the point must fail with a message naming the fix, not report 0 TPS."""
-    from models.point import NoTransactionError
+    from snapsim_models.point import NoTransactionError
 
     with pytest.raises(NoTransactionError, match="increase duration_ms and warmup_ms"):
         point("pre14", clients=20, duration_ns=5e3, warmup_ns=0.0)
@@ -352,7 +352,7 @@ def test_a_finished_point_leaves_no_garbage_for_the_cyclic_collector(
 
 
 def test_a_failed_point_is_torn_down_too() -> None:
-    from models.point import NoTransactionError
+    from snapsim_models.point import NoTransactionError
 
     def failing() -> None:
         with pytest.raises(NoTransactionError):

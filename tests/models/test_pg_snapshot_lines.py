@@ -32,14 +32,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pytest
 
-from models.backend import Backend, Category
-from models.costs import PgCosts, load_costs
-from models.lwlock import LockMode
-from models.procarray import ProcArray, SnapshotAlgorithm
-from models.shmem.build import build_shared_memory
-from models.shmem.memory import PgSharedMemory
-from models.snapshots import ALGORITHMS
-from models.workloads import Context, Statement, workload
 from simulator.config.machine import LINE_BYTES, MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import Op
@@ -50,6 +42,14 @@ from simulator.hardware.topology import Topology
 from simulator.hardware.tracked import Ops, ScanPlan, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler, Task
+from snapsim_models.backend import Backend, Category
+from snapsim_models.costs import PgCosts, load_costs
+from snapsim_models.lwlock import LockMode
+from snapsim_models.procarray import ProcArray, SnapshotAlgorithm
+from snapsim_models.shmem.build import build_shared_memory
+from snapsim_models.shmem.memory import PgSharedMemory
+from snapsim_models.snapshots import ALGORITHMS
+from snapsim_models.workloads import Context, Statement, workload
 
 GOLD: MachineConfig = load_machine("gold5215-2s")
 COSTS: PgCosts = load_costs()

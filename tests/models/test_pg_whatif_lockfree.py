@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from models.backend import Backend, Category
-from models.point import PointConfig, run_point
-from models.snapshots import BARRIER_CYCLES
 from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import ProcessGenerator
+from snapsim_models.backend import Backend, Category
+from snapsim_models.point import PointConfig, run_point
+from snapsim_models.snapshots import BARRIER_CYCLES
 from tests.models.test_pg_snapshot_lines import (
     CONNECTIONS,
     _select_only_transaction,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from models.point import PointConfig, run_point
-from models.workloads import workload
 from simulator.config.machine_file import load_machine
+from snapsim_models.point import PointConfig, run_point
+from snapsim_models.workloads import workload
 
 GOLD = load_machine("gold5215-2s")
 

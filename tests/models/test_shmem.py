@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from models.shmem import structs as st
-from models.shmem.build import build_shared_memory
-from models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMemory, ProcCounts
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Struct
+from snapsim_models.shmem import structs as st
+from snapsim_models.shmem.build import build_shared_memory
+from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMemory, ProcCounts
 
 M = 100  # max_connections of most tests
 

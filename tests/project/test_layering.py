@@ -2,14 +2,20 @@
 
 ``simulator`` is a generic machine in floors (``errors``, ``types`` and ``version``, then
 ``config``, ``hardware``, ``runtime`` and ``analysis``, ``study``, ``cli``); a module imports from
-its own subpackage or a lower floor. ``models`` (PostgreSQL) stands on the machine and never on
-the command line, and nothing in ``simulator`` imports ``models``. Imports inside functions count
-like any other.
+its own subpackage or a lower floor. The PostgreSQL model, the folder ``models/`` installed as
+``snapsim_models``, stands on the machine and never on the command line, and nothing in
+``simulator`` imports it. Imports inside functions count like any other, and relative imports
+count as the modules they name.
+
+No code of the project imports a top-level ``models``: that name belongs to the user (a
+``models.py`` in the working directory), and the folder imported under it would be a second copy
+of ``snapsim_models``.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -30,12 +36,19 @@ FLOORS = {
 }
 """Floor of each part of ``simulator``: the longest matching prefix of a module's name."""
 
+FOLDER_OF_MODELS = "models"
+MODELS = "snapsim_models"
+"""Import name of the folder ``models/`` (the package is installed under it, see ``setup.py``)."""
+
 MODELS_MAY_IMPORT = ("simulator.errors", "simulator.types", "simulator.config",
                      "simulator.hardware", "simulator.runtime", "simulator.study.workload_model")
 
 
 def module_name(path: Path) -> str:
+    """The name ``path`` is imported under (files in ``models/`` as ``snapsim_models``)."""
     parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    if parts[0] == FOLDER_OF_MODELS:
+        parts[0] = MODELS
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -43,22 +56,38 @@ def module_name(path: Path) -> str:
 
 def project_modules() -> dict[str, Path]:
     return {module_name(path): path
-            for package in ("simulator", "models")
-            for path in sorted((REPO_ROOT / package).rglob("*.py"))}
+            for folder in ("simulator", FOLDER_OF_MODELS)
+            for path in sorted((REPO_ROOT / folder).rglob("*.py"))}
+
+
+def absolute_module(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The absolute name of the module ``node`` imports from, inside module ``importer``."""
+    if node.level == 0:
+        return node.module or ""
+    package = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = package[:len(package) - node.level + 1]
+    assert len(base) >= 1, f"{importer}: relative import beyond the top-level package"
+    return ".".join([*base, node.module] if node.module else base)
 
 
 def imported_modules(path: Path, known: set[str] | None = None) -> set[str]:
-    """Every module ``path`` imports, at any depth; ``from pkg import mod`` names ``pkg.mod``."""
+    """Every module ``path`` imports, at any depth; ``from pkg import mod`` names ``pkg.mod``.
+
+    Relative imports are resolved against the name ``path`` is imported under.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    importer = module_name(path)
+    is_package = path.name == "__init__.py"
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            module = absolute_module(node, importer, is_package)
+            names.add(module)
             if known is not None:
-                names.update(f"{node.module}.{alias.name}" for alias in node.names
-                             if f"{node.module}.{alias.name}" in known)
+                names.update(f"{module}.{alias.name}" for alias in node.names
+                             if f"{module}.{alias.name}" in known)
     return names
 
 
@@ -74,10 +103,59 @@ def import_graph() -> dict[str, set[str]]:
             for name, path in modules.items()}
 
 
+def names_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
 def test_simulator_does_not_import_models() -> None:
     offenders = sorted(name for name, targets in import_graph().items()
                        if name.startswith("simulator")
-                       and any(t == "models" or t.startswith("models.") for t in targets))
+                       and any(names_package(t, MODELS) for t in targets))
+    assert offenders == []
+
+
+def python_sources() -> dict[str, str]:
+    """Every piece of Python of the repository, by where it is: modules, scripts, notebook cells."""
+    sources = {str(path.relative_to(REPO_ROOT)): path.read_text(encoding="utf-8")
+               for folder in ("simulator", FOLDER_OF_MODELS, "tests", "docs", "notebooks")
+               for path in sorted((REPO_ROOT / folder).rglob("*.py"))}
+    sources["setup.py"] = (REPO_ROOT / "setup.py").read_text(encoding="utf-8")
+    for notebook in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        for index, cell in enumerate(cells):
+            if cell["cell_type"] == "code":
+                sources[f"{notebook.relative_to(REPO_ROOT)}[{index}]"] = "".join(cell["source"])
+    return sources
+
+
+def top_level_imports(source: str) -> set[str]:
+    """The top-level package of every absolute import in ``source``, at any depth."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_nothing_imports_a_top_level_models() -> None:
+    """``models`` is the user's name; the PostgreSQL package is imported as ``snapsim_models``."""
+    sources = python_sources()
+    assert "tests/models/test_pg_runs.py" in sources
+    assert any(name.startswith("notebooks/") for name in sources)
+    offenders = sorted(where for where, source in sources.items()
+                       if FOLDER_OF_MODELS in top_level_imports(source))
+    assert offenders == []
+
+
+def test_the_model_imports_itself_relatively() -> None:
+    """Inside ``models/`` every import of the package is relative, so it works under any name."""
+    offenders = sorted(f"{name}: {node.module}"
+                       for name, path in project_modules().items() if names_package(name, MODELS)
+                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                       if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                       and node.module.split(".")[0] in (MODELS, FOLDER_OF_MODELS))
     assert offenders == []
 
 
@@ -98,7 +176,7 @@ def test_each_floor_imports_only_from_itself_or_below() -> None:
 
 def test_models_stand_on_the_machine_not_on_the_commands() -> None:
     offenders = [f"{name} -> {target}"
-                 for name, targets in import_graph().items() if name.startswith("models")
+                 for name, targets in import_graph().items() if names_package(name, MODELS)
                  for target in targets
                  if target.startswith("simulator")
                  and not any(target == allowed or target.startswith(allowed + ".")
@@ -150,4 +228,9 @@ def test_the_checks_see_imports_at_any_depth() -> None:
     graph = import_graph()
     assert "simulator.hardware.machine" in graph["simulator.study.bench"]
     assert "simulator.analysis.plotting" in graph["simulator.study.outputs"]
+    # relative imports of the model: ``from .backend import``, ``from . import structs``
+    assert "snapsim_models.backend" in graph["snapsim_models.point"]
+    assert "snapsim_models.shmem.structs" in graph["snapsim_models.shmem.build"]
+    assert "snapsim_models.shmem.build" in graph["snapsim_models.population"]
+    assert "simulator.study.workload_model" in graph["snapsim_models.plugin"]
     assert part_of("simulator.hardware.coherence.kernel") == "simulator.hardware"

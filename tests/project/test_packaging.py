@@ -2,9 +2,10 @@
 
 The wheel is built with ``pip wheel`` from a copy of the files a source distribution holds, so
 stale ``build/`` output of the checkout cannot leak into it. Its file list must hold every module
-of ``simulator`` and ``models``, the ``py.typed`` marker and every shipped machine, experiment,
-measurement and cost file (as ``simulator/_configs/...``). The unpacked wheel, with the checkout
-off the path, must then find its own copy of ``configs/`` and list the shipped machines.
+of ``simulator`` and of ``models/`` (as ``snapsim_models``, its import name, which the
+``snapsim.models`` entry point names), the ``py.typed`` marker and every shipped machine,
+experiment, measurement and cost file (as ``simulator/_configs/...``). The unpacked wheel, with the
+checkout off the path, must then find its own copy of ``configs/`` and list the shipped machines.
 """
 
 from __future__ import annotations
@@ -67,16 +68,17 @@ def test_wheel_carries_every_shipped_config_file(wheel_files: set[str]) -> None:
 
 def test_wheel_carries_every_module_and_the_typed_marker(wheel_files: set[str]) -> None:
     modules = {f"{package}/{path.as_posix()}"
-               for package in ("simulator", "models")
-               for path in _repo_files(package, "*.py")}
+               for folder, package in (("simulator", "simulator"), ("models", "snapsim_models"))
+               for path in _repo_files(folder, "*.py")}
     assert "simulator/hardware/coherence/kernel.py" in modules  # a nested subpackage
+    assert "snapsim_models/shmem/build.py" in modules  # a namespace subpackage, renamed
     assert sorted(modules - wheel_files) == []
     assert "simulator/py.typed" in wheel_files
 
 
 def test_wheel_carries_no_test_or_notebook(wheel_files: set[str]) -> None:
     top_level = {name.split("/", 1)[0] for name in wheel_files}
-    assert top_level == {"simulator", "models", "snapsim-0.1.0.dist-info"}
+    assert top_level == {"simulator", "snapsim_models", "snapsim-0.1.0.dist-info"}
 
 
 def test_unpacked_wheel_finds_its_own_configs(wheel: Path, tmp_path: Path) -> None:
@@ -97,6 +99,12 @@ def test_unpacked_wheel_finds_its_own_configs(wheel: Path, tmp_path: Path) -> No
     )
     for path in (CONFIGS / "machines").glob("*.yaml"):
         assert path.stem in machines.stdout
+
+
+def test_wheel_registers_the_model_under_its_import_name(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        entry_points = archive.read("snapsim-0.1.0.dist-info/entry_points.txt").decode()
+    assert "postgres = snapsim_models.plugin:MODEL" in entry_points
 
 
 def test_configs_dir_is_the_checkout_in_a_source_tree() -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from models.options import resolve_options
 from simulator.errors import ConfigError
 from simulator.study.experiment_file import (
     apply_overrides,
@@ -18,6 +17,7 @@ from simulator.study.experiment_file import (
     resolved_document,
     shipped_experiments,
 )
+from snapsim_models.options import resolve_options
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
