@@ -40,7 +40,7 @@ import pandas as pd
 from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, run
+from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, check_estimate, run
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
@@ -88,6 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace the results of another experiment in --out")
     parser.add_argument("--wait", action="store_true",
                         help="wait while another run uses --out (default: refuse at once)")
+    parser.add_argument("--force", action="store_true",
+                        help="run even when a point's memory estimate exceeds the available "
+                             "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -174,8 +177,11 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     experiment, document, source = load_experiment(args)
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
-    experiment.machine_config()
+    machine = experiment.machine_config()
     jobs = checked_jobs(args.jobs) or default_jobs()
+    # Before the output directory is touched and before anything is simulated.
+    check_estimate(experiment, machine, options, jobs=jobs, local=not args.scheduler,
+                   force=args.force, log=log)
     resolved = resolved_document(experiment, options)
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     lock = DirectoryLock(out)
@@ -185,6 +191,7 @@ def _main(args: argparse.Namespace, out: Path) -> int:
         result = run(experiment, jobs=jobs, client=client, progress=not args.no_progress,
                      log=log, store=PointStore(out / POINTS_DIR), source=source,
                      work_scale=_previous_work_scale(experiment, previous),
+                     force=args.force, estimated=True,
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
         written = write_results(result, out)
     finally:
