@@ -37,6 +37,7 @@ from types import FrameType
 
 import pandas as pd
 
+from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
 from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
@@ -303,12 +304,37 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _print_summary(curve: pd.DataFrame) -> None:
-    """TPS per point: rows (clients, idle clients), one column per algorithm."""
+    """TPS per point: rows (clients, idle clients), one column per algorithm.
+
+    A point whose window did not converge (``window_converged`` false) is marked ``*``, with a
+    footnote; a curve without the column (an older run) is printed unmarked.
+    """
     if curve.empty or "tps" not in curve.columns:
         return
     table = curve.pivot_table(index=["clients", "idle_clients"], columns="algorithm",
                               values="tps", aggfunc="mean", sort=False)
     table = table[[a for a in dict.fromkeys(curve["algorithm"]) if a in table.columns]]
     formatted = table.map(lambda v: f"{v:,.0f}" if pd.notna(v) else "failed")
+    short = _short_windows(curve)
+    marked = 0
+    for (algorithm, clients, idle) in short:
+        if algorithm in formatted.columns and (clients, idle) in formatted.index:
+            cell = str(formatted.loc[(clients, idle), algorithm])
+            formatted.loc[(clients, idle), algorithm] = f"{cell} *"
+            marked += 1
     print("TPS")
     print(formatted.to_string())
+    if marked:
+        print(f"* window too short to trust ({marked} point(s)): fewer transactions per client "
+              f"or a shorter warm-up than the connection count needs ({TRANSACTIONS_PER_CLIENT}, "
+              f"{WINDOW_CONVERGED} in curve.csv); lengthen duration_ms and warmup_ms")
+
+
+def _short_windows(curve: pd.DataFrame) -> set[tuple[str, int, int]]:
+    """``(algorithm, clients, idle_clients)`` of the points whose window did not converge."""
+    if WINDOW_CONVERGED not in curve.columns:
+        return set()
+    converged = curve[WINDOW_CONVERGED]
+    short = curve[converged.notna() & (converged.astype(str) == "False")]
+    return {(str(algorithm), int(clients), int(idle)) for algorithm, clients, idle in zip(
+        short["algorithm"], short["clients"], short["idle_clients"], strict=True)}
