@@ -37,10 +37,11 @@ from types import FrameType
 
 import pandas as pd
 
+from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
 from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, run
+from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, check_estimate, run
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
@@ -88,6 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace the results of another experiment in --out")
     parser.add_argument("--wait", action="store_true",
                         help="wait while another run uses --out (default: refuse at once)")
+    parser.add_argument("--force", action="store_true",
+                        help="run even when a point's memory estimate exceeds the available "
+                             "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -174,8 +178,11 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     experiment, document, source = load_experiment(args)
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
-    experiment.machine_config()
+    machine = experiment.machine_config()
     jobs = checked_jobs(args.jobs) or default_jobs()
+    # Before the output directory is touched and before anything is simulated.
+    check_estimate(experiment, machine, options, jobs=jobs, local=not args.scheduler,
+                   force=args.force, log=log)
     resolved = resolved_document(experiment, options)
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     lock = DirectoryLock(out)
@@ -185,6 +192,7 @@ def _main(args: argparse.Namespace, out: Path) -> int:
         result = run(experiment, jobs=jobs, client=client, progress=not args.no_progress,
                      log=log, store=PointStore(out / POINTS_DIR), source=source,
                      work_scale=_previous_work_scale(experiment, previous),
+                     force=args.force, estimated=True,
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
         written = write_results(result, out)
     finally:
@@ -296,12 +304,37 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _print_summary(curve: pd.DataFrame) -> None:
-    """TPS per point: rows (clients, idle clients), one column per algorithm."""
+    """TPS per point: rows (clients, idle clients), one column per algorithm.
+
+    A point whose window did not converge (``window_converged`` false) is marked ``*``, with a
+    footnote; a curve without the column (an older run) is printed unmarked.
+    """
     if curve.empty or "tps" not in curve.columns:
         return
     table = curve.pivot_table(index=["clients", "idle_clients"], columns="algorithm",
                               values="tps", aggfunc="mean", sort=False)
     table = table[[a for a in dict.fromkeys(curve["algorithm"]) if a in table.columns]]
     formatted = table.map(lambda v: f"{v:,.0f}" if pd.notna(v) else "failed")
+    short = _short_windows(curve)
+    marked = 0
+    for (algorithm, clients, idle) in short:
+        if algorithm in formatted.columns and (clients, idle) in formatted.index:
+            cell = str(formatted.loc[(clients, idle), algorithm])
+            formatted.loc[(clients, idle), algorithm] = f"{cell} *"
+            marked += 1
     print("TPS")
     print(formatted.to_string())
+    if marked:
+        print(f"* window too short to trust ({marked} point(s)): fewer transactions per client "
+              f"or a shorter warm-up than the connection count needs ({TRANSACTIONS_PER_CLIENT}, "
+              f"{WINDOW_CONVERGED} in curve.csv); lengthen duration_ms and warmup_ms")
+
+
+def _short_windows(curve: pd.DataFrame) -> set[tuple[str, int, int]]:
+    """``(algorithm, clients, idle_clients)`` of the points whose window did not converge."""
+    if WINDOW_CONVERGED not in curve.columns:
+        return set()
+    converged = curve[WINDOW_CONVERGED]
+    short = curve[converged.notna() & (converged.astype(str) == "False")]
+    return {(str(algorithm), int(clients), int(idle)) for algorithm, clients, idle in zip(
+        short["algorithm"], short["clients"], short["idle_clients"], strict=True)}

@@ -42,6 +42,7 @@ from simulator.config.machine_file import load_machine
 from simulator.config.values import expect_list, expect_mapping, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
+from simulator.study import estimate
 from simulator.study.measurements import measurements_for
 from simulator.study.store import PointStore, document_hash
 from simulator.study.sweep import (
@@ -58,7 +59,7 @@ from simulator.version import __version__
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["Experiment", "Plan", "Result", "experiment_hash", "point_seed", "run",
+__all__ = ["Experiment", "Plan", "Result", "check_estimate", "experiment_hash", "point_seed", "run",
            "single_client_work_scale"]
 
 CALIBRATION_MIN_DURATION_MS = 20.0
@@ -362,8 +363,15 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
         on_record: OnRecord | None = None, done: Mapping[str, PointRecord] | None = None,
         log: Callable[[str], None] | None = None, store: PointStore | None = None,
         source: str | None = None, work_scale: float | None = None,
-        on_start: Callable[[Plan], None] | None = None) -> Result:
+        on_start: Callable[[Plan], None] | None = None, force: bool = False,
+        estimated: bool = False) -> Result:
     """Simulate every point of an experiment.
+
+    Before anything is simulated (the single-client calibration included), every point's peak
+    memory and wall time are estimated (:mod:`simulator.study.estimate`): ``log`` is told the
+    estimate of a large sweep, and a local sweep whose largest point, times the concurrent
+    workers, exceeds the available memory is refused unless ``force`` (a Dask run is not
+    checked: its workers' memory is not this machine's).
 
     Args:
         experiment: the grid.
@@ -385,13 +393,20 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
             the calibration is then skipped (``None``: calibrate if ``single_client_tps`` is set,
             else 1).
         on_start: called once everything is planned, before the first point runs.
+        force: run even when a point's memory estimate exceeds the available memory.
+        estimated: the caller already ran :func:`check_estimate` on this experiment (the
+            command line does, before it touches the output directory): not again.
 
     Raises:
-        ConfigError: a bad name or value in the experiment.
+        ConfigError: a bad name or value in the experiment, or a point estimated to need more
+            memory than is available (without ``force``).
     """
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
     machine = experiment.machine_config()
+    if not estimated:
+        check_estimate(experiment, machine, options, jobs=jobs,
+                       local=client is None and scheduler is None, force=force, log=log)
     if work_scale is None:
         work_scale = 1.0
         if experiment.single_client_tps is not None:
@@ -428,6 +443,27 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
     if experiment.measurements is not None:
         measured = measurements_for(experiment.measurements)
     return assemble(records, experiment, measured, work_scale)
+
+
+def check_estimate(experiment: Experiment, machine: MachineConfig, options: Mapping[str, object],
+                   *, jobs: int, local: bool = True, force: bool = False,
+                   log: Callable[[str], None] | None = None) -> None:
+    """Estimate every point's memory and wall time; refuse a local sweep that cannot fit.
+
+    ``log`` is told the estimate of a large sweep (:mod:`simulator.study.estimate`). Simulates
+    nothing. A Dask run (``local`` false) is neither reported nor checked.
+
+    Raises:
+        ConfigError: without ``force``, the largest point's estimate times the concurrent
+            workers exceeds the available memory.
+    """
+    if not local:
+        return
+    sweep = estimate.estimate_sweep(plan(experiment, machine, options), workers=max(jobs, 1))
+    if not force:  # a refusal is one line, which gives the figures
+        estimate.check_memory(sweep, estimate.available_memory())
+    if log is not None and sweep.worth_reporting():
+        log(sweep.line())
 
 
 def resume_message(stored: int, recomputed: Mapping[str, str]) -> str:

@@ -1,0 +1,43 @@
+"""Points report their transactions per client and whether their window converged."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.point import (
+    MIN_TRANSACTIONS_PER_CLIENT,
+    WARMUP_PERIODS,
+    PointConfig,
+    run_point,
+    window_converged,
+)
+from simulator.config.machine_file import load_machine
+
+
+def test_the_rule_needs_warmup_periods_and_transactions_per_client() -> None:
+    # 64 clients at 2 M TPS: a period of 32 us.
+    period_ns = 64 / 2e6 * 1e9
+    enough = MIN_TRANSACTIONS_PER_CLIENT
+    assert window_converged(64, 2e6, WARMUP_PERIODS * period_ns, enough)
+    assert not window_converged(64, 2e6, 0.9 * WARMUP_PERIODS * period_ns, enough)
+    assert not window_converged(64, 2e6, 100 * period_ns, 0.9 * enough)
+    assert not window_converged(64, 0.0, 1e9, enough)
+    # 15000 clients at 580 k TPS: a period of 26 ms, so a warm-up of 26 ms is not enough.
+    assert not window_converged(15000, 580e3, 26e6, enough)
+
+
+@pytest.mark.parametrize(("duration_ms", "warmup_ms", "converged"),
+                         [(1.0, 0.5, False), (5.0, 2.0, True)])
+def test_a_point_reports_transactions_per_client_and_whether_its_window_converged(
+        duration_ms: float, warmup_ms: float, converged: bool) -> None:
+    """The README's threadripper example: 1 ms after 0.5 ms holds ~40 transactions a client."""
+    config = PointConfig(machine=load_machine("threadripper-3990x"), algorithm="post14",
+                         clients=16, duration_ns=duration_ms * 1e6, warmup_ns=warmup_ms * 1e6)
+    row = run_point(config).row
+    per_client = row["transactions_per_client"]
+    transactions = row["transactions"]
+    assert isinstance(per_client, float)
+    assert isinstance(transactions, int)
+    assert per_client == pytest.approx(transactions / 16)
+    assert 30 * duration_ms <= per_client <= 50 * duration_ms
+    assert row["window_converged"] is converged
