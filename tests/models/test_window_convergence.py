@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from models.point import (
+from simulator.config.machine_file import load_machine
+from snapsim_models.point import (
     MIN_TRANSACTIONS_PER_CLIENT,
     WARMUP_PERIODS,
     PointConfig,
     run_point,
     window_converged,
 )
-from simulator.config.machine_file import load_machine
 
 
 def test_the_rule_needs_warmup_periods_and_transactions_per_client() -> None:
@@ -26,18 +26,34 @@ def test_the_rule_needs_warmup_periods_and_transactions_per_client() -> None:
     assert not window_converged(15000, 580e3, 26e6, enough)
 
 
-@pytest.mark.parametrize(("duration_ms", "warmup_ms", "converged"),
-                         [(1.0, 0.5, False), (5.0, 2.0, True)])
+def test_unequal_halves_mean_the_window_is_not_stationary() -> None:
+    period_ns = 64 / 2e6 * 1e9
+    enough = MIN_TRANSACTIONS_PER_CLIENT
+    warm = WARMUP_PERIODS * period_ns
+    assert window_converged(64, 2e6, warm, enough, (5000, 5050))
+    assert not window_converged(64, 2e6, warm, enough, (5000, 5300))
+    # Few transactions: the tolerance widens to two standard errors of the count.
+    assert window_converged(64, 2e6, warm, enough, (400, 425))
+    assert not window_converged(64, 2e6, warm, enough, (400, 480))
+    assert not window_converged(64, 2e6, warm, enough, (0, 0))
+
+
+@pytest.mark.parametrize(("duration_ms", "warmup_ms", "seed", "converged"), [
+    (1.0, 0.5, 0, False),  # about 29 transactions per client
+    (2.0, 1.0, 5, False),  # a start-up phase ends inside the window: halves 2093 and 1900
+    (5.0, 2.0, 0, True),
+])
 def test_a_point_reports_transactions_per_client_and_whether_its_window_converged(
-        duration_ms: float, warmup_ms: float, converged: bool) -> None:
-    """The README's threadripper example: 1 ms after 0.5 ms holds ~40 transactions a client."""
+        duration_ms: float, warmup_ms: float, seed: int, converged: bool) -> None:
+    """The README's threadripper example (post14, 64 clients, 500 idle connections)."""
     config = PointConfig(machine=load_machine("threadripper-3990x"), algorithm="post14",
-                         clients=16, duration_ns=duration_ms * 1e6, warmup_ns=warmup_ms * 1e6)
+                         clients=64, idle_clients=500, duration_ns=duration_ms * 1e6,
+                         warmup_ns=warmup_ms * 1e6, seed=seed)
     row = run_point(config).row
     per_client = row["transactions_per_client"]
     transactions = row["transactions"]
     assert isinstance(per_client, float)
     assert isinstance(transactions, int)
-    assert per_client == pytest.approx(transactions / 16)
-    assert 30 * duration_ms <= per_client <= 50 * duration_ms
+    assert per_client == pytest.approx(transactions / 64)
+    assert 25 * duration_ms <= per_client <= 40 * duration_ms
     assert row["window_converged"] is converged
