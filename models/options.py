@@ -16,7 +16,7 @@ Keys (all optional):
   speed.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
-  simulation, see :mod:`models.backend`).
+  simulation, see :mod:`snapsim_models.backend`).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.

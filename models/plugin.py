@@ -22,7 +22,10 @@ class PostgresModel:
 
     def resolve_options(self, options: Mapping[str, object],
                         source: str | None = None) -> dict[str, object]:
-        """Validate the ``options:`` section and fill every default (see :mod:`models.options`)."""
+        """Validate the ``options:`` section and fill every default.
+
+        See :mod:`snapsim_models.options`.
+        """
         return resolve_options(options, source)
 
     def run_point(self, spec: PointSpec) -> PointOutput:

@@ -1,8 +1,9 @@
 r"""One simulated point: a machine, an algorithm, a workload and a population of connections.
 
-:func:`run_point` builds the population (:mod:`models.population`: the version's shared memory,
-the connections, idle ones first, the algorithm and the machine over the lines it touches), runs
-the backends' server loops and the clients in SimPy, and summarises the measured window:
+:func:`run_point` builds the population (:mod:`snapsim_models.population`: the version's
+shared memory, the connections, idle ones first, the algorithm and the machine over the lines
+it touches), runs the backends' server loops and the clients in SimPy, and summarises the
+measured window:
 
 * every active client is a pgbench thread (a scheduler task: it costs CPU on the same machine, as
   in every published run) driving one backend in a closed loop;

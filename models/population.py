@@ -77,14 +77,14 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         env: the simulation environment.
         scheduler: the machine's CPU scheduler; every backend that runs gets a task.
         machine: the machine's description.
-        algorithm: the snapshot algorithm (a key of :data:`~models.snapshots.ALGORITHMS`).
+        algorithm: the snapshot algorithm (a key of :data:`~snapsim_models.snapshots.ALGORITHMS`).
         clients: active clients.
         idle_clients: idle connections, connected first.
         mostly_idle: whether the idle connections run ``SELECT 1`` now and then (their backends
             then run too).
         scan_costs: instructions per scanned procArray entry.
         entries_per_chunk: procArray entries per scan chunk.
-        run_ahead_ns: how far a backend may run ahead of the clock (:mod:`models.backend`).
+        run_ahead_ns: how far a backend may run ahead of the clock (:mod:`snapsim_models.backend`).
         implementation: the coherence implementation of the machine.
     """
     n_connections = idle_clients + clients

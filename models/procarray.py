@@ -5,7 +5,7 @@ in which order, who holds an xid, the shared counters' values); the costs come f
 operations the algorithms issue. :class:`SnapshotAlgorithm` is the interface of one PostgreSQL
 version's ``GetSnapshotData`` and transaction-end code, with the parts all versions share
 (LWLocks, the pinned B-tree pages, xid assignment counters). Subclasses live in
-:mod:`models.snapshots`.
+:mod:`snapsim_models.snapshots`.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ class _PageAccesses:
     ``bufmgr.c``): the partition LWLock shared (read + CAS, later sub), ``PinBuffer``'s CAS on the
     descriptor's ``state``, the content lock shared (CAS, later sub), ``UnpinBuffer``'s CAS: 4 RMWs
     on the descriptor line and 2 on the partition lock line, plus the partition lock's read. 9.1
-    takes the same steps on its own words (:class:`~models.shmem.memory.PinnedPage`: the
+    takes the same steps on its own words (:class:`~snapsim_models.shmem.memory.PinnedPage`: the
     buffer-header spinlock, the LWLocks' ``mutex``), without the plain stores that follow each
     spinlock (``refcount++``, ``shared++``) on the line just locked.
     """

@@ -5,8 +5,8 @@ The layouts use :mod:`simulator.hardware.layout`.
 :func:`build_shared_memory` places, in PostgreSQL's allocation order, the structures the snapshot
 models touch and returns a :class:`PgSharedMemory` with named regions. Sources are the PostgreSQL
 files, cited as ``file:line@version`` (pa = ``src/backend/storage/ipc/procarray.c``, shmem.c =
-``src/backend/storage/ipc/shmem.c``); struct layouts are in :mod:`models.shmem.structs`. Version
-keys and their layout family:
+``src/backend/storage/ipc/shmem.c``); struct layouts are in
+:mod:`snapsim_models.shmem.structs`. Version keys and their layout family:
 
 ==================  ========  ===============================================================
 version             layout    shared memory
@@ -15,7 +15,7 @@ version             layout    shared memory
 ``pre14``           pg13      9.2-13 as of 13: PGXACT (128-aligned), sorted ``pgprocnos[]``
 ``pgxact_split``    pg14      14: dense ``xids``/``subxidStates``/``statusFlags``, xmin in PGPROC
 ``post14``          pg14      identical to ``pgxact_split`` (they differ only in algorithm)
-``post14_lockfree`` pg14      the same (a what-if of the algorithm, :mod:`models.snapshots`)
+``post14_lockfree`` pg14      the same (a what-if of the algorithm, :mod:`snapsim_models.snapshots`)
 ``csn``             csn       14 plus the csn-v8 patch's VariableCache, CSN log and two LWLocks
 ==================  ========  ===============================================================
 

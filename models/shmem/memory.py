@@ -1,9 +1,11 @@
-"""The value types of the modelled PostgreSQL shared memory (built by :mod:`models.shmem.build`).
+"""The value types of the modelled PostgreSQL shared memory.
+
+They are built by :mod:`snapsim_models.shmem.build`.
 
 :class:`PgSharedMemory` holds the named regions of one version, :class:`ProcCounts` the slot
 counts, :class:`PinnedPage` the lines of a hot B-tree page access. Sources are the PostgreSQL
 files cited as ``file:line@version`` ("pa" = ``src/backend/storage/ipc/procarray.c``), as in
-:mod:`models.shmem.build`.
+:mod:`snapsim_models.shmem.build`.
 """
 
 from __future__ import annotations

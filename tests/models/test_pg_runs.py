@@ -1,5 +1,5 @@
-"""Whole simulated runs (:func:`models.point.run_point`) against the per-transaction counts of
-PostgreSQL's code (pa = ``src/backend/storage/ipc/procarray.c`` at a release tag).
+"""Whole simulated runs (:func:`snapsim_models.point.run_point`) against the counts of
+PostgreSQL's code per transaction (pa = ``src/backend/storage/ipc/procarray.c`` at a release tag).
 
 Runs are short (1 ms or less of simulated time, well under a second of wall time each) on the
 shipped ``gold5215-2s``. Per-transaction quantities come from the row (``full_snapshots``,

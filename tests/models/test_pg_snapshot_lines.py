@@ -6,7 +6,7 @@ path through postgres.c, pquery.c, snapmgr.c and ``ProcArrayEndTransaction``. Th
 below count the shared lines these sequences touch: 3 (the ProcArrayLock line, the VariableCache
 line, the ProcArray header line) plus the per-entry arrays the version scans.
 
-The pieces are built directly, as :func:`models.population.build_population` does
+The pieces are built directly, as :func:`snapsim_models.population.build_population` does
 (``build_shared_memory``, ``Backend``, ``ProcArray``, ``TrackedMemory``, the algorithm, ``prepare``,
 ``build_machine``), so that one backend can run exactly one ``get_snapshot`` (or one transaction)
 while the test compares ``Machine.line_table()`` before and after.
@@ -14,7 +14,7 @@ while the test compares ``Machine.line_table()`` before and after.
 **N.** N counts procArray *entries*, launchers included (the autovacuum launcher; from 10 on also
 the logical-replication launcher). Here a test parametrised by ``connections`` connects that many
 clients (the snapshotting backend plus ``connections - 1`` idle ones, idle first as in
-:mod:`models.population`), so the procArray holds ``N = connections + launchers`` entries: 1
+:mod:`snapsim_models.population`), so the procArray holds ``N = connections + launchers`` entries: 1
 launcher for ``pg91``, 2 for every other version. The formulas are evaluated at that N.
 
 **Counting.** A line is *read* when its loads or RMWs grew (an atomic reads its line), *RMW'd*
@@ -204,8 +204,9 @@ def build_harness(algorithm: str, connections: int, active: Sequence[int] | None
                   machine: MachineConfig = GOLD, pg91_pgproc_phase: int = 0) -> PgHarness:
     """``connections`` clients connected in order; ``active`` (default: the last) can run.
 
-    The layout follows :mod:`models.population`: ``max_connections = connections + 3``, connection k
-    gets pgprocno ``max_connections - 1 - k`` and the launchers are added after the clients.
+    The layout follows :mod:`snapsim_models.population`: ``max_connections = connections + 3``,
+    connection k gets pgprocno ``max_connections - 1 - k`` and the launchers are added after the
+    clients.
     """
     active = (connections - 1,) if active is None else tuple(active)
     env = SimEnvironment(seed=0)

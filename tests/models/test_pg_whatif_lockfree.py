@@ -1,6 +1,6 @@
 """The ``post14_lockfree`` what-if: post14 with the reuse check made without the lock.
 
-PostgreSQL has no such code; :class:`models.snapshots.Post14Lockfree` documents the assumed
+PostgreSQL has no such code; :class:`snapsim_models.snapshots.Post14Lockfree` documents the assumed
 design (read ``xactCompletionCount``; on a match publish xmin, a full barrier, read the count
 again). These tests pin that sequence down line by line with the harness of
 ``test_pg_snapshot_lines`` and check its effect on a run: no ProcArrayLock atomic in a warm
