@@ -23,6 +23,7 @@ from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
+from simulator.study.experiment import check_estimate
 from simulator.study.experiment_file import (
     EXPERIMENT_KEYS,
     experiment_from_document,
@@ -138,15 +139,19 @@ def is_experiment(data: Mapping[str, object]) -> bool:
 def check_experiment(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate an experiment file completely without running it; a one-line summary.
 
-    Its measurements are checked by :meth:`~simulator.study.experiment.Experiment.validate`.
+    Its measurements are checked by :meth:`~simulator.study.experiment.Experiment.validate`, and
+    every point's memory estimate against the available memory with one worker
+    (:func:`~simulator.study.experiment.check_estimate`).
     """
     document, path = load_document(source, data)
     name = "stdin" if path == STDIN_SOURCE else Path(path).stem
     experiment = experiment_from_document(document, path, default_name=name)
     try:
         model = experiment.validate()
-        model.resolve_options(experiment.options, path)
+        options = model.resolve_options(experiment.options, path)
         machine = experiment.machine_config()
+        # A point that cannot fit in memory even on one worker is refused here, as by `run`.
+        check_estimate(experiment, machine, options, jobs=1)
     except ConfigError as exc:
         if exc.source is not None:
             raise

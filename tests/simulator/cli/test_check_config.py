@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.study import estimate
 from simulator.study.experiment_file import experiments_dir
 from simulator.study.measurements import shipped_manifest_path
 
@@ -100,3 +101,16 @@ def test_a_misspelt_measurements_dataset_is_refused_before_any_work(
     assert main(["run", str(path), "--out", str(out), "--no-progress", "--jobs", "1"]) == 2
     assert "measurements: no dataset 'gold5215_idel'" in error_line(capsys)
     assert not (out / "points").exists()
+
+
+def test_an_experiment_whose_points_cannot_fit_in_memory_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    path = tmp_path / "huge.yaml"
+    path.write_text("extends: tiny\nclients: [2000000]\n", encoding="utf-8")
+    assert main(["check-config", str(path)]) == 2
+    line = error_line(capsys)
+    assert "clients=2000000" in line
+    assert "GB" in line
+    assert "available" in line
