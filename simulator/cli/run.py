@@ -122,11 +122,16 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
 
 
 class Interrupted(KeyboardInterrupt):
-    """A termination signal, raised in the main thread like SIGINT's ``KeyboardInterrupt``."""
+    """A termination signal, raised in the main thread like SIGINT's ``KeyboardInterrupt``.
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+    Built from the signal's number or its name: SimPy re-raises an exception that escapes a
+    process as ``type(exc)(*exc.args)``, and the arguments hold the name.
+    """
+
+    def __init__(self, signum: int | str) -> None:
+        sig = signal.Signals[signum] if isinstance(signum, str) else signal.Signals(signum)
+        super().__init__(sig.name)
+        self.signum = int(sig)
 
 
 @contextlib.contextmanager

@@ -143,6 +143,24 @@ class Experiment:
             return self.machine.name
         return self.machine_config().name
 
+    def run_settings(self) -> dict[str, object]:
+        """The keys that decide the points and their windows, as plain values, in file order.
+
+        From ``algorithms`` to ``single_client_tps``: what ``config.resolved.yaml`` lists between
+        the machine and the measurement overlay, and what a stored point's hash covers.
+        """
+        return {
+            "algorithms": list(self.algorithms),
+            "workload": self.workload,
+            "clients": [int(c) for c in self.clients],
+            "idle_clients": [int(i) for i in self.idle_clients],
+            "idle_kind": self.idle_kind,
+            "duration_ms": float(self.duration_ms),
+            "warmup_ms": float(self.warmup_ms),
+            "seeds": [int(s) for s in self.seeds],
+            "single_client_tps": self.single_client_tps,
+        }
+
     def grid(self) -> list[tuple[str, int, int, int]]:
         """``(algorithm, clients, idle_clients, root_seed)`` of every point, in grid order."""
         return [(a, c, i, s) for a in self.algorithms for c in self.clients
@@ -242,15 +260,7 @@ def experiment_hash(experiment: Experiment, machine: MachineConfig,
     machine_document.pop("sources", None)
     return document_hash({
         "machine": machine_document,
-        "algorithms": list(experiment.algorithms),
-        "workload": experiment.workload,
-        "clients": [int(c) for c in experiment.clients],
-        "idle_clients": [int(i) for i in experiment.idle_clients],
-        "idle_kind": experiment.idle_kind,
-        "duration_ms": float(experiment.duration_ms),
-        "warmup_ms": float(experiment.warmup_ms),
-        "seeds": [int(s) for s in experiment.seeds],
-        "single_client_tps": experiment.single_client_tps,
+        **experiment.run_settings(),
         "model": experiment.model,
         "options": dict(options),
         "work_scale": float(work_scale),

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from simulator.cli.run import Interrupted
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.study.store import LOCK_NAME
 from tests.simulator.cli.test_run import SMALL, digest, snapsim
 
@@ -208,3 +210,20 @@ def test_a_signal_stops_the_workers_keeps_the_points_and_exits_128_plus_its_numb
         err = capsys.readouterr().err
         assert f"resuming: {kept} of 4 points already done" in err
         assert "resume:" not in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_inside_a_simulated_process_stays_an_interrupt(signum: int) -> None:
+    """SimPy re-raises what escapes a process as ``type(exc)(*exc.args)``: with one job the
+    signal arrives inside a point, and it must not turn into a failed point."""
+    env = SimEnvironment(seed=0)
+
+    def interrupted() -> ProcessGenerator:
+        yield env.timeout(1.0)
+        raise Interrupted(signum)
+
+    env.process(interrupted())
+    with pytest.raises(Interrupted) as caught:
+        env.run()
+    assert caught.value.signum == int(signum)
+    assert str(caught.value) == signal.Signals(signum).name
