@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors (argparse uses exit code 2)
         return _exit_code(exc)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for metadata
     handler: Handler = args.handler
     return _run(handler, args, debug=bool(args.debug))
 
