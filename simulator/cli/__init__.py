@@ -25,6 +25,7 @@ from simulator.cli import (
     calibrate,
     ccbench,
     check_config,
+    compare,
     machines,
     plot,
     regress,
@@ -73,6 +74,8 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("measure the speed of the coherence kernel", bench.add_arguments,
                      bench.main),
     "c2c": Command("per-line report of a run in perf c2c terms", c2c.add_arguments, c2c.main),
+    "compare": Command("two finished runs side by side: the ratio curve and per-line changes",
+                       compare.add_arguments, compare.main),
 }
 """Subcommands by name, in the order they appear in ``snapsim --help``."""
 

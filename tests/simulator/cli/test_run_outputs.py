@@ -1,4 +1,4 @@
-"""``metadata.yaml`` and ``columns.yaml`` of ``snapsim run``, and ``simulator.load`` of its output."""
+"""metadata.yaml and columns.yaml of `snapsim run`; `simulator.load` of its output directory."""
 
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ def test_git_commit_is_null_outside_a_checkout(tmp_path: Path) -> None:
 def test_machine_hash_without_a_file_hashes_the_configuration() -> None:
     machine = load_machine("gold5215-2s")
     sha, hashed = machine_sha256(machine)
-    assert hashed == "configuration" and len(sha) == 64
+    assert hashed == "configuration"
+    assert len(sha) == 64
     assert machine_sha256(load_machine("gold5215-2s"))[0] == sha
     assert machine_sha256(load_machine("threadripper-3990x"))[0] != sha
 
@@ -87,14 +88,18 @@ def test_load_returns_the_result_of_the_run(run_dir: Path) -> None:
     result = simulator.load(run_dir)
     expected = pd.read_parquet(run_dir / "curve.parquet")
     pd.testing.assert_frame_equal(result.curve, expected, check_dtype=False)
-    assert len(result.curve) == 8 and (result.curve["tps"] > 0).all()
+    assert len(result.curve) == 8
+    assert (result.curve["tps"] > 0).all()
     assert list(result.lines.columns) == list(pd.read_csv(run_dir / "lines.csv", nrows=0).columns)
     assert len(result.lines) == len(pd.read_csv(run_dir / "lines.csv"))
     assert list(result.timings["wall_s"]) == list(pd.read_csv(run_dir / "timings.csv")["wall_s"])
     assert result.experiment is not None
-    assert result.experiment.clients == (1, 2) and result.experiment.idle_clients == (0, 50)
-    assert result.experiment.machine == "gold5215-2s" and result.experiment.duration_ms == 0.4
-    assert result.measured is None and result.work_scale == 1.0
+    assert result.experiment.clients == (1, 2)
+    assert result.experiment.idle_clients == (0, 50)
+    assert result.experiment.machine == "gold5215-2s"
+    assert result.experiment.duration_ms == 0.4
+    assert result.measured is None
+    assert result.work_scale == 1.0
     assert result.failures.empty
     assert isinstance(result.plot(), Axes)
 
@@ -108,5 +113,5 @@ def test_load_refuses_a_missing_or_unfinished_directory(run_dir: Path, tmp_path:
     unfinished.mkdir()
     (unfinished / "config.resolved.yaml").write_bytes(
         (run_dir / "config.resolved.yaml").read_bytes())
-    with pytest.raises(ConfigError, match="unfinished run .*curve.csv"):
+    with pytest.raises(ConfigError, match=r"unfinished run .*curve\.csv"):
         simulator.load(unfinished)
