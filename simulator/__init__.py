@@ -6,6 +6,7 @@ Nothing in this package knows about PostgreSQL; the PostgreSQL programs live in 
 """
 
 from simulator.study.experiment import Experiment, Result, run
+from simulator.study.outputs import load
 from simulator.version import __version__
 
-__all__ = ["Experiment", "Result", "__version__", "run"]
+__all__ = ["Experiment", "Result", "__version__", "load", "run"]

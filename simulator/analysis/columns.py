@@ -1,6 +1,14 @@
-"""The columns that identify a point: first in every curve row and every per-line row."""
+"""The columns of a run's tables: the point's identity, and the unit and meaning of each.
+
+:data:`COLUMNS` is the one documented table of every column of ``curve.csv`` (``Result.curve``)
+and ``lines.csv`` (``Result.lines``); ``columns.yaml`` of an output directory is built from it
+(:func:`columns_document`). A workload model that adds a column it does not document leaves a
+gap there (unit and meaning ``null``), which the tests catch for the shipped model.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 POINT_KEYS = ("machine", "algorithm", "workload", "clients", "idle_clients", "idle_kind", "seed")
 """Columns that identify a point, first in every curve and per-line row."""
@@ -10,3 +18,106 @@ TRANSACTIONS_PER_CLIENT = "transactions_per_client"
 WINDOW_CONVERGED = "window_converged"
 """Curve column: whether the point's warm-up and window are long enough to trust its TPS (the
 workload model's rule); ``False`` marks a point of too few transactions."""
+
+_ACCESS_CLASSES = {
+    "l1_hit": "hits in the thread's own L1d",
+    "l2_hit": "hits in the core's own L2",
+    "l3_hit": "hits in the domain's own L3",
+    "smt_sibling": "lines supplied by the SMT sibling's private caches",
+    "local_hit": "clean lines supplied by another core of the same socket",
+    "local_hitm": "dirty lines (HITM) supplied by another core of the same socket",
+    "cross_domain_hit": "clean lines supplied by another L3 domain of the same socket",
+    "cross_domain_hitm": "dirty lines (HITM) supplied by another L3 domain of the same socket",
+    "remote_hit": "clean lines supplied by another socket",
+    "remote_hitm": "dirty lines (HITM) supplied by another socket",
+    "dram_local": "lines read from the near memory node",
+    "dram_remote": "lines read from a far memory node",
+    "upgrade": "stores to a shared line that invalidate the other copies",
+    "invalidations": "copies invalidated in other caches",
+    "false_sharing_hitm": "HITM transfers whose bytes accessed and bytes dirtied are disjoint",
+}
+
+_POINT = {
+    "machine": ("-", "machine name"),
+    "algorithm": ("-", "snapshot algorithm"),
+    "workload": ("-", "workload name"),
+    "clients": ("connections", "active clients"),
+    "idle_clients": ("connections", "idle (or mostly-idle) connections"),
+    "idle_kind": ("-", "kind of the idle connections: idle or mostly-idle"),
+    "seed": ("-", "the point's own seed, derived from the root seed and the point"),
+}
+
+_CURVE = {
+    "root_seed": ("-", "the experiment's root seed the point's seed derives from"),
+    "tps": ("1/s", "active clients' transactions per simulated second"),
+    "mostly_idle_tps": ("1/s", "mostly-idle connections' transactions per simulated second"),
+    "transactions": ("transactions", "transactions completed in the measured window"),
+    "latency_mean_us": ("us", "mean transaction latency"),
+    "latency_p50_us": ("us", "median transaction latency"),
+    "latency_p99_us": ("us", "99th percentile transaction latency"),
+    "cpu_utilisation": ("fraction", "busy share of the hardware threads in the window"),
+    **{name: ("1/transaction", f"{meaning}, per transaction")
+       for name, meaning in _ACCESS_CLASSES.items()},
+    "hot_line_wait_ns": ("ns/transaction", "time queued behind transfers of hot lines"),
+    "share_get_snapshot": ("fraction", "share of transaction time in GetSnapshotData"),
+    "get_snapshot_us": ("us/transaction", "time in GetSnapshotData"),
+    "share_lock_wait": ("fraction", "share of transaction time waiting for locks"),
+    "lock_wait_us": ("us/transaction", "time waiting for locks"),
+    "share_commit": ("fraction", "share of transaction time in commit / end of transaction"),
+    "commit_us": ("us/transaction", "time in commit / end of transaction"),
+    "share_other": ("fraction", "share of transaction time in the rest of the work"),
+    "other_us": ("us/transaction", "time in the rest of the work"),
+    "share_scheduling": ("fraction", "share of transaction time waiting for a CPU"),
+    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
+    "full_snapshots": ("1/transaction", "snapshots computed in full"),
+    "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
+    "duration_ms": ("ms", "simulated time measured"),
+    "warmup_ms": ("ms", "simulated warm-up before the window"),
+    TRANSACTIONS_PER_CLIENT: ("transactions", "window transactions per active client"),
+    WINDOW_CONVERGED: ("bool", "whether warm-up and window are long enough to trust the TPS"),
+    "work_scale": ("factor", "base work scale of --single-client-tps (1 without it)"),
+    "error": ("-", "empty, or why the point failed"),
+    "measured_tps": ("1/s", "the published measurement of the point (named measurements)"),
+    "rel_error": ("fraction", "tps / measured_tps - 1"),
+}
+
+_LINES = {
+    "label": ("-", "the cache line's name, e.g. PGXACT[5..10]"),
+    "address": ("bytes", "the line's address in the simulated memory"),
+    "home": ("-", "the line's home memory node"),
+    "loads": ("accesses", "loads of the line in the window"),
+    "stores": ("accesses", "stores to the line in the window"),
+    "rmws": ("accesses", "atomic read-modify-writes of the line in the window"),
+    **{name: ("accesses", f"{meaning}, in the window")
+       for name, meaning in _ACCESS_CLASSES.items()},
+    "wait_ns": ("ns", "time queued behind other transfers of the line in the window"),
+    "bytes_read": ("bitmask", "64-bit mask of the bytes read (bit i = byte i of the line)"),
+    "bytes_written": ("bitmask", "64-bit mask of the bytes written"),
+    "fields_read": ("-", "the struct fields read, space separated"),
+    "fields_written": ("-", "the struct fields written, space separated"),
+}
+
+COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "curve.csv": {**_POINT, **_CURVE},
+    "lines.csv": {**_POINT, **_LINES},
+}
+"""Per table, every documented column: ``(unit, one-line meaning)``; ``-`` for no unit."""
+
+
+ColumnsDocument = dict[str, dict[str, dict[str, str | None]]]
+
+
+def columns_document(tables: dict[str, Iterable[str]]) -> ColumnsDocument:
+    """``columns.yaml``: per table, each of its columns (in order) with unit and meaning.
+
+    A column :data:`COLUMNS` does not document gets ``null`` for both (not an error: a user's
+    workload model may add columns).
+    """
+    document: ColumnsDocument = {}
+    for table, columns in tables.items():
+        known = COLUMNS.get(table, {})
+        document[table] = {}
+        for column in columns:
+            unit, meaning = known.get(column, (None, None))
+            document[table][column] = {"unit": unit, "meaning": meaning}
+    return document

@@ -25,6 +25,7 @@ from simulator.cli import (
     calibrate,
     ccbench,
     check_config,
+    compare,
     machines,
     plot,
     regress,
@@ -73,6 +74,8 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("measure the speed of the coherence kernel", bench.add_arguments,
                      bench.main),
     "c2c": Command("per-line report of a run in perf c2c terms", c2c.add_arguments, c2c.main),
+    "compare": Command("two finished runs side by side: the ratio curve and per-line changes",
+                       compare.add_arguments, compare.main),
 }
 """Subcommands by name, in the order they appear in ``snapsim --help``."""
 
@@ -108,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors (argparse uses exit code 2)
         return _exit_code(exc)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for metadata
     handler: Handler = args.handler
     return _run(handler, args, debug=bool(args.debug))
 

@@ -50,7 +50,8 @@ from simulator.study.experiment_file import (
     parse_int_list,
     resolved_document,
 )
-from simulator.study.outputs import OWNED, POINTS_DIR, write_results
+from simulator.study.metadata import run_metadata, utc_now_iso
+from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
 from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 
@@ -180,6 +181,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
+    started_utc = utc_now_iso()
     experiment, document, source = load_experiment(args)
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
@@ -200,6 +202,9 @@ def _main(args: argparse.Namespace, out: Path) -> int:
                      force=args.force, estimated=True,
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
         written = write_results(result, out)
+        written.append(write_metadata(out, run_metadata(
+            experiment.machine, started_utc=started_utc,
+            wall_s=time.perf_counter() - started, argv=getattr(args, "argv", None))))
     finally:
         lock.release()
         if client is not None:

@@ -10,21 +10,31 @@ Files (every one written atomically: a temporary file renamed into place):
 * ``tps.png`` (TPS against clients or idle clients, log x, one line per algorithm, measurements
   overlaid), ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
   transaction by function), ``ratio.png`` (when two algorithms share the grid);
-* ``config.resolved.yaml`` and ``experiment.yaml`` (written by ``snapsim run`` when it starts) and
-  ``points/`` (one file per finished point, for resuming).
+* ``columns.yaml``: the unit and meaning of every column of ``curve.csv`` and ``lines.csv``
+  (:data:`simulator.analysis.columns.COLUMNS`);
+* ``config.resolved.yaml`` and ``experiment.yaml`` (written by ``snapsim run`` when it starts),
+  ``metadata.yaml`` (written last by ``snapsim run``: versions, git commit, machine hash, times,
+  command line; :mod:`simulator.study.metadata`) and ``points/`` (one file per finished point,
+  for resuming).
+
+:func:`load` reads a finished directory back into a :class:`~simulator.study.experiment.Result`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from simulator.analysis import plotting
+from simulator.analysis.columns import columns_document
 from simulator.analysis.usl import usl_table
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
+from simulator.study.experiment_file import dump_yaml, experiment_from_document
+from simulator.study.measurements import measurements_for
 from simulator.study.store import atomic_path
 from simulator.study.sweep import failed_points
 
@@ -36,7 +46,7 @@ if TYPE_CHECKING:
 
 TABLES = ("curve.csv", "curve.parquet", "lines.csv", "timings.csv", "usl.csv")
 PLOTS = ("tps.png", "transfers.png", "breakdown.png", "ratio.png")
-CONFIGS = ("config.resolved.yaml", "experiment.yaml")
+CONFIGS = ("config.resolved.yaml", "experiment.yaml", "columns.yaml", "metadata.yaml")
 POINTS_DIR = "points"
 OWNED = (*TABLES, *PLOTS, *CONFIGS, POINTS_DIR)
 """Every name snapsim writes in an output directory (``--overwrite`` removes only these)."""
@@ -50,12 +60,21 @@ def write_results(result: Result, directory: Path) -> list[Path]:
         _write(directory / "curve.parquet", lambda p: result.curve.to_parquet(p, index=False)),
         _write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
         _write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
+        _write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns_document(
+            {"curve.csv": result.curve.columns, "lines.csv": result.lines.columns})),
+            encoding="utf-8")),
     ]
     usl = usl_summary(result.curve)
     if usl is not None:
         written.append(_write(directory / "usl.csv", lambda p: usl.to_csv(p, index=False)))
     written += write_plots(result.curve, directory, result.measured)
     return written
+
+
+def write_metadata(directory: Path, document: Mapping[str, object]) -> Path:
+    """Write ``metadata.yaml`` (:func:`simulator.study.metadata.run_metadata`) atomically."""
+    return _write(directory / "metadata.yaml",
+                  lambda p: p.write_text(dump_yaml(document), encoding="utf-8"))
 
 
 def usl_summary(curve: pd.DataFrame) -> pd.DataFrame | None:
@@ -173,3 +192,64 @@ def _read_table(directory: Path, name: str) -> pd.DataFrame:
         return pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise ConfigError("DIR", f"cannot read {path}: {exc}") from None
+
+
+FINISHED = ("config.resolved.yaml", "curve.csv", "lines.csv", "timings.csv")
+"""The files a finished run's directory holds (the tables are written after the last point)."""
+
+
+def check_finished(directory: Path, key: str = "DIR") -> Path:
+    """``directory``, after checking it holds a finished run.
+
+    Raises:
+        ConfigError: naming ``key``: not a directory, or a file of :data:`FINISHED` is missing
+            (an interrupted or running sweep has its configuration but not its tables).
+    """
+    if not directory.is_dir():
+        raise ConfigError(key, f"{directory} is not a directory of snapsim results")
+    missing = [name for name in FINISHED if not (directory / name).is_file()]
+    if missing and (directory / "config.resolved.yaml").is_file():
+        raise ConfigError(key, f"{directory} holds an unfinished run (no {', '.join(missing)}); "
+                               "run the same snapsim run command again to finish it")
+    if missing:
+        raise ConfigError(key, f"{directory} is not the output of a finished snapsim run "
+                               f"(no {', '.join(missing)})")
+    return directory
+
+
+def load(directory: str | Path) -> Result:
+    """The :class:`~simulator.study.experiment.Result` of a finished ``snapsim run`` directory.
+
+    ``curve``, ``lines`` and ``timings`` as written (an empty ``error`` reads as ``""``), the
+    measured overlay if the run named measurements, the work scale, and the experiment rebuilt
+    from ``config.resolved.yaml`` (its machine by name or path: a machine file since moved
+    fails only when the experiment is run again). Nothing is simulated.
+
+    Raises:
+        ConfigError: the directory is missing or not a finished run, or its files cannot be read.
+    """
+    from simulator.study.experiment import Result
+
+    path = check_finished(Path(directory))
+    resolved = read_yaml(path / "config.resolved.yaml")
+    if not isinstance(resolved, Mapping):
+        raise ConfigError("DIR", f"{path / 'config.resolved.yaml'} is not a mapping")
+    document = {k: v for k, v in resolved.items() if k != "computed"}
+    experiment = experiment_from_document(document, str(path / "config.resolved.yaml"))
+    computed = resolved.get("computed")
+    work_scale = 1.0
+    if isinstance(computed, Mapping) and computed.get("work_scale") is not None:
+        work_scale = float(str(computed["work_scale"]))
+    curve = _with_empty_errors(read_curve(path))
+    lines = read_lines(path) if (path / "lines.csv").stat().st_size > 1 else pd.DataFrame()
+    timings = _with_empty_errors(_read_table(path, "timings.csv"))
+    measured = (measurements_for(experiment.measurements)
+                if experiment.measurements is not None else None)
+    return Result(curve=curve, lines=lines, timings=timings, experiment=experiment,
+                  measured=measured, work_scale=work_scale)
+
+
+def _with_empty_errors(table: pd.DataFrame) -> pd.DataFrame:
+    if "error" in table.columns:
+        table["error"] = table["error"].astype(object).where(table["error"].notna(), "")
+    return table
