@@ -115,11 +115,16 @@ def load_machine(name_or_path: str | Path) -> MachineConfig:
     Raises:
         ConfigError: no such machine, or the file is not a valid machine file.
     """
-    path = _resolve_machine_path(name_or_path)
+    path = resolve_machine_path(name_or_path)
     return _machine_from_document(read_yaml(path), str(path))
 
 
-def _resolve_machine_path(name_or_path: str | Path) -> Path:
+def resolve_machine_path(name_or_path: str | Path) -> Path:
+    """The file a shipped machine name or a machine file path stands for (as in load_machine).
+
+    Raises:
+        ConfigError: neither a shipped machine nor an existing path.
+    """
     candidates: list[Path] = []
     text = str(name_or_path)
     looks_like_name = (

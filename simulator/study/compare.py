@@ -16,8 +16,13 @@ import pandas as pd
 
 from simulator.analysis.compare import NoCommonPointError, compare_curves, compare_lines, match_keys
 from simulator.errors import ConfigError
-from simulator.study.outputs import check_finished, read_curve, read_lines, save_png
-from simulator.study.store import atomic_path
+from simulator.study.outputs import (
+    atomic_write,
+    check_finished,
+    read_curve,
+    read_lines,
+    save_png,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,8 +77,10 @@ def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
     """Write ``compare.csv``, ``compare_lines.csv`` and ``compare.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written = [
-        _write_csv(out / "compare.csv", comparison.curve),
-        _write_csv(out / "compare_lines.csv", comparison.lines),
+        atomic_write(out / "compare.csv",
+                         lambda path: comparison.curve.to_csv(path, index=False)),
+        atomic_write(out / "compare_lines.csv",
+                         lambda path: comparison.lines.to_csv(path, index=False)),
     ]
     import matplotlib
 
@@ -81,12 +88,6 @@ def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
     written.append(save_png(out / "compare.png", lambda figure: _draw(figure, comparison),
                             size=(8, 8)))
     return written
-
-
-def _write_csv(path: Path, table: pd.DataFrame) -> Path:
-    with atomic_path(path) as tmp:
-        table.to_csv(tmp, index=False)
-    return path
 
 
 def x_column(curve: pd.DataFrame) -> str:

@@ -18,7 +18,8 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import machines_dir
+from simulator.config.machine_file import resolve_machine_path
+from simulator.errors import ConfigError
 from simulator.study.store import document_hash
 from simulator.version import __version__
 
@@ -68,8 +69,10 @@ def machine_sha256(machine: MachineConfig | str) -> tuple[str, str]:
     (sorted-key JSON of its fields) and described as ``"configuration"``.
     """
     if isinstance(machine, str):
-        named = machines_dir() / f"{machine}.yaml"
-        path = named if named.exists() else Path(machine)
+        try:
+            path = resolve_machine_path(machine)
+        except ConfigError:
+            raise FileNotFoundError(machine) from None
         if path.is_file():
             return hashlib.sha256(path.read_bytes()).hexdigest(), str(path.resolve())
     if isinstance(machine, MachineConfig):

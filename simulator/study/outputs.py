@@ -56,24 +56,25 @@ def write_results(result: Result, directory: Path) -> list[Path]:
     """Write the tables and plots of a result into ``directory``; return the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     written = [
-        _write(directory / "curve.csv", lambda p: result.curve.to_csv(p, index=False)),
-        _write(directory / "curve.parquet", lambda p: result.curve.to_parquet(p, index=False)),
-        _write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
-        _write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
-        _write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns_document(
+        atomic_write(directory / "curve.csv", lambda p: result.curve.to_csv(p, index=False)),
+        atomic_write(directory / "curve.parquet",
+                     lambda p: result.curve.to_parquet(p, index=False)),
+        atomic_write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
+        atomic_write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
+        atomic_write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns_document(
             {"curve.csv": result.curve.columns, "lines.csv": result.lines.columns})),
             encoding="utf-8")),
     ]
     usl = usl_summary(result.curve)
     if usl is not None:
-        written.append(_write(directory / "usl.csv", lambda p: usl.to_csv(p, index=False)))
+        written.append(atomic_write(directory / "usl.csv", lambda p: usl.to_csv(p, index=False)))
     written += write_plots(result.curve, directory, result.measured)
     return written
 
 
 def write_metadata(directory: Path, document: Mapping[str, object]) -> Path:
     """Write ``metadata.yaml`` (:func:`simulator.study.metadata.run_metadata`) atomically."""
-    return _write(directory / "metadata.yaml",
+    return atomic_write(directory / "metadata.yaml",
                   lambda p: p.write_text(dump_yaml(document), encoding="utf-8"))
 
 
@@ -124,7 +125,8 @@ def _successful(curve: pd.DataFrame) -> pd.DataFrame:
     return curve[curve["tps"].notna()] if "tps" in curve.columns else curve.iloc[0:0]
 
 
-def _write(path: Path, writer: Callable[[Path], object]) -> Path:
+def atomic_write(path: Path, writer: Callable[[Path], object]) -> Path:
+    """Write ``path`` through ``writer`` (given a temporary path), renamed into place at the end."""
     with atomic_path(path) as tmp:
         writer(tmp)
     return path
