@@ -19,7 +19,7 @@ from simulator.cli.common import EXIT_OK, log
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
-from simulator.hardware.codes import CALENDAR_SLOTS, AccessClass
+from simulator.hardware.codes import AccessClass
 from simulator.study.ccbench import (
     OPERATIONS,
     PLACEMENTS,
@@ -122,14 +122,9 @@ def _print_table(config: MachineConfig, table: pd.DataFrame) -> None:
           f"{'latency ns':>10s}  {'wait ns':>9s}  {'CAS fail':>8s}")
     for row in table.to_dict("records"):
         failure = "" if row["operation"] == "fetch-add" else f"{float(row['failure_rate']):8.1%}"
-        mark = "  *" if row["calendar_overflow"] else ""
         print(f"{row['operation']:9s}  {row['placement']:9s}  {int(row['threads']):7d}  "
               f"{float(row['ops_per_s']) / 1e6:8.2f}  {float(row['latency_ns']):10.1f}  "
-              f"{float(row['wait_ns']):9.1f}  {failure:>8s}{mark}")
-    if table["calendar_overflow"].any():
-        print(f"\n* at least as many threads as the {CALENDAR_SLOTS} reservations a line's "
-              "calendar keeps: the machine may forget queued transfers and serve new requests "
-              "at once, so these rows can undercount queueing")
+              f"{float(row['wait_ns']):9.1f}  {failure:>8s}")
 
 
 def _plot(table: pd.DataFrame, path: Path, machine: str) -> None:

@@ -95,9 +95,14 @@ class Out(IntEnum):
     """HITM transfers where the bytes accessed and the bytes dirtied are disjoint."""
     TRUE_SHARING_HITM = N_CLASSES + 5
     """HITM transfers where they overlap."""
+    CAS_ATTEMPTS = N_CLASSES + 6
+    """Compare-and-swap attempts, failed ones included (counted by the processes that issue
+    them, :class:`simulator.runtime.atomic_word.AtomicWord`; the coherence kernel sees RMWs)."""
+    CAS_FAILURES = N_CLASSES + 7
+    """Compare-and-swap attempts that failed because the word changed since it was read."""
 
 
-OUT_SIZE = N_CLASSES + 6
+OUT_SIZE = N_CLASSES + 8
 
 # Codes of the machine-level choices, as stored in the kernel's parameter vector.
 PROTOCOL_CODES = {"MESI": 0, "MESIF": 1, "MOESI": 2}
@@ -108,4 +113,5 @@ EMPTY = -1
 JUNK = -2
 """Tag of a way holding an untracked line (private footprint of other work)."""
 CALENDAR_SLOTS = 32
-"""Reservations of recent ownership transfers kept per line by the hot-line queue."""
+"""Reservations of ownership transfers kept per line by the hot-line queue (when full, the two
+oldest merge into one span, so a queue of any length is kept)."""

@@ -100,6 +100,8 @@ class _CoherenceImpl(Protocol):
 
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None: ...
 
+    def holds(self, core: int, line: int) -> bool: ...
+
     def canonical_state(self) -> dict[str, Any]: ...
 
     def line_counters(self) -> dict[str, Any]: ...
@@ -182,6 +184,16 @@ class Machine:
         target = self.totals if out is None else out
         klass, latency, wait = self._engine.access(thread, line, int(op), mask, now, target)
         return AccessResult(AccessClass(klass), latency, wait)
+
+    def holds(self, thread: int, line: int) -> bool:
+        """Whether the thread's core has a valid copy of ``line`` in its private caches.
+
+        A load of such a line hits without any transfer. Nothing changes (no LRU update, no
+        counter).
+        """
+        self._check_thread(thread)
+        self._check_line(line)
+        return self._engine.holds(self.topology.core_of(thread), line)
 
     def sequence(
         self,

@@ -19,7 +19,7 @@ import pandas as pd
 
 from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
-from simulator.hardware.codes import CALENDAR_SLOTS, Op
+from simulator.hardware.codes import Op
 from simulator.hardware.machine import AccessResult, Machine
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
@@ -174,7 +174,7 @@ domains of a one-socket machine; inside each, in ``socket`` order)."""
 CONTENTION_COLUMNS = (
     "machine", "operation", "placement", "threads", "sockets_used", "domains_used", "cores_used",
     "ops", "ops_per_s", "latency_ns", "wait_ns", "attempts", "failures", "successes",
-    "failure_rate", "successes_per_s", "calendar_overflow", "duration_us", "warmup_us",
+    "failure_rate", "successes_per_s", "duration_us", "warmup_us",
 )
 """Columns of :func:`contention_sweep`, one row per (operation, placement, threads):
 
@@ -188,11 +188,6 @@ CONTENTION_COLUMNS = (
 - ``attempts``, ``failures``, ``successes``: RMWs issued (a CAS or a fetch-add) that completed in
   the window, those whose CAS failed, and the rest; ``failure_rate`` = failures / attempts;
 - ``successes_per_s``: value-changing RMWs per second;
-- ``calendar_overflow``: as many threads as a line's calendar keeps reservations
-  (:data:`~simulator.hardware.codes.CALENDAR_SLOTS`) or more: the calendar must hold every queued
-  transfer and the one just served; when it cannot, the machine forgets the oldest, a new request
-  finds only later ones and is served at once, so these rows undercount the queueing (a limit of
-  today's machine, not of the hardware);
 - ``duration_us``, ``warmup_us``: the measured window and the time simulated before it.
 """
 
@@ -276,8 +271,10 @@ def contention_point(
     was issued after this thread last read the value (its load, or its previous failed CAS,
     which returns the current value) and before this CAS, in simulation-time order, the order in
     which the machine serializes the line's transfers. A failed CAS still costs its RMW and takes
-    the line, as ``lock cmpxchg`` does. Counts cover accesses that end inside
-    ``(warmup_ns, warmup_ns + duration_ns)``; no think time between operations.
+    the line, as ``lock cmpxchg`` does (Intel SDM, CMPXCHG: the destination receives a write cycle
+    whatever the comparison's result); in ``cas-loop`` the loser keeps the line for its retry,
+    which it issues at once, so the retry hits its own cache and succeeds. Counts cover accesses
+    that end inside ``(warmup_ns, warmup_ns + duration_ns)``; no think time between operations.
 
     Left out: anything the machine itself leaves out (it serves the line FIFO at isolated
     latencies, with no batching of several operations per ownership and no locality bias), the
@@ -325,19 +322,23 @@ def contention_point(
                 cost_ns = access(thread, Op.LOAD, waits)
                 seen = version[0]
                 yield env.timeout(cost_ns)
-                while True:
-                    cost_ns = access(thread, Op.RMW, waits)
-                    failed = version[0] != seen
-                    if failed:  # it returns the value it found; a retry compares with that
-                        seen = version[0]
-                    else:
-                        version[0] += 1
-                    yield env.timeout(cost_ns)
+                cost_ns = access(thread, Op.RMW, waits)
+                failed = version[0] != seen
+                if not failed:
+                    version[0] += 1
+                if measured():
+                    tally.attempts += 1
+                    tally.failures += failed
+                if failed and operation == "cas-loop":
+                    # The failed CAS returned the current value and left the line in this
+                    # core's cache; the retry is issued at once, so nobody takes the line in
+                    # between and it succeeds.
+                    retry = machine.access(thread, 0, Op.RMW, now=env.now + cost_ns)
+                    cost_ns += retry.cost_ns
+                    version[0] += 1
                     if measured():
                         tally.attempts += 1
-                        tally.failures += failed
-                    if not failed or operation == "load-cas":
-                        break
+                yield env.timeout(cost_ns)
             if measured():
                 tally.ops += 1
                 tally.latency_ns += env.now - start_ns
@@ -423,7 +424,6 @@ def contention_sweep(
                                            warmup_us * 1e3)
                 rows.append({"machine": config.name, "operation": operation,
                              "placement": placement, "threads": n, **spread, **counted,
-                             "calendar_overflow": n >= CALENDAR_SLOTS,
                              "duration_us": duration_us, "warmup_us": warmup_us})
     if not rows:
         raise ConfigError("threads", f"no thread count fits the placements "

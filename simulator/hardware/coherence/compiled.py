@@ -106,6 +106,7 @@ class CompiledCoherence:
         self.i64 = np.zeros(totals["i64"], dtype=np.int64)
         self.f64 = np.zeros(totals["f64"], dtype=np.float64)
         self._initialise(keys, homes)
+        self._l2_way_flat = self._flat("l2_way")
 
     def _initialise(self, keys: IntArray, homes: IntArray) -> None:
         for name in ("owner", "last_writer", "l1_way", "l2_way", "l3_way", "l1_tag", "l2_tag",
@@ -199,6 +200,10 @@ class CompiledCoherence:
             kernel.scan(self.p, self.i32, self.i64, self.f64, thread, lines, masks, op, mlp,
                         now, out)
         )
+
+    def holds(self, core: int, line: int) -> bool:
+        """Whether ``core``'s private caches hold a valid copy of ``line`` (L1 ⊆ L2)."""
+        return bool(self._l2_way_flat[core * self.n_lines + line] >= 0)
 
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None:
         """Pass untracked lines through a core's private caches and its domain's L3."""

@@ -413,8 +413,10 @@ def _queue(v: Any, line: int, now: float, latency: float) -> float:
     """
     base = line * CALENDAR_SLOTS
     count = v.i32[_u(v.cal_count + line)]
-    if count == CALENDAR_SLOTS:  # full: forget the oldest reservation
-        for index in range(count - 1):
+    if count == CALENDAR_SLOTS:  # full: the two oldest reservations become one span
+        v.f64[_u(v.cal_end + base)] = max(v.f64[_u(v.cal_end + base)],
+                                          v.f64[_u(v.cal_end + base + 1)])
+        for index in range(1, count - 1):
             v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index + 1)]
             v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index + 1)]
         count -= 1
@@ -563,7 +565,7 @@ def _load(
 
 @_jit(inline=True)
 def _hit_cost(
-    v: Any, thread: int, core: int, line: int, op: int, in_l1: bool
+    v: Any, thread: int, core: int, line: int, op: int, in_l1: bool, now: float
 ) -> tuple[int, float, float]:
     level_class = C_L1 if in_l1 else C_L2
     level_ns = float(v.f64[_u(v.scalars + S_L1)]) if in_l1 else float(v.f64[_u(v.scalars + S_L2)])
@@ -571,7 +573,8 @@ def _hit_cost(
         return level_class, level_ns, 0.0
     writer = v.i32[_u(v.last_writer + line)]
     if writer >= 0 and writer != thread and writer // v.tpc == core:
-        return C_SMT, float(v.f64[_u(v.scalars + S_SMT)]), 0.0
+        smt_ns = float(v.f64[_u(v.scalars + S_SMT)])
+        return C_SMT, smt_ns, _queue(v, line, now, smt_ns)
     return level_class, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), level_ns), 0.0
 
 
@@ -591,7 +594,7 @@ def _write(
             else:
                 v.i64[_u(v.dirty_mask + line)] |= mask
             v.i32[_u(v.ostate + line)] = ST_M
-            return _hit_cost(v, thread, core, line, op, in_l1)
+            return _hit_cost(v, thread, core, line, op, in_l1, now)
         owned_dirty = v.i32[_u(v.owner + line)] == core and state == ST_O
         latency, wait = _take_ownership(
             v, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)

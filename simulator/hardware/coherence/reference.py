@@ -271,6 +271,10 @@ class ReferenceCoherence:
         out[_STALL] += stall
         return stall
 
+    def holds(self, core: int, line: int) -> bool:
+        """Whether ``core``'s private caches hold a valid copy of ``line`` (L1 ⊆ L2)."""
+        return line in self.l2[core][self.set2[line]]
+
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None:
         """Fill a core's private caches and its domain's L3 with untracked lines.
 
@@ -372,7 +376,7 @@ class ReferenceCoherence:
                 else:
                     self.dirty_mask[line] |= mask
                 self.ostate[line] = _M
-                return self._hit_cost(thread, core, line, op, in_l1)
+                return self._hit_cost(thread, core, line, op, in_l1, now)
             others = self.holders[line] & ~bit
             latency = self._upgrade_ns
             latency = max(latency, self._invalidation_latency(domain, others, home))
@@ -403,15 +407,21 @@ class ReferenceCoherence:
         return klass, latency, wait
 
     def _hit_cost(
-        self, thread: int, core: int, line: int, op: int, in_l1: bool
+        self, thread: int, core: int, line: int, op: int, in_l1: bool, now: float
     ) -> tuple[int, float, float]:
+        """An access that hits the core's own copy.
+
+        An RMW after the SMT sibling's write waits its turn on the line: the two threads share
+        the core's L1 but not the locked operation.
+        """
         level_class = _L1_HIT if in_l1 else _L2_HIT
         level_ns = self._l1_ns if in_l1 else self._l2_ns
         if op != _RMW:
             return level_class, level_ns, 0.0
         writer = self.last_writer[line]
         if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
-            return _SMT_SIBLING, self._smt_sibling_ns, 0.0
+            return _SMT_SIBLING, self._smt_sibling_ns, self._queue(
+                line, now, self._smt_sibling_ns)
         return level_class, max(self._atomic_local_ns, level_ns), 0.0
 
     # ------------------------------------------------------------------ protocol helpers
@@ -479,7 +489,10 @@ class ReferenceCoherence:
 
         A hot line is a single server, FIFO by logical time. Its recent transfers are kept as
         reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
-        full, the oldest is forgotten). Requests usually arrive in time order: the transfer
+        full, the two oldest merge into one span: exact when they are back to back, as on a
+        saturated line, and otherwise the gap between them counts as busy, which only a request
+        arriving out of time order inside that gap can notice; nothing booked is forgotten,
+        however many requesters queue). Requests usually arrive in time order: the transfer
         then starts when every reservation ahead of it (started at or before the running start)
         ends, which is the plain FIFO queue. Because a process may run ahead of the simulation
         clock by up to a quantum (issuing several accesses before it waits for their cost), a
@@ -492,7 +505,7 @@ class ReferenceCoherence:
         """
         calendar = self.calendar[line]
         if len(calendar) == CALENDAR_SLOTS:
-            del calendar[0]
+            calendar[0:2] = [(calendar[0][0], max(calendar[0][1], calendar[1][1]))]
         start = now
         ahead = 0
         while ahead < len(calendar) and calendar[ahead][0] <= start:

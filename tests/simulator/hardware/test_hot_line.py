@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from simulator.config.machine_file import load_machine
-from simulator.hardware.codes import Op
+from simulator.hardware.codes import CALENDAR_SLOTS, Op
 from simulator.hardware.machine import Machine
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
@@ -92,3 +94,35 @@ def test_in_order_requests_form_a_fifo_queue(implementation: str) -> None:
     waits = [machine.access(t, 0, Op.RMW, now=1_000.0 + k).wait_ns
              for k, t in enumerate(threads[1:])]
     assert waits == pytest.approx([0.0, h - 1, 2 * h - 2, 3 * h - 3])
+
+
+@pytest.mark.parametrize("implementation", ["compiled", "reference"])
+def test_a_queue_longer_than_the_calendar_is_kept_whole(implementation: str) -> None:
+    """47 requesters arrive in time order, more than the line's calendar has slots: each still
+    waits for every transfer ahead of it (the oldest reservations merge, none is forgotten)."""
+    config = load_machine("platinum8168-2s-vm")
+    machine = Machine(config, [0], implementation=implementation)  # type: ignore[arg-type]
+    sockets = [[machine.topology.thread_by_name(f"s{s}.d0.c{c}.t0") for c in range(24)]
+               for s in range(2)]
+    h = config.latency.local_hitm_ns
+    machine.access(sockets[0][0], 0, Op.RMW, now=0.0)
+    waits = [machine.access(t, 0, Op.RMW, now=1_000.0).wait_ns
+             for t in sockets[0][1:] + sockets[1]]
+    assert len(waits) > CALENDAR_SLOTS
+    assert waits[:23] == pytest.approx([k * h for k in range(23)])
+    assert all(later > earlier for earlier, later in itertools.pairwise(waits))
+
+
+@pytest.mark.parametrize("implementation", ["compiled", "reference"])
+def test_smt_siblings_take_turns_on_a_line(implementation: str) -> None:
+    """Two threads of one core share its L1 but not the locked operation: the second RMW waits
+    for the first, at the sibling latency."""
+    config = load_machine("gold5215-2s")
+    machine = Machine(config, [0], implementation=implementation)  # type: ignore[arg-type]
+    t0, t1 = (machine.topology.thread_by_name(f"s0.d0.c0.t{k}") for k in range(2))
+    machine.access(t0, 0, Op.RMW, now=0.0)
+    first = machine.access(t1, 0, Op.RMW, now=1_000.0)
+    second = machine.access(t0, 0, Op.RMW, now=1_000.0)
+    assert first.wait_ns == 0.0
+    assert second.latency_ns == pytest.approx(config.latency.smt_sibling_ns)
+    assert second.wait_ns == pytest.approx(config.latency.smt_sibling_ns)
