@@ -1,0 +1,150 @@
+"""A word in shared memory that processes update with atomics: loads, CAS loops, fetch-adds.
+
+The usual lock-free update of a word, as C11 ``compare_exchange`` loops and PostgreSQL's
+``LWLockAttemptLock`` and ``PinBuffer`` do it, is a plain load of the word, then a
+compare-and-swap of the value seen; a CAS that finds another value fails, returns the value it
+found, and the loop retries with that value without a new load. On the machine each of these is
+its own memory operation on the word's line, and between the load and the CAS other cores' atomics
+on the same line may come in: then the CAS fails and costs what it costs.
+
+:class:`AtomicWord` issues them that way. The load is performed at the simulation clock (in time
+order with every other process's operations); the CAS after the process has spent the load's
+latency, again at the clock; it fails if any value-changing atomic on the word was issued in
+between. The word's value is not stored: a *version* (the count of value-changing atomics issued
+so far) is all a CAS needs to know whether it would fail, and the model that owns the word keeps
+its meaning (who holds a lock).
+
+A failed CAS is still a locked read-modify-write (Intel SDM, ``CMPXCHG``: "the destination operand
+receives a write cycle without regard to the result of the comparison"): it takes the line
+exclusively like a successful one, so it costs a transfer when another core had the line. The
+retry follows within a few instructions while the line is in the loser's cache; it is issued in
+the same instant, so it hits locally and succeeds. That is the assumption of a loser that keeps
+the line for its retry (what T. Downs' CAS-loop measurements, 1.5-4.3 times a fetch-add per
+success with 2-16 threads, imply; a retry that lost the line every time would livelock a
+saturated line, which no measurement shows).
+
+When the process's core already holds a valid copy of the line, its load hits locally and
+nothing can come between it and the CAS a few nanoseconds later; the two are then issued in one
+call without waiting in between (a speed-up that changes no cost).
+
+Each CAS attempt, failed or not, is counted in the process's counters
+(:attr:`~simulator.hardware.codes.Out.CAS_ATTEMPTS`, ``CAS_FAILURES``).
+
+``fused`` issues the load and the first CAS as one call that never fails (the simplification of
+a simulator that treats a CAS loop as one atomic): kept as an ablation.
+
+Left out: the value itself (a CAS that finds the expected value but a changed version, an ABA,
+counts as failed; the words modelled here only change by counting up or down, so ABA needs a
+balanced pair of changes inside one load-to-CAS window and is rare), a retry that loses the line
+before it is issued, and weak CAS (spurious failure on LL/SC machines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Hashable
+from typing import Any, TypeVar
+
+import simpy
+
+from simulator.hardware.codes import Op, Out
+from simulator.hardware.tracked import Ops
+from simulator.runtime.engine import ProcessGenerator
+from simulator.runtime.process import CpuProcess
+
+__all__ = ["AtomicWord"]
+
+C = TypeVar("C", bound=Hashable)
+
+_ATTEMPTS, _FAILURES = int(Out.CAS_ATTEMPTS), int(Out.CAS_FAILURES)
+
+Changes = bool | Callable[[], bool]
+"""Whether a successful CAS changes the word's value, or a function that says so at its instant."""
+
+
+class AtomicWord:
+    """A word on one tracked line, updated with loads, CAS loops and fetch-adds.
+
+    Args:
+        word: the access to the word (one access; its operation is ignored).
+        fused: issue a load and its CAS as one call that never fails (the ablation).
+        lock_line: charge queueing on the word's line to the process's lock-wait category.
+
+    Raises:
+        ValueError: ``word`` is not exactly one access.
+    """
+
+    def __init__(self, word: Ops, *, fused: bool = False, lock_line: bool = True) -> None:
+        if len(word) != 1:
+            raise ValueError(f"an atomic word is one access, got {len(word)}")
+        self.line = word[0].line
+        self.fused = fused
+        self.lock_line = lock_line
+        self.version = 0
+        """Value-changing atomics issued on the word so far."""
+        self.cas_attempts = 0
+        """CAS attempts on the word so far, failed ones included."""
+        self.cas_failures = 0
+        """Failed CAS attempts on the word so far."""
+        self._load = word.with_op(Op.LOAD)
+        self._rmw = word.with_op(Op.RMW)
+        self._rmw_twice = self._rmw + self._rmw
+        self._load_rmw = self._load + self._rmw
+
+    @property
+    def load_ops(self) -> Ops:
+        """The load of the word, as an access sequence."""
+        return self._load
+
+    @property
+    def rmw_ops(self) -> Ops:
+        """One atomic read-modify-write of the word, as an access sequence."""
+        return self._rmw
+
+    def load(self, process: CpuProcess[C], category: C) -> Generator[simpy.Event, Any, int]:
+        """Read the word now; return the version seen (what a later CAS compares with)."""
+        yield from process.ops(self._load, category, self.lock_line)
+        return self.version
+
+    def compare_and_swap(self, process: CpuProcess[C], seen: int, category: C, *,
+                         changes: Changes = True) -> Generator[simpy.Event, Any, int]:
+        """A CAS loop after a load that saw version ``seen``; return its failed attempts.
+
+        ``changes``: whether the successful CAS changes the value, or a function asked at the
+        instant of the CAS (``False`` for a CAS that writes back the value it found, as
+        ``LWLockAttemptLock`` does when the lock is not free).
+        """
+        yield from process.sync()
+        failed = self.version != seen
+        yield from process.ops(self._rmw_twice if failed else self._rmw, category,
+                               self.lock_line)
+        if changes is True or (changes is not False and changes()):
+            self.version += 1
+        counters = process.counters
+        counters[_ATTEMPTS] += 1 + failed
+        counters[_FAILURES] += failed
+        self.cas_attempts += 1 + failed
+        self.cas_failures += failed
+        return int(failed)
+
+    def update(self, process: CpuProcess[C], category: C, *,
+               changes: Changes = True) -> Generator[simpy.Event, Any, int]:
+        """Load, then CAS until it succeeds; return the failed attempts."""
+        yield from process.sync()
+        task = process.task
+        holds = (task is not None and task.thread is not None and process.machine is not None
+                 and process.machine.holds(task.thread, self.line))
+        if self.fused or holds:
+            yield from process.ops(self._load_rmw, category, self.lock_line)
+            if changes is True or (changes is not False and changes()):
+                self.version += 1
+            process.counters[_ATTEMPTS] += 1
+            self.cas_attempts += 1
+            return 0
+        seen = yield from self.load(process, category)
+        failed: int = yield from self.compare_and_swap(process, seen, category, changes=changes)
+        return failed
+
+    def fetch_add(self, process: CpuProcess[C], category: C) -> ProcessGenerator:
+        """One value-changing atomic without a load (``lock xadd``, ``fetch_or``, a TAS)."""
+        yield from process.ops(self._rmw, category, self.lock_line)
+        self.version += 1
