@@ -3,10 +3,16 @@
 Two protocols, as in ``src/backend/storage/lmgr/lwlock.c``:
 
 * ``atomic`` (9.5+, commit ab5194e6f6 "Improve LWLock scalability"): an acquire
-  (``LWLockAttemptLock``, lwlock.c:826/869@13) reads the state word and tries one CAS; a release
-  is one atomic ``sub_fetch`` (lwlock.c:1843-1845@13). A backend that cannot get the lock takes
-  the wait-list lock (another RMW on the same word), queues itself and sleeps on its semaphore
-  until a releaser wakes it, then retries.
+  (``LWLockAttemptLock``, lwlock.c:826@13, :821@14) is a plain load of the state word, then a
+  CAS loop (lwlock.c:869@13, :864@14) that retries with the value a failed CAS returned; the CAS
+  is issued even when the lock is not free (it then writes back the value it found). Each load
+  and CAS is its own operation at the simulation clock
+  (:class:`~simulator.runtime.atomic_word.AtomicWord`), so a CAS fails when another backend
+  changed the word in between. A release is one atomic ``sub_fetch`` (lwlock.c:1843-1845@13).
+  A backend that cannot get the lock queues itself (``LWLockQueueSelf``: ``fetch_or`` of the
+  wait-list lock bit, ``fetch_or`` of ``LW_FLAG_HAS_WAITERS``, ``fetch_and`` releasing the
+  wait-list lock: three atomics on the word) and sleeps on its semaphore until a releaser that
+  finds waiters (``LWLockWakeup``: the wait-list lock, then the CAS clearing the flags) wakes it.
 * ``spinlock`` (9.1): acquire and release are each a test-and-set of the lock's spinlock, a store
   of the shared count and the store that frees the spinlock, all on the lock's line
   (``LWLockAcquire``, lwlock.c:388-439@9.1; ``LWLockRelease``, :593-641@9.1).
@@ -16,8 +22,13 @@ The lock's *state* (shared holders, exclusive holder, FIFO of sleepers) is plain
 word is hot. A waker pays ``wake_cycles`` per woken backend (the semaphore post); the woken
 backend pays the scheduler's wake-up.
 
+``fused_atomics`` issues the load and the CAS as one call that never fails: the simplification
+kept as an ablation.
+
 Left out: spinning before sleeping (9.1's repeated TAS is the hot-line queue itself), the
-``LW_FLAG_RELEASE_OK`` subtleties, and LWLockAcquireOrWait.
+``LW_FLAG_RELEASE_OK`` subtleties, the second ``LWLockAttemptLock`` after queueing (a grant is
+handed over by the releaser instead), spinning on a held wait-list lock, and
+LWLockAcquireOrWait.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import simpy
 
 from simulator.hardware.codes import Op
 from simulator.hardware.tracked import Access, Ops
+from simulator.runtime.atomic_word import AtomicWord
 from simulator.runtime.engine import ProcessGenerator
 
 from .backend import Backend, Category
@@ -54,9 +66,11 @@ class LWLock:
         word: the accesses to the lock's atomic word: one access (``atomic``) or, for
             ``spinlock``, the mutex byte then the shared-count word (two accesses).
         protocol: ``"atomic"`` (9.5+) or ``"spinlock"`` (9.1).
+        fused_atomics: ``atomic`` only: issue the acquire's load and CAS as one call that never
+            fails (the ablation of the read + CAS loop).
     """
 
-    def __init__(self, name: str, word: Ops, protocol: str) -> None:
+    def __init__(self, name: str, word: Ops, protocol: str, fused_atomics: bool = False) -> None:
         if protocol not in ("atomic", "spinlock"):
             raise ValueError(f"unknown LWLock protocol {protocol!r}")
         self.name = name
@@ -68,10 +82,12 @@ class LWLock:
         mask = word[0].mask
         read = Access(line, Op.LOAD, mask, word[0].field)
         rmw = Access(line, Op.RMW, mask, word[0].field)
+        self.word = AtomicWord(Ops([rmw]), fused=fused_atomics)
+        """The state word (``atomic``); its version counts the atomics that changed it."""
         if protocol == "atomic":
             self._attempt = Ops([read, rmw])
             self._release = Ops([rmw])
-            self._queue = Ops([rmw, rmw])
+            self._queue = Ops([rmw, rmw, rmw])
         else:
             count = word[1] if len(word) > 1 else word[0]
             store_count = Access(count.line, Op.STORE, count.mask, count.field)
@@ -98,25 +114,44 @@ class LWLock:
         else:
             self.exclusive_holder = backend
 
+    def _attempt_lock(self, backend: Backend, mode: LockMode,
+                      category: Category) -> ProcessGenerator:
+        """``LWLockAttemptLock``: the load and CAS loop (``atomic``) or the spinlock steps."""
+        if self.protocol == "atomic":
+            yield from self.word.update(backend, category,
+                                        changes=lambda: self._can_take(mode))
+        else:
+            yield from backend.ops(self._attempt, category, lock_line=True)
+
+    def _can_take(self, mode: LockMode) -> bool:
+        return self._free_for(mode) and not self.waiters
+
+    def _word_atomics(self, backend: Backend, accesses: Ops,
+                      category: Category) -> ProcessGenerator:
+        """Value-changing atomics on the word (a release, the wait-list steps)."""
+        yield from backend.ops(accesses, category, lock_line=True)
+        if self.protocol == "atomic":
+            self.word.version += len(accesses)
+
     def acquire(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
         """Acquire; if the lock is busy (or others wait), queue FIFO and sleep until granted."""
-        yield from backend.ops(self._attempt, category, lock_line=True)
-        if self._free_for(mode) and not self.waiters:
+        yield from self._attempt_lock(backend, mode, category)
+        if self._can_take(mode):
             self._grant(backend, mode)
             return
         # Queue in the same instant as the failed attempt (LWLockQueueSelf followed by the
         # re-check of LWLockAcquire): a release during the queueing work still finds us.
         event = backend.env.event()
         self.waiters.append((backend, mode, event))
-        yield from backend.ops(self._queue, Category.LOCK_WAIT, lock_line=True)
+        yield from self._word_atomics(backend, self._queue, Category.LOCK_WAIT)
         if not event.triggered:
             yield from backend.sleep(event, Category.LOCK_WAIT)
 
     def conditional_acquire(self, backend: Backend, mode: LockMode,
                             category: Category) -> Generator[simpy.Event, Any, bool]:
         """One attempt (``LWLockConditionalAcquire``); returns whether the lock was taken."""
-        yield from backend.ops(self._attempt, category, lock_line=True)
-        if self._free_for(mode) and not self.waiters:
+        yield from self._attempt_lock(backend, mode, category)
+        if self._can_take(mode):
             self._grant(backend, mode)
             return True
         return False
@@ -133,9 +168,9 @@ class LWLock:
                 raise RuntimeError(f"{self.name}: exclusive release by a non-holder")
             self.exclusive_holder = None
         woken = self._hand_off()
-        yield from backend.ops(self._release, category, lock_line=True)
+        yield from self._word_atomics(backend, self._release, category)
         if woken:
-            yield from backend.ops(self._release_queue_lock, Category.LOCK_WAIT, lock_line=True)
+            yield from self._word_atomics(backend, self._release_queue_lock, Category.LOCK_WAIT)
             yield from backend.compute(WAKE_CYCLES * woken, category)
 
     def _hand_off(self) -> int:

@@ -14,6 +14,12 @@ Keys (all optional):
   (``tests/models/test_chunk_convergence.py``, ``docs/performance.md``); 2048 entries are 3-4 us of
   scan, and a scan is one SimPy event per chunk, so the default sets much of the simulation's
   speed.
+* ``atomics``: how the words updated by load + CAS loops are issued, per user: ``lwlock``
+  (``LWLockAttemptLock``) and ``buffer`` (``PinBuffer``, ``UnpinBuffer`` and the hot pages'
+  mapping and content locks), each ``read_cas`` (default: the load and each CAS are separate
+  operations at the simulation clock, so a CAS fails when the word changed in between, as in
+  PostgreSQL and on the hardware) or ``fused`` (the load and the CAS as one call that never
+  fails: the ablation), e.g. ``--set options.atomics.lwlock=fused``.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
@@ -34,8 +40,10 @@ from simulator.config.values import check_keys, describe_kind, expect_int, join_
 from simulator.errors import ConfigError
 
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
+from .procarray import ATOMIC_USERS
 
-OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "run_ahead")
+OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "run_ahead")
+ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
 DEFAULT_ENTRIES_PER_CHUNK = 2048
@@ -51,6 +59,8 @@ class PgOptions:
     think_time_ns: float
     entries_per_chunk: int
     run_ahead_ns: float
+    fused_atomics: frozenset[str]
+    """Users whose load + CAS loops are fused (``atomics: {user: fused}``)."""
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -73,20 +83,39 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
                        options.get("entries_per_chunk", DEFAULT_ENTRIES_PER_CHUNK))
     if chunk < 1:
         raise ConfigError("options.entries_per_chunk", f"must be at least 1, got {chunk}", source)
+    atomics = _resolve_atomics(options.get("atomics", {}), source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
-            "run_ahead": run_ahead}
+            "atomics": atomics, "run_ahead": run_ahead}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
     """Turn resolved options (see :func:`resolve_options`) into Python values."""
     full = resolve_options(resolved)
-    batch, chunk = full["batch"], full["entries_per_chunk"]
+    batch, chunk, atomics = full["batch"], full["entries_per_chunk"], full["atomics"]
+    assert isinstance(atomics, dict)
     assert isinstance(batch, int)
     assert isinstance(chunk, int)
     return PgOptions(costs=costs_from_dict(full["costs"]), batch=batch,
                      think_time_ns=_time_ns("options.think_time", full["think_time"], None),
                      entries_per_chunk=chunk,
-                     run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None))
+                     run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None),
+                     fused_atomics=frozenset(user for user, mode in atomics.items()
+                                             if mode == "fused"))
+
+
+def _resolve_atomics(value: object, source: str | None) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise ConfigError("options.atomics", "expected a mapping of lwlock and buffer to "
+                          f"read_cas or fused, got {describe_kind(value)}", source)
+    check_keys(value, "options.atomics", ATOMIC_USERS, optional=ATOMIC_USERS)
+    resolved = {}
+    for user in ATOMIC_USERS:
+        mode = value.get(user, "read_cas")
+        if mode not in ATOMICS_MODES:
+            raise ConfigError(f"options.atomics.{user}", f"expected read_cas or fused, got "
+                              f"{mode!r}", source)
+        resolved[user] = str(mode)
+    return resolved
 
 
 def _resolve_costs(value: object, source: str | None) -> dict[str, object]:

@@ -88,6 +88,8 @@ class PointConfig:
     run_ahead_ns: float = DEFAULT_RUN_AHEAD_NS
     costs: PgCosts = field(default_factory=load_costs)
     implementation: Implementation = "compiled"
+    fused_atomics: frozenset[str] = frozenset()
+    """Users of atomics whose load + CAS loops are fused (the ablation; empty: none)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -235,7 +237,8 @@ def _run(config: PointConfig) -> PointResult:
         env, scheduler, config.machine, algorithm=config.algorithm, clients=config.clients,
         idle_clients=config.idle_clients, mostly_idle=config.idle_kind == "mostly-idle",
         scan_costs=config.costs.scan, entries_per_chunk=config.entries_per_chunk,
-        run_ahead_ns=config.run_ahead_ns, implementation=config.implementation)
+        run_ahead_ns=config.run_ahead_ns, implementation=config.implementation,
+        fused_atomics=config.fused_atomics)
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)
@@ -375,7 +378,9 @@ def _per_transaction(active: list[Completed]) -> dict[str, float]:
         result[name] = float(counters[index]) / n
     for slot, name in ((Out.INVALIDATIONS, "invalidations"),
                        (Out.FALSE_SHARING_HITM, "false_sharing_hitm"),
-                       (Out.WAIT_NS, "hot_line_wait_ns")):
+                       (Out.WAIT_NS, "hot_line_wait_ns"),
+                       (Out.CAS_ATTEMPTS, "cas_attempts"),
+                       (Out.CAS_FAILURES, "cas_failures")):
         result[name] = float(counters[slot]) / n
     totals = dict.fromkeys(CATEGORIES, 0.0)
     for record in unique:

@@ -70,7 +70,8 @@ class Population:
 def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: MachineConfig, *,
                      algorithm: str, clients: int, idle_clients: int, mostly_idle: bool,
                      scan_costs: ScanCosts, entries_per_chunk: int, run_ahead_ns: float,
-                     implementation: Implementation) -> Population:
+                     implementation: Implementation,
+                     fused_atomics: frozenset[str] = frozenset()) -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -86,6 +87,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         entries_per_chunk: procArray entries per scan chunk.
         run_ahead_ns: how far a backend may run ahead of the clock (:mod:`snapsim_models.backend`).
         implementation: the coherence implementation of the machine.
+        fused_atomics: users of atomics whose load + CAS loops are fused into one call that
+            never fails (the ablation; :data:`~snapsim_models.procarray.ATOMIC_USERS`).
     """
     n_connections = idle_clients + clients
     shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3)
@@ -103,7 +106,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         launchers.append(procs.logical_launcher_pgprocno)
     procarray = ProcArray(shmem, backends, launchers)
     tracked = TrackedMemory(shmem.memory)
-    snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk)
+    snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk,
+                                      fused_atomics)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     built = tracked.build_machine(machine, implementation=implementation)
     for backend in backends:

@@ -20,9 +20,15 @@ from simulator.hardware.tracked import Ops, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator
 
 from .backend import Backend, Category
+from .buffers import HotPage
 from .costs import ScanCosts
 from .lwlock import LockMode, LWLock
-from .shmem.memory import PgSharedMemory, PinnedPage
+from .shmem.memory import PgSharedMemory
+
+ATOMIC_USERS = ("lwlock", "buffer")
+"""Who updates words with load + CAS loops, each of which can be fused for an ablation: the
+LWLocks (``LWLockAttemptLock``) and the hot pages' buffer words (``PinBuffer``, ``UnpinBuffer``,
+their mapping and content locks)."""
 
 FIRST_XID = 1000
 """The first xid handed out (any normal xid works; only identities matter)."""
@@ -67,15 +73,21 @@ class SnapshotAlgorithm(ABC):
     lock_protocol: ClassVar[str] = "atomic"
 
     def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
-                 scan_costs: ScanCosts, entries_per_chunk: int) -> None:
+                 scan_costs: ScanCosts, entries_per_chunk: int,
+                 fused_atomics: frozenset[str] = frozenset()) -> None:
         self.shmem = shmem
         self.tracked = tracked
         self.procarray = procarray
         self.scan_costs = scan_costs
         self.entries_per_chunk = entries_per_chunk
+        unknown = fused_atomics - set(ATOMIC_USERS)
+        if unknown:
+            raise ValueError(f"unknown users of atomics {sorted(unknown)} "
+                             f"(choose from {', '.join(ATOMIC_USERS)})")
+        self.fused_atomics = fused_atomics
         self.proc_array_lock = self._lwlock("ProcArrayLock", shmem.proc_array_lock)
         self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
-        self.pages = [_PageAccesses(tracked, page)
+        self.pages = [HotPage(tracked, page, self.lock_protocol, "buffer" in fused_atomics)
                       for page in (shmem.btree_root, shmem.btree_inner)]
         self._own: dict[int, dict[str, Ops]] = {}
 
@@ -103,7 +115,7 @@ class SnapshotAlgorithm(ABC):
         word = self.tracked.access(lock, 0, self.shmem.lwlock_word, Op.RMW)
         if self.lock_protocol == "spinlock":
             word += self.tracked.access(lock, 0, "shared", Op.STORE)
-        return LWLock(name, word, self.lock_protocol)
+        return LWLock(name, word, self.lock_protocol, "lwlock" in self.fused_atomics)
 
     def _vc(self, field: str, op: Op) -> Ops:
         return self.tracked.access(self.shmem.variable_cache, 0, field, op)
@@ -161,32 +173,4 @@ class SnapshotAlgorithm(ABC):
     def pin_hot_pages(self, backend: Backend) -> ProcessGenerator:
         """The executor's buffer accesses to the B-tree root and inner page every backend reads."""
         for page in self.pages:
-            yield from backend.ops(page.accesses, Category.OTHER, lock_line=True)
-
-
-class _PageAccesses:
-    """One buffer access of a hot page: mapping-partition lock, pin, content lock, unpin.
-
-    13/14 (``ReadBuffer`` → ``BufferAlloc``, ``PinBuffer``, ``LockBuffer``, ``UnpinBuffer`` in
-    ``bufmgr.c``): the partition LWLock shared (read + CAS, later sub), ``PinBuffer``'s CAS on the
-    descriptor's ``state``, the content lock shared (CAS, later sub), ``UnpinBuffer``'s CAS: 4 RMWs
-    on the descriptor line and 2 on the partition lock line, plus the partition lock's read. 9.1
-    takes the same steps on its own words (:class:`~snapsim_models.shmem.memory.PinnedPage`: the
-    buffer-header spinlock, the LWLocks' ``mutex``), without the plain stores that follow each
-    spinlock (``refcount++``, ``shared++``) on the line just locked.
-    """
-
-    def __init__(self, tracked: TrackedMemory, page: PinnedPage) -> None:
-        def rmw(region: Region, field: str) -> Ops:
-            return tracked.access(region, 0, field, Op.RMW)
-
-        def load(region: Region, field: str) -> Ops:
-            return rmw(region, field).with_op(Op.LOAD)
-
-        mapping = rmw(page.mapping_lock, page.mapping_lock_field)
-        header = rmw(page.descriptor, page.header_field)
-        content = rmw(page.content_lock, page.content_lock_field)
-        self.accesses = (
-            load(page.mapping_lock, page.mapping_lock_field) + mapping + header + mapping
-            + content + content + header
-        )
+            yield from page.access(backend, Category.OTHER)

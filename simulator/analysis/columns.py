@@ -59,6 +59,10 @@ _CURVE = {
     **{name: ("1/transaction", f"{meaning}, per transaction")
        for name, meaning in _ACCESS_CLASSES.items()},
     "hot_line_wait_ns": ("ns/transaction", "time queued behind transfers of hot lines"),
+    "cas_attempts": ("1/transaction", "compare-and-swap attempts of load + CAS loops, failed "
+                     "ones included"),
+    "cas_failures": ("1/transaction", "compare-and-swap attempts that failed because the word "
+                     "changed since it was read"),
     "share_get_snapshot": ("fraction", "share of transaction time in GetSnapshotData"),
     "get_snapshot_us": ("us/transaction", "time in GetSnapshotData"),
     "share_lock_wait": ("fraction", "share of transaction time waiting for locks"),

@@ -130,3 +130,44 @@ def test_atomic_protocol_costs_read_cas_and_sub() -> None:
     row = machine.line_table().iloc[0]
     assert (row["loads"], row["rmws"], row["stores"]) == (1, 2, 0)
     assert row[AccessClass.DRAM_LOCAL.name.lower()] == 1
+
+
+def test_a_release_is_one_atomic_and_a_queued_acquire_three_more() -> None:
+    """``LWLockRelease`` without waiters: one ``sub_fetch``. A conflicting acquire: the load and
+    CAS (which writes back what it found), then ``LWLockQueueSelf``'s three atomics; the
+    release that finds it waiting takes the wait-list lock too."""
+    env, lock, bs, machine = setup(2)
+    marks: list[tuple[int, int]] = []
+
+    def counts() -> tuple[int, int]:
+        row = machine.line_table().iloc[0]
+        return int(row["loads"]), int(row["rmws"])
+
+    def first() -> ProcessGenerator:
+        yield from bs[0].compute(10, Category.OTHER)
+        yield from lock.acquire(bs[0], X, Category.OTHER)
+        yield from bs[0].flush()
+        marks.append(counts())
+        yield from bs[0].compute(100_000, Category.OTHER)
+        yield from lock.release(bs[0], X, Category.OTHER)
+        yield from bs[0].flush()
+        marks.append(counts())
+
+    def second() -> ProcessGenerator:
+        yield env.timeout(20_000.0)
+        yield from lock.acquire(bs[1], X, Category.OTHER)
+        marks.append(counts())
+        yield from lock.release(bs[1], X, Category.OTHER)
+        yield from bs[1].flush()
+        marks.append(counts())
+
+    env.process(first())
+    env.process(second())
+    env.run()
+    acquired, released_with_waiter, woken, released = marks
+    assert acquired == (1, 1)
+    # second: load + CAS + 3 queueing atomics; first's release: sub + the wait-list lock
+    assert released_with_waiter == (2, 1 + 1 + 3 + 2)
+    assert woken == released_with_waiter
+    assert released == (2, released_with_waiter[1] + 1)  # one atomic, nobody waiting
+    assert lock.word.version == 1 + 3 + 2 + 1  # the failed-to-take CAS changed nothing

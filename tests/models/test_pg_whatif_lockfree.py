@@ -140,9 +140,11 @@ def test_tpcb_transaction_takes_the_lock_for_its_one_full_snapshot_and_commit() 
 
 
 def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
-    """48 clients on ``westmere-ex-8s``, where post14's ProcArrayLock word saturates: the
-    what-if has no ProcArrayLock atomics per transaction, a fraction of post14's lock-word
-    wait and a higher TPS (measured at 5 ms: 1.03M -> 1.60M TPS, lock wait 15.8 -> 0.5 us)."""
+    """48 clients on ``westmere-ex-8s``, where post14's ProcArrayLock word queues: the what-if
+    has no ProcArrayLock atomics and no queue on that word, and does not run slower. It does not
+    run much faster either: the hot B-tree pages' buffer descriptors, whose load + CAS loops
+    every transaction also runs, set nearly the same ceiling (measured at 1 ms: 933k -> 945k
+    TPS)."""
     machine = load_machine("westmere-ex-8s")
     rows = {}
     for algorithm in ("post14", NAME):
@@ -151,10 +153,14 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
         rows[algorithm] = result
     post14, lockfree = rows["post14"].row, rows[NAME].row
     assert lockfree["reused_snapshots"] == 2.0
-    assert float(lockfree["tps"]) > 1.2 * float(post14["tps"])  # type: ignore[arg-type]
-    assert float(lockfree["lock_wait_us"]) < 0.2 * float(post14["lock_wait_us"])  # type: ignore[arg-type]
+    assert float(lockfree["tps"]) > 0.98 * float(post14["tps"])  # type: ignore[arg-type]
+    post14_lock = rows["post14"].lines.loc[rows["post14"].lines["label"] == "ProcArrayLock"]
+    assert float(post14_lock["wait_ns"].iloc[0]) > 0.0
     lock = rows[NAME].lines.loc[rows[NAME].lines["label"] == "ProcArrayLock"]
-    assert len(lock) == 0 or int(lock["rmws"].iloc[0]) == 0
+    assert len(lock) == 0 or (int(lock["rmws"].iloc[0]) == 0
+                              and float(lock["wait_ns"].iloc[0]) == 0.0)
+    descriptors = rows[NAME].lines.loc[rows[NAME].lines["label"].str.startswith("Btree")]
+    assert float(descriptors["wait_ns"].sum()) > float(post14_lock["wait_ns"].iloc[0])
 
 
 def test_tpcb_run_takes_the_lock_far_less_often_than_post14() -> None:

@@ -1,0 +1,128 @@
+"""Hot-page buffer accesses and lock words as PostgreSQL 13/14 issue them: counts per access and
+per transaction (failed CAS attempts included), a pin that waits on a locked header, and the
+spin-delay loop of ``s_lock.c``."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from simulator.runtime.engine import ProcessGenerator
+from snapsim_models.backend import Backend, Category
+from snapsim_models.spin import DEFAULT_SPINS_PER_DELAY, MIN_DELAY_NS, PAUSE_CYCLES, SpinDelay
+from tests.models.test_pg_snapshot_lines import (
+    PgHarness,
+    build_harness,
+    run_statements,
+    transaction_statements,
+)
+
+
+def _machine_line(h: PgHarness, line_number: int) -> int:
+    return int(list(h.machine.line_numbers).index(line_number))
+
+
+def test_an_uncontended_page_access_is_three_loads_and_four_rmws_on_the_descriptor() -> None:
+    """PinBuffer (load + CAS), LockBuffer shared (load + CAS), its release (one atomic sub),
+    UnpinBuffer (load + CAS); the mapping partition lock: load + CAS, then the release."""
+    h = build_harness("post14", 3)
+    me = h.running[0]
+    page = h.algorithm.pages[0]
+    h.measure(lambda: page.access(me, Category.OTHER))  # warm: the lines come in once
+    delta = h.measure(lambda: page.access(me, Category.OTHER))
+    descriptor = int(h.machine.line_numbers[page.header.line])
+    mapping = int(h.machine.line_numbers[page.mapping.line])
+    assert (delta.count(descriptor, "loads"), delta.count(descriptor, "rmws")) == (3, 4)
+    assert (delta.count(mapping, "loads"), delta.count(mapping, "rmws")) == (1, 2)
+    assert page.header.cas_failures == 0
+
+
+def test_a_pin_on_a_locked_header_waits_for_the_unlock() -> None:
+    h = build_harness("post14", 2, active=(0, 1))
+    holder, pinner = h.running
+    page = h.algorithm.pages[0]
+    times: dict[str, float] = {}
+    hold_ns = 20_000.0
+
+    def lock_then_unlock() -> ProcessGenerator:
+        yield from page.lock_header(holder, Category.OTHER)
+        yield from holder.compute(hold_ns * holder.clock_ghz, Category.OTHER)
+        yield from page.unlock_header(holder, Category.OTHER)
+        times["unlocked"] = h.env.now
+
+    def pin() -> ProcessGenerator:
+        yield h.env.timeout(10_000.0)  # the holder is running and has the header by now
+        assert page.header_locked_by is holder
+        yield from page.pin(pinner, Category.OTHER)
+        yield from pinner.flush()
+        times["pinned"] = h.env.now
+
+    h.run(lock_then_unlock(), pin())
+    assert times["pinned"] > times["unlocked"] >= hold_ns
+    # It spun, then slept (100 PAUSEs take ~6 us here, less than the hold): the pin comes
+    # after its first 1 ms sleep.
+    assert times["pinned"] >= 10_000.0 + MIN_DELAY_NS
+    assert page.header_locked_by is None
+
+
+def test_a_pin_on_an_unlocked_header_does_not_wait() -> None:
+    h = build_harness("post14", 1, active=(0,))
+    me = h.running[0]
+    page = h.algorithm.pages[0]
+    done: list[float] = []
+
+    def pin() -> ProcessGenerator:
+        yield from page.pin(me, Category.OTHER)
+        yield from me.flush()
+        done.append(h.env.now)
+
+    h.run(pin())
+    assert done[0] < 20_000.0  # the task's first wake-up and two transfers, no sleep
+
+
+def test_spin_delay_sleeps_after_spins_per_delay_and_grows_by_one_to_two_times() -> None:
+    h = build_harness("post14", 1, active=(0,))
+    me: Backend = h.running[0]
+    delay = SpinDelay(spins_per_delay=10)
+    sleeps: list[float] = []
+
+    def spin() -> ProcessGenerator:
+        for _ in range(30):
+            before = h.env.now + me.pending_ns
+            yield from delay.spin(me, Category.LOCK_WAIT)
+            yield from me.flush()
+            if h.env.now - before > 0.5 * MIN_DELAY_NS:
+                sleeps.append(h.env.now - before)
+
+    h.run(spin())
+    assert len(sleeps) == 3
+    assert sleeps[0] == pytest.approx(MIN_DELAY_NS, rel=0.01)
+    for earlier, later in itertools.pairwise(sleeps):
+        assert earlier <= later <= 2.0 * earlier + 10_000.0
+    assert DEFAULT_SPINS_PER_DELAY == 100
+    assert PAUSE_CYCLES > 0
+    with pytest.raises(ValueError, match="spins_per_delay"):
+        SpinDelay(spins_per_delay=0)
+
+
+@pytest.mark.parametrize("algorithm", ["pre14", "post14"])
+def test_proc_array_lock_operations_per_transaction_follow_the_code(algorithm: str) -> None:
+    """Read-only transactions of 8 backends started together: per transaction ProcArrayLock
+    gets 2 loads, 2 CAS loops (1 attempt each, plus the failed ones) and 2 atomic releases
+    (``LWLockAttemptLock`` and ``LWLockRelease`` twice, one per GetSnapshotData)."""
+    h = build_harness(algorithm, 8, active=range(8))
+    statements = transaction_statements("select-only")
+    lock = h.algorithm.proc_array_lock
+    line = h.lock_line
+    before = h.machine.line_table()
+    h.run(*(run_statements(h, backend, statements) for backend in h.running))
+    after = h.machine.line_table()
+    index = _machine_line(h, line)
+    loads = int(after["loads"][index] - before["loads"][index])
+    rmws = int(after["rmws"][index] - before["rmws"][index])
+    transactions = 8
+    assert loads == 2 * transactions
+    assert lock.word.cas_attempts == 2 * transactions + lock.word.cas_failures
+    assert rmws == lock.word.cas_attempts + 2 * transactions
+    assert lock.word.cas_failures > 0  # they started together: some CAS found the word changed
