@@ -59,7 +59,6 @@ class HotPage:
             return tracked.access(region, 0, field, Op.RMW)
 
         self.name = page.name
-        self.protocol = protocol
         self.fused = fused_atomics or protocol == "spinlock"
         mapping = rmw(page.mapping_lock, page.mapping_lock_field)
         header = rmw(page.descriptor, page.header_field)

@@ -80,12 +80,10 @@ class LWLock:
         self.waiters: deque[tuple[Backend, LockMode, simpy.Event]] = deque()
         line = word[0].line
         mask = word[0].mask
-        read = Access(line, Op.LOAD, mask, word[0].field)
         rmw = Access(line, Op.RMW, mask, word[0].field)
         self.word = AtomicWord(Ops([rmw]), fused=fused_atomics)
         """The state word (``atomic``); its version counts the atomics that changed it."""
-        if protocol == "atomic":
-            self._attempt = Ops([read, rmw])
+        if protocol == "atomic":  # an attempt is the word's load + CAS loop (_attempt_lock)
             self._release = Ops([rmw])
             self._queue = Ops([rmw, rmw, rmw])
         else:
@@ -129,9 +127,10 @@ class LWLock:
     def _word_atomics(self, backend: Backend, accesses: Ops,
                       category: Category) -> ProcessGenerator:
         """Value-changing atomics on the word (a release, the wait-list steps)."""
-        yield from backend.ops(accesses, category, lock_line=True)
         if self.protocol == "atomic":
-            self.word.version += len(accesses)
+            yield from self.word.fetch_add(backend, category, accesses)
+        else:
+            yield from backend.ops(accesses, category, lock_line=True)
 
     def acquire(self, backend: Backend, mode: LockMode, category: Category) -> ProcessGenerator:
         """Acquire; if the lock is busy (or others wait), queue FIFO and sleep until granted."""

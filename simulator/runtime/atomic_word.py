@@ -90,16 +90,6 @@ class AtomicWord:
         self._rmw_twice = self._rmw + self._rmw
         self._load_rmw = self._load + self._rmw
 
-    @property
-    def load_ops(self) -> Ops:
-        """The load of the word, as an access sequence."""
-        return self._load
-
-    @property
-    def rmw_ops(self) -> Ops:
-        """One atomic read-modify-write of the word, as an access sequence."""
-        return self._rmw
-
     def load(self, process: CpuProcess[C], category: C) -> Generator[simpy.Event, Any, int]:
         """Read the word now; return the version seen (what a later CAS compares with)."""
         yield from process.ops(self._load, category, self.lock_line)
@@ -117,13 +107,7 @@ class AtomicWord:
         failed = self.version != seen
         yield from process.ops(self._rmw_twice if failed else self._rmw, category,
                                self.lock_line)
-        if changes is True or (changes is not False and changes()):
-            self.version += 1
-        counters = process.counters
-        counters[_ATTEMPTS] += 1 + failed
-        counters[_FAILURES] += failed
-        self.cas_attempts += 1 + failed
-        self.cas_failures += failed
+        self._succeeded(process, changes, failed)
         return int(failed)
 
     def update(self, process: CpuProcess[C], category: C, *,
@@ -135,16 +119,29 @@ class AtomicWord:
                  and process.machine.holds(task.thread, self.line))
         if self.fused or holds:
             yield from process.ops(self._load_rmw, category, self.lock_line)
-            if changes is True or (changes is not False and changes()):
-                self.version += 1
-            process.counters[_ATTEMPTS] += 1
-            self.cas_attempts += 1
+            self._succeeded(process, changes, failed=False)
             return 0
         seen = yield from self.load(process, category)
         failed: int = yield from self.compare_and_swap(process, seen, category, changes=changes)
         return failed
 
-    def fetch_add(self, process: CpuProcess[C], category: C) -> ProcessGenerator:
-        """One value-changing atomic without a load (``lock xadd``, ``fetch_or``, a TAS)."""
-        yield from process.ops(self._rmw, category, self.lock_line)
-        self.version += 1
+    def fetch_add(self, process: CpuProcess[C], category: C,
+                  accesses: Ops | None = None) -> ProcessGenerator:
+        """Value-changing atomics without a load (``lock xadd``, ``fetch_or``, a TAS).
+
+        ``accesses``: several of them issued back to back in one call (default: one RMW of the
+        word); each RMW among them changes the word.
+        """
+        sequence = self._rmw if accesses is None else accesses
+        yield from process.ops(sequence, category, self.lock_line)
+        self.version += sum(1 for access in sequence if access.op == Op.RMW)
+
+    def _succeeded(self, process: CpuProcess[Any], changes: Changes, failed: bool) -> None:
+        """Count a finished CAS loop (one attempt, plus the failed one) and apply its change."""
+        if changes is True or (changes is not False and changes()):
+            self.version += 1
+        counters = process.counters
+        counters[_ATTEMPTS] += 1 + failed
+        counters[_FAILURES] += failed
+        self.cas_attempts += 1 + failed
+        self.cas_failures += failed
