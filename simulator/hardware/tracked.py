@@ -63,7 +63,7 @@ class Ops(Sequence[Access]):
         self._memory = memory
         self._private: bool | None = None
         self._arrays: tuple[IntArray, IntArray, IntArray] | None = None
-        self._sums: dict[int, tuple[Ops, Ops]] | None = None
+        self._sums: dict[int, tuple[Ops | None, Ops]] | None = None
 
     def _build(self) -> tuple[IntArray, IntArray, IntArray]:
         accesses = self._accesses
@@ -126,10 +126,12 @@ class Ops(Sequence[Access]):
         if sums is None:
             sums = self._sums = {}
         known = sums.get(id(other))
-        if known is not None and known[0] is other:
+        if known is not None and (known[0] is other or known[0] is None):
             return known[1]
         result = Ops((*self._accesses, *other._accesses), memory)
-        sums[id(other)] = (other, result)
+        # ``x + x`` (a CAS that failed, then the one that succeeds) is kept without a reference
+        # to itself, which would be a cycle; under the key id(self) it can only be self.
+        sums[id(other)] = (None if other is self else other, result)
         return result
 
     def __repr__(self) -> str:
