@@ -185,8 +185,9 @@ CONTENTION_COLUMNS = (
 - ``latency_ns``: mean time of one operation as its thread sees it (from its first access to the
   end of its last, retries included), the queueing on the line included;
 - ``wait_ns``: the part of ``latency_ns`` spent queueing behind other transfers of the line;
-- ``attempts``, ``failures``, ``successes``: RMWs issued (a CAS or a fetch-add) that completed in
-  the window, those whose CAS failed, and the rest; ``failure_rate`` = failures / attempts;
+- ``attempts``, ``failures``, ``successes``: the RMWs (a CAS or a fetch-add) of the operations
+  counted in ``ops``, those whose CAS failed, and the rest; ``failure_rate`` = failures /
+  attempts;
 - ``successes_per_s``: value-changing RMWs per second;
 - ``duration_us``, ``warmup_us``: the measured window and the time simulated before it.
 """
@@ -312,12 +313,12 @@ def contention_point(
         while True:
             start_ns = env.now
             waits: list[float] = []
+            attempts = failures = 0
             if operation == "fetch-add":
                 cost_ns = access(thread, Op.RMW, waits)
                 version[0] += 1
+                attempts = 1
                 yield env.timeout(cost_ns)
-                if measured():
-                    tally.attempts += 1
             else:
                 cost_ns = access(thread, Op.LOAD, waits)
                 seen = version[0]
@@ -326,9 +327,7 @@ def contention_point(
                 failed = version[0] != seen
                 if not failed:
                     version[0] += 1
-                if measured():
-                    tally.attempts += 1
-                    tally.failures += failed
+                attempts, failures = 1, int(failed)
                 if failed and operation == "cas-loop":
                     # The failed CAS returned the current value and left the line in this
                     # core's cache; the retry is issued at once, so nobody takes the line in
@@ -336,11 +335,12 @@ def contention_point(
                     retry = machine.access(thread, 0, Op.RMW, now=env.now + cost_ns)
                     cost_ns += retry.cost_ns
                     version[0] += 1
-                    if measured():
-                        tally.attempts += 1
+                    attempts += 1
                 yield env.timeout(cost_ns)
-            if measured():
+            if measured():  # an operation counts, with its attempts, when it completes
                 tally.ops += 1
+                tally.attempts += attempts
+                tally.failures += failures
                 tally.latency_ns += env.now - start_ns
                 tally.wait_ns += sum(waits)
 
