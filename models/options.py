@@ -20,6 +20,9 @@ Keys (all optional):
   operations at the simulation clock, so a CAS fails when the word changed in between, as in
   PostgreSQL and on the hardware) or ``fused`` (the load and the CAS as one call that never
   fails: the ablation), e.g. ``--set options.atomics.lwlock=fused``.
+* ``pgbench_scale``: pgbench's scale factor (``-s``; default 100), which sets how many inner
+  pages ``pgbench_accounts_pkey`` has per level and so how often two transactions share one
+  (:mod:`snapsim_models.btree`); the root is shared by all whatever the scale.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
@@ -39,10 +42,13 @@ from simulator.config.units import parse_time_ns
 from simulator.config.values import check_keys, describe_kind, expect_int, join_key
 from simulator.errors import ConfigError
 
+from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from .procarray import ATOMIC_USERS
+from .shmem.build import MAX_INNER_PAGES
 
-OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "run_ahead")
+OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
+               "run_ahead")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
@@ -61,6 +67,7 @@ class PgOptions:
     run_ahead_ns: float
     fused_atomics: frozenset[str]
     """Users whose load + CAS loops are fused (``atomics: {user: fused}``)."""
+    pgbench_scale: int = DEFAULT_PGBENCH_SCALE
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -84,23 +91,33 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if chunk < 1:
         raise ConfigError("options.entries_per_chunk", f"must be at least 1, got {chunk}", source)
     atomics = _resolve_atomics(options.get("atomics", {}), source)
+    scale = expect_int("options.pgbench_scale",
+                       options.get("pgbench_scale", DEFAULT_PGBENCH_SCALE))
+    if scale < 1:
+        raise ConfigError("options.pgbench_scale", f"must be at least 1, got {scale}", source)
+    if sum(inner_level_pages(scale)) > MAX_INNER_PAGES:
+        raise ConfigError("options.pgbench_scale", f"{scale} gives more inner index pages than "
+                          f"the modelled {MAX_INNER_PAGES} buffers hold", source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
-            "atomics": atomics, "run_ahead": run_ahead}
+            "atomics": atomics, "pgbench_scale": scale, "run_ahead": run_ahead}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
     """Turn resolved options (see :func:`resolve_options`) into Python values."""
     full = resolve_options(resolved)
     batch, chunk, atomics = full["batch"], full["entries_per_chunk"], full["atomics"]
+    scale = full["pgbench_scale"]
     assert isinstance(atomics, dict)
     assert isinstance(batch, int)
     assert isinstance(chunk, int)
+    assert isinstance(scale, int)
     return PgOptions(costs=costs_from_dict(full["costs"]), batch=batch,
                      think_time_ns=_time_ns("options.think_time", full["think_time"], None),
                      entries_per_chunk=chunk,
                      run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None),
                      fused_atomics=frozenset(user for user, mode in atomics.items()
-                                             if mode == "fused"))
+                                             if mode == "fused"),
+                     pgbench_scale=scale)
 
 
 def _resolve_atomics(value: object, source: str | None) -> dict[str, str]:

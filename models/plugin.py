@@ -37,7 +37,8 @@ class PostgresModel:
             duration_ns=spec.duration_ns, warmup_ns=spec.warmup_ns, seed=spec.seed,
             batch=options.batch, think_time_ns=options.think_time_ns,
             entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
-            costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics))
+            costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
+            pgbench_scale=options.pgbench_scale))
         return PointOutput(row=result.row, lines=result.lines)
 
 

@@ -44,6 +44,7 @@ from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
 from simulator.runtime.scheduler import CpuScheduler, Task
 
 from .backend import CATEGORIES, Backend, Category
+from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .costs import PgCosts, load_costs
 from .options import DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
@@ -90,6 +91,8 @@ class PointConfig:
     implementation: Implementation = "compiled"
     fused_atomics: frozenset[str] = frozenset()
     """Users of atomics whose load + CAS loops are fused (the ablation; empty: none)."""
+    pgbench_scale: int = DEFAULT_PGBENCH_SCALE
+    """pgbench's scale factor: the shape of ``pgbench_accounts_pkey`` (:mod:`.btree`)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -110,6 +113,8 @@ class PointConfig:
             raise ValueError("entries_per_chunk must be at least 1")
         if not self.run_ahead_ns >= 0:
             raise ValueError(f"run_ahead_ns must not be negative, got {self.run_ahead_ns}")
+        if self.pgbench_scale < 1:
+            raise ValueError(f"pgbench_scale must be at least 1, got {self.pgbench_scale}")
 
 
 @dataclass(slots=True)
@@ -238,7 +243,8 @@ def _run(config: PointConfig) -> PointResult:
         idle_clients=config.idle_clients, mostly_idle=config.idle_kind == "mostly-idle",
         scan_costs=config.costs.scan, entries_per_chunk=config.entries_per_chunk,
         run_ahead_ns=config.run_ahead_ns, implementation=config.implementation,
-        fused_atomics=config.fused_atomics)
+        fused_atomics=config.fused_atomics,
+        btree_inner_pages=inner_level_pages(config.pgbench_scale))
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)

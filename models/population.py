@@ -8,6 +8,7 @@ the machine over those lines. Every connection knows once whether its client is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from simulator.config.machine import MachineConfig
@@ -19,7 +20,7 @@ from simulator.runtime.scheduler import CpuScheduler
 from .backend import Backend, TxnRecord
 from .costs import ScanCosts
 from .procarray import ProcArray, SnapshotAlgorithm
-from .shmem.build import build_shared_memory
+from .shmem.build import DEFAULT_INNER_PAGES, build_shared_memory
 from .shmem.memory import PgSharedMemory
 from .snapshots import ALGORITHMS
 
@@ -71,7 +72,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      algorithm: str, clients: int, idle_clients: int, mostly_idle: bool,
                      scan_costs: ScanCosts, entries_per_chunk: int, run_ahead_ns: float,
                      implementation: Implementation,
-                     fused_atomics: frozenset[str] = frozenset()) -> Population:
+                     fused_atomics: frozenset[str] = frozenset(),
+                     btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES) -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -89,9 +91,12 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         implementation: the coherence implementation of the machine.
         fused_atomics: users of atomics whose load + CAS loops are fused into one call that
             never fails (the ablation; :data:`~snapsim_models.procarray.ATOMIC_USERS`).
+        btree_inner_pages: pages per inner level of ``pgbench_accounts_pkey``
+            (:func:`~snapsim_models.btree.inner_level_pages`).
     """
     n_connections = idle_clients + clients
-    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3)
+    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3,
+                                btree_inner_pages=btree_inner_pages)
     connections: list[Connection] = []
     for k in range(n_connections):
         active = k >= idle_clients

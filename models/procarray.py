@@ -87,8 +87,12 @@ class SnapshotAlgorithm(ABC):
         self.fused_atomics = fused_atomics
         self.proc_array_lock = self._lwlock("ProcArrayLock", shmem.proc_array_lock)
         self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
-        self.pages = [HotPage(tracked, page, self.lock_protocol, "buffer" in fused_atomics)
-                      for page in (shmem.btree_root, shmem.btree_inner)]
+        fused_buffers = "buffer" in fused_atomics
+        self.root_page = HotPage(tracked, shmem.btree_root, self.lock_protocol, fused_buffers)
+        """The B-tree root: every transaction's descent starts there."""
+        self.inner_levels = [[HotPage(tracked, page, self.lock_protocol, fused_buffers)
+                              for page in level] for level in shmem.btree_inner]
+        """The inner pages per level from the root down; a descent visits one per level."""
         self._own: dict[int, dict[str, Ops]] = {}
 
     # ------------------------------------------------------------------ setup
@@ -171,6 +175,13 @@ class SnapshotAlgorithm(ABC):
         backend.xmin_set = False
 
     def pin_hot_pages(self, backend: Backend) -> ProcessGenerator:
-        """The executor's buffer accesses to the B-tree root and inner page every backend reads."""
-        for page in self.pages:
+        """The index descent's buffer accesses: the root, then one page per inner level.
+
+        The key is uniform (pgbench's random ``aid``), so the inner page of each level is drawn
+        uniformly. The leaf and heap pages are left out: one in tens of thousands, they are not
+        shared lines.
+        """
+        yield from self.root_page.access(backend, Category.OTHER)
+        for level in self.inner_levels:
+            page = level[int(backend.env.rng.integers(len(level)))] if len(level) > 1 else level[0]
             yield from page.access(backend, Category.OTHER)

@@ -40,11 +40,13 @@ gets ``max_connections - 1 - k``.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from simulator.errors import ConfigError
 from simulator.hardware.layout import Region, SharedMemory, Struct
 
+from ..btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from . import structs as st
 from .memory import (
     LAYOUT_OF_VERSION,
@@ -86,15 +88,20 @@ FIRST_BUF_MAPPING_LOCK_91 = 33
 NUM_BUFFER_PARTITIONS_91 = 16
 FIRST_BUFFER_LWLOCK_91 = 81 + 64
 
-# Buffers (bufmgr.c, buf_internals.h). ASSUMPTION: shared_buffers = 128 MB; which buffers and
-# mapping partitions the pgbench_accounts_pkey root and inner page land in is arbitrary; these are
-# distinct, and buffer ids that are multiples of 64 put 9.1's 52-B descriptors on a line start (no
-# straddle).
+# Buffers (bufmgr.c, buf_internals.h). ASSUMPTION: shared_buffers = 128 MB. Which buffers and
+# mapping partitions the pages of pgbench_accounts_pkey land in is arbitrary: the root takes buffer
+# 64 (a multiple of 64 puts 9.1's 52-B descriptor on a line start), the inner pages consecutive
+# buffers from 128 on (top level first), and the partitions stand in for the hash of each page's
+# buffer tag (BufTableHashPartition): the k-th inner page takes partition (first + 37 k) mod the
+# partition count, which spreads the first 128 (9.1: 16) inner pages over every partition.
 N_BUFFERS = 16384
 ROOT_BUFFER_ID = 64
 INNER_BUFFER_ID = 128
 ROOT_PARTITION = {"pg91": 5, "pg13": 17, "pg14": 17, "csn": 17}
 INNER_PARTITION = {"pg91": 11, "pg13": 93, "pg14": 93, "csn": 93}
+INNER_PARTITION_STRIDE = 37
+MAX_INNER_PAGES = N_BUFFERS - INNER_BUFFER_ID
+DEFAULT_INNER_PAGES = inner_level_pages(DEFAULT_PGBENCH_SCALE)
 
 # CSN log (csn-v8 patch, csnlog.c@d880c47d8a): 8 B per xid, 1024 per 8-KiB page. ASSUMPTION: the
 # SLRU buffer pool is modelled as 8 contiguous pages, xid x in slot x mod 8192.
@@ -105,7 +112,46 @@ _SPINLOCK = Struct("ShmemLock", 1, {"value": (0, 1)})
 _SUBXID_STATUS = Struct("subxidStates", 2, {"count": (0, 1), "overflowed": (1, 1)})
 
 
-def _lwlock_names(layout: Layout) -> dict[int, str]:
+@dataclass(frozen=True, slots=True)
+class _PageSlot:
+    """Where one B-tree page's buffer is: its level's label, index, buffer id and partition."""
+
+    level: str
+    index: int | None
+    buffer_id: int
+    partition: int
+
+    def label(self, suffix: str = "") -> str:
+        """``BtreeRoot<suffix>`` or ``BtreeInner<level><suffix>[<index>]``."""
+        return self.level + suffix + ("" if self.index is None else f"[{self.index}]")
+
+
+def _btree_slots(layout: Layout, inner_pages: Sequence[int]) -> list[list[_PageSlot]]:
+    """The root's slot, then each inner level's (top-down), as lists."""
+    if any(pages < 1 for pages in inner_pages):
+        raise ConfigError("btree_inner_pages", f"every level needs a page, got {list(inner_pages)}")
+    if sum(inner_pages) > MAX_INNER_PAGES:
+        raise ConfigError("btree_inner_pages", f"{sum(inner_pages)} inner pages do not fit in "
+                          f"{MAX_INNER_PAGES} buffers")
+    n_partitions = NUM_BUFFER_PARTITIONS_91 if layout == "pg91" else NUM_BUFFER_PARTITIONS_13
+    slots = [[_PageSlot("BtreeRoot", None, ROOT_BUFFER_ID, ROOT_PARTITION[layout])]]
+    k = 0
+    for level, pages in enumerate(inner_pages, start=1):
+        level_slots = []
+        for index in range(pages):
+            partition = (INNER_PARTITION[layout] + INNER_PARTITION_STRIDE * k) % n_partitions
+            level_slots.append(_PageSlot(f"BtreeInner{level}", index, INNER_BUFFER_ID + k,
+                                         partition))
+            k += 1
+        slots.append(level_slots)
+    return slots
+
+
+def _buffer_names(slots: list[list[_PageSlot]]) -> dict[int, str]:
+    return {slot.buffer_id: slot.label("Buf") for level in slots for slot in level}
+
+
+def _lwlock_names(layout: Layout, slots: list[list[_PageSlot]]) -> dict[int, str]:
     names = {
         OID_GEN_LOCK: "OidGenLock",
         XID_GEN_LOCK: "XidGenLock",
@@ -113,20 +159,19 @@ def _lwlock_names(layout: Layout) -> dict[int, str]:
         SINVAL_READ_LOCK: "SInvalReadLock",
     }
     first = FIRST_BUF_MAPPING_LOCK_91 if layout == "pg91" else NUM_INDIVIDUAL_LWLOCKS_13
-    for partition in (ROOT_PARTITION[layout], INNER_PARTITION[layout]):
-        names[first + partition] = f"BufMappingLock[{partition}]"
-    if layout == "pg91":
-        for buffer_id, page in ((ROOT_BUFFER_ID, "BtreeRoot"), (INNER_BUFFER_ID, "BtreeInner")):
-            names[FIRST_BUFFER_LWLOCK_91 + 2 * buffer_id + 1] = f"{page}ContentLock"
+    for level in slots:
+        for slot in level:
+            names[first + slot.partition] = f"BufMappingLock[{slot.partition}]"
+            if layout == "pg91":
+                names[FIRST_BUFFER_LWLOCK_91 + 2 * slot.buffer_id + 1] = slot.label("ContentLock")
     if layout == "csn":
         names[CSN_LOG_CONTROL_LOCK] = "CSNLogControlLock"
         names[COMMIT_SEQ_NO_LOCK] = "CommitSeqNoLock"
     return names
 
 
-def _pinned_page(
-    layout: Layout, name: str, buffer_id: int, partition: int, descs: Region, lwlocks: Region
-) -> PinnedPage:
+def _pinned_page(layout: Layout, slot: _PageSlot, descs: Region, lwlocks: Region) -> PinnedPage:
+    name, buffer_id, partition = slot.label(), slot.buffer_id, slot.partition
     descriptor = descs.view(buffer_id)
     if layout == "pg91":
         content_lock = lwlocks.view(FIRST_BUFFER_LWLOCK_91 + 2 * buffer_id + 1)
@@ -154,7 +199,9 @@ def _pinned_page(
     )
 
 
-def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -> PgSharedMemory:
+def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int,
+                inner_pages: Sequence[int]) -> PgSharedMemory:
+    slots = _btree_slots("pg91", inner_pages)
     shm = SharedMemory(base)
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)
@@ -173,7 +220,7 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
         n_locks,
         align=32,
         stride=32,
-        element_names=_lwlock_names("pg91"),
+        element_names=_lwlock_names("pg91", slots),
     )
     # ASSUMPTION: descriptor array 64-aligned (BUFFERALIGN guarantees only 32).
     shm.skip_to(64)
@@ -182,7 +229,7 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
         st.BUFFER_DESC_91,
         N_BUFFERS,
         align=MAXALIGN,
-        element_names={ROOT_BUFFER_ID: "BtreeRootBuf", INNER_BUFFER_ID: "BtreeInnerBuf"},
+        element_names=_buffer_names(slots),
     )
     proc_hdr = shm.alloc("PROC_HDR", st.PROC_HDR_91, align=MAXALIGN)
     # 9.1 InitProcGlobal allocates the backends' PGPROCs, then the autovacuum ones, with nothing
@@ -200,10 +247,12 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int) -
     pointers = shm.alloc("procs", 8, procs.procarray_max_procs, align=8)
     return _shared_memory(version, "pg91", procs, shm, variable_cache=vc, lwlocks=lwlocks,
                           proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
-                          pgprocnos=pointers, descs=descs)
+                          pgprocnos=pointers, descs=descs, slots=slots)
 
 
-def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) -> PgSharedMemory:
+def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
+                  inner_pages: Sequence[int]) -> PgSharedMemory:
+    slots = _btree_slots(layout, inner_pages)
     shm = SharedMemory(base)
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)  # ShmemAllocUnlocked
@@ -224,7 +273,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         NUM_MAIN_LWLOCKS_13,
         align=CACHELINEALIGN,
         stride=128,
-        element_names=_lwlock_names(layout),
+        element_names=_lwlock_names(layout, slots),
     )
     descs = shm.alloc(
         "BufferDescriptors",
@@ -232,7 +281,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         N_BUFFERS,
         align=CACHELINEALIGN,
         stride=64,
-        element_names={ROOT_BUFFER_ID: "BtreeRootBuf", INNER_BUFFER_ID: "BtreeInnerBuf"},
+        element_names=_buffer_names(slots),
     )
     proc_hdr = shm.alloc(
         "PROC_HDR", st.PROC_HDR_13 if layout == "pg13" else st.PROC_HDR_14, align=CACHELINEALIGN
@@ -263,7 +312,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
         csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
     memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
                             proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
-                            pgprocnos=pgprocnos, descs=descs)
+                            pgprocnos=pgprocnos, descs=descs, slots=slots)
     return replace(memory, pgxact=pgxact, xids=xids, subxid_states=subxid_states,
                    status_flags=status_flags, csn_log=csn_log,
                    commit_seq_no_lock=commit_seq_no_lock,
@@ -272,8 +321,9 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int) ->
 
 def _shared_memory(version: str, layout: Layout, procs: ProcCounts, shm: SharedMemory, *,
                    variable_cache: Region, lwlocks: Region, proc_hdr: Region, pgproc: Region,
-                   procarray: Region, pgprocnos: Region, descs: Region) -> PgSharedMemory:
-    """The regions every layout has; the two LWLocks and the hot pages are views of them."""
+                   procarray: Region, pgprocnos: Region, descs: Region,
+                   slots: list[list[_PageSlot]]) -> PgSharedMemory:
+    """The regions every layout has; the two LWLocks and the B-tree pages are views of them."""
     return PgSharedMemory(
         version=version,
         layout=layout,
@@ -289,12 +339,9 @@ def _shared_memory(version: str, layout: Layout, procs: ProcCounts, shm: SharedM
         procarray=procarray,
         pgprocnos=pgprocnos,
         buffer_descs=descs,
-        btree_root=_pinned_page(
-            layout, "root", ROOT_BUFFER_ID, ROOT_PARTITION[layout], descs, lwlocks
-        ),
-        btree_inner=_pinned_page(
-            layout, "inner", INNER_BUFFER_ID, INNER_PARTITION[layout], descs, lwlocks
-        ),
+        btree_root=_pinned_page(layout, slots[0][0], descs, lwlocks),
+        btree_inner=tuple(tuple(_pinned_page(layout, slot, descs, lwlocks) for slot in level)
+                          for level in slots[1:]),
     )
 
 
@@ -305,6 +352,7 @@ def build_shared_memory(
     procs: ProcCounts | None = None,
     base: int = 0,
     pg91_pgproc_phase: int = 0,
+    btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
 ) -> PgSharedMemory:
     """Lay out the shared memory of a PostgreSQL version.
 
@@ -317,6 +365,8 @@ def build_shared_memory(
         pg91_pgproc_phase: 9.1 only, ASSUMPTION: address of the PGPROC array mod 64 (a multiple
             of 8), which depends on earlier allocations: a phase = 0 (mod 16) makes 1 slot in
             4 straddle a line in its hot bytes 32..57, a phase = 8 (mod 16) 2 in 4.
+        btree_inner_pages: pages of each inner level of ``pgbench_accounts_pkey``, top-down
+            (:func:`snapsim_models.btree.inner_level_pages`; default: scale 100).
 
     Returns:
         The regions of that version.
@@ -340,5 +390,5 @@ def build_shared_memory(
             raise ConfigError(
                 "pg91_pgproc_phase", f"must be 0, 8, ..., 56; got {pg91_pgproc_phase}"
             )
-        return _build_pg91(version, procs, base, pg91_pgproc_phase)
-    return _build_modern(version, layout, procs, base)
+        return _build_pg91(version, procs, base, pg91_pgproc_phase, btree_inner_pages)
+    return _build_modern(version, layout, procs, base, btree_inner_pages)

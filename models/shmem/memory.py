@@ -121,7 +121,8 @@ class PinnedPage:
     ``refcount++`` (bufmgr.c:1099-1100@9.1), and the content lock in the main LWLock array.
 
     Attributes:
-        name: ``"root"`` or ``"inner"``.
+        name: the page's label: ``"BtreeRoot"`` or ``"BtreeInner<level>[<index>]"`` (level 1 is
+            just below the root).
         buffer_id: index of the descriptor (ASSUMPTION, see :data:`ROOT_BUFFER_ID`).
         descriptor: the BufferDesc (a one-element view).
         header_field: field pinned by an RMW: ``"state"`` (13/14, CAS) or ``"buf_hdr_lock"``
@@ -165,7 +166,9 @@ class PgSharedMemory:
         pgprocnos: the procArray's per-entry array: ``int pgprocnos[]`` (pre14, 14, csn) or, in
             9.1, ``PGPROC *procs[]`` (8 B, region name ``procs``).
         buffer_descs: the BufferDesc array.
-        btree_root, btree_inner: the root and an inner page of ``pgbench_accounts_pkey``.
+        btree_root: the root page of ``pgbench_accounts_pkey``.
+        btree_inner: its inner pages, per level from the root down (empty when the root is
+            directly over the leaves; :mod:`snapsim_models.btree`).
         pgxact: PGXACT array indexed by pgprocno (pre14 only).
         xids, subxid_states, status_flags: the 14 dense arrays indexed by pgxactoff.
         csn_log: CSN-log slots, 8 B per xid (csn only).
@@ -187,7 +190,7 @@ class PgSharedMemory:
     pgprocnos: Region
     buffer_descs: Region
     btree_root: PinnedPage
-    btree_inner: PinnedPage
+    btree_inner: tuple[tuple[PinnedPage, ...], ...]
     pgxact: Region | None = None
     xids: Region | None = None
     subxid_states: Region | None = None

@@ -28,7 +28,7 @@ def test_an_uncontended_page_access_is_three_loads_and_four_rmws_on_the_descript
     UnpinBuffer (load + CAS); the mapping partition lock: load + CAS, then the release."""
     h = build_harness("post14", 3)
     me = h.running[0]
-    page = h.algorithm.pages[0]
+    page = h.algorithm.root_page
     h.measure(lambda: page.access(me, Category.OTHER))  # warm: the lines come in once
     delta = h.measure(lambda: page.access(me, Category.OTHER))
     descriptor = int(h.machine.line_numbers[page.header.line])
@@ -41,7 +41,7 @@ def test_an_uncontended_page_access_is_three_loads_and_four_rmws_on_the_descript
 def test_a_pin_on_a_locked_header_waits_for_the_unlock() -> None:
     h = build_harness("post14", 2, active=(0, 1))
     holder, pinner = h.running
-    page = h.algorithm.pages[0]
+    page = h.algorithm.root_page
     times: dict[str, float] = {}
     hold_ns = 20_000.0
 
@@ -69,7 +69,7 @@ def test_a_pin_on_a_locked_header_waits_for_the_unlock() -> None:
 def test_a_pin_on_an_unlocked_header_does_not_wait() -> None:
     h = build_harness("post14", 1, active=(0,))
     me = h.running[0]
-    page = h.algorithm.pages[0]
+    page = h.algorithm.root_page
     done: list[float] = []
 
     def pin() -> ProcessGenerator:
@@ -126,3 +126,25 @@ def test_proc_array_lock_operations_per_transaction_follow_the_code(algorithm: s
     assert lock.word.cas_attempts == 2 * transactions + lock.word.cas_failures
     assert rmws == lock.word.cas_attempts + 2 * transactions
     assert lock.word.cas_failures > 0  # they started together: some CAS found the word changed
+
+
+def test_a_descent_visits_the_root_and_one_random_inner_page_per_level() -> None:
+    h = build_harness("post14", 1, active=(0,))
+    me = h.running[0]
+    algorithm = h.algorithm
+    (level,) = algorithm.inner_levels  # scale 100: one inner level
+    assert len(level) == 97
+    descents = 970
+
+    def descend() -> ProcessGenerator:
+        for _ in range(descents):
+            yield from algorithm.pin_hot_pages(me)
+
+    delta = h.measure(descend)
+    root = int(h.machine.line_numbers[algorithm.root_page.header.line])
+    assert delta.count(root, "loads") == 3 * descents
+    visits = [delta.count(int(h.machine.line_numbers[page.header.line]), "loads") // 3
+              for page in level]
+    assert sum(visits) == descents
+    assert sum(1 for v in visits if v) > 80  # uniform: 97 pages, 10 visits each on average
+    assert max(visits) < 30

@@ -1,4 +1,5 @@
-"""The ``options.atomics`` switch: defaults, the fused ablation, and bad values named by key."""
+"""The ``options.atomics`` switch and ``options.pgbench_scale``: defaults, parsing, and bad values
+named by key."""
 
 from __future__ import annotations
 
@@ -25,3 +26,17 @@ def test_bad_atomics_name_the_key(atomics: object, key: str) -> None:
     with pytest.raises(ConfigError) as raised:
         resolve_options({"atomics": atomics})
     assert raised.value.key == key
+
+
+def test_pgbench_scale_defaults_to_100_and_is_parsed() -> None:
+    assert resolve_options({})["pgbench_scale"] == 100
+    assert parse_options(resolve_options({"pgbench_scale": 10})).pgbench_scale == 10
+
+
+@pytest.mark.parametrize(("scale", "message"), [
+    (0, "at least 1"), ("ten", "integer"), (1_000_000, "inner index pages"),
+])
+def test_bad_pgbench_scales_name_the_key(scale: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        resolve_options({"pgbench_scale": scale})
+    assert raised.value.key == "options.pgbench_scale"

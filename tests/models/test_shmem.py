@@ -449,7 +449,7 @@ def test_proc_hdr_14_group_fields_on_line_one(version: str) -> None:
 def test_pinned_pages_13_14(version: str) -> None:
     mem = shm(version)
     lines = set()
-    for page in (mem.btree_root, mem.btree_inner):
+    for page in (mem.btree_root, mem.btree_inner[0][0]):
         assert page.descriptor.stride == 64
         desc_line = page.descriptor.line_of(0, page.header_field)
         assert page.content_lock.line_of(0, page.content_lock_field) == desc_line
@@ -470,7 +470,31 @@ def test_pinned_pages_91() -> None:
     assert root.descriptor.line_of(0, "refcount") == root.descriptor.line_of(0, "buf_hdr_lock")
     assert root.content_lock.stride == 32
     assert root.mapping_lock.element.field("mutex") == (0, 1)
-    assert root.content_lock.line_of(0) != mem.btree_inner.content_lock.line_of(0)
+    assert root.content_lock.line_of(0) != mem.btree_inner[0][0].content_lock.line_of(0)
+
+
+@pytest.mark.parametrize("version", ["pg91", *MODERN])
+def test_inner_pages_have_their_own_descriptors_and_spread_partitions(version: str) -> None:
+    mem = build_shared_memory(version, 10, btree_inner_pages=(4, 300))
+    assert [len(level) for level in mem.btree_inner] == [4, 300]
+    pages = [mem.btree_root, *(page for level in mem.btree_inner for page in level)]
+    assert len({page.buffer_id for page in pages}) == 305
+    assert "BtreeInner2Buf[7]" in mem.label_for_line(mem.btree_inner[1][7].descriptor.line_of(0))
+    assert mem.btree_inner[1][7].name == "BtreeInner2[7]"
+    n_partitions = 16 if version == "pg91" else 128
+    partitions = [page.partition for page in pages[1:]]
+    assert set(partitions) == set(range(n_partitions))  # a hash spreads 304 pages over them all
+    assert max(partitions.count(p) for p in set(partitions)) <= -(-304 // n_partitions)
+
+
+def test_a_root_over_the_leaves_has_no_inner_pages() -> None:
+    assert build_shared_memory("post14", 10, btree_inner_pages=()).btree_inner == ()
+
+
+@pytest.mark.parametrize("pages", [(0,), (20000,)])
+def test_impossible_inner_pages_are_named(pages: tuple[int, ...]) -> None:
+    with pytest.raises(ConfigError, match="btree_inner_pages"):
+        build_shared_memory("post14", 10, btree_inner_pages=pages)
 
 
 # --------------------------------------------------------------------------- ProcArray header
