@@ -79,6 +79,7 @@ def toy_machine(
             local_hit_ns=40.0,
             local_hitm_ns=45.0,
             upgrade_ns=20.0,
+            invalidation_per_extra_sharer_ns=3.0,
             cross_domain_hit=cross if domains_per_socket > 1 else None,
             cross_domain_hitm=cross_m if domains_per_socket > 1 else None,
             remote_hit=HomeKeyedLatency(holder=120.0, requester=170.0, neither=190.0)

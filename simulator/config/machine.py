@@ -202,7 +202,10 @@ class LatencyConfig:
     * ``remote_*``: supplied by a cache on another socket.
 
     Invalidating a sharer costs the clean-hit latency of its class; an upgrade whose sharers are
-    all gone costs ``upgrade_ns`` (the round trip to the directory).
+    all gone costs ``upgrade_ns`` (the round trip to the directory). Invalidations go out in
+    parallel: a store that invalidates several sharers waits for the farthest, plus
+    ``invalidation_per_extra_sharer_ns`` for each sharer after the first (the home's serial
+    issue of snoops and collection of acknowledgements; 0 = fully parallel).
     """
 
     smt_sibling_ns: float
@@ -214,8 +217,12 @@ class LatencyConfig:
     cross_domain_hitm: HomeKeyedLatency | None = None
     remote_hit: HomeKeyedLatency | None = None
     remote_hitm: HomeKeyedLatency | None = None
+    invalidation_per_extra_sharer_ns: float = 0.0
 
     def __post_init__(self) -> None:
+        if not self.invalidation_per_extra_sharer_ns >= 0:
+            raise _fail("latency.invalidation_per_extra_sharer",
+                        f"must not be negative, got {self.invalidation_per_extra_sharer_ns!r}")
         for name in ("smt_sibling_ns", "atomic_local_ns", "local_hit_ns", "local_hitm_ns",
                      "upgrade_ns"):
             _require_positive(f"latency.{name.removesuffix('_ns')}", getattr(self, name))

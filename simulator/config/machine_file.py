@@ -18,7 +18,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
              placement: {policy: node, node: int} | {policy: interleave, granularity: size}}
     latency: {smt_sibling, atomic_local, local_hit, local_hitm, upgrade,
               cross_domain_hit, cross_domain_hitm, remote_hit, remote_hitm (these four optional;
-              each a time or a mapping with any of both / requester / holder / neither)}
+              each a time or a mapping with any of both / requester / holder / neither),
+              invalidation_per_extra_sharer (optional, default 0 ns)}
     mlp: {stream, indirect}
     scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
                 sleeper_credit (the last four optional)}
@@ -303,8 +304,8 @@ def _placement(value: object) -> tuple[str, int, int]:
 
 
 def _latency(value: object, clock: float) -> LatencyConfig:
-    data = expect_section(value, "latency", _SCALAR_LATENCIES + _KEYED_LATENCIES,
-                    optional=_KEYED_LATENCIES)
+    optional = (*_KEYED_LATENCIES, "invalidation_per_extra_sharer")
+    data = expect_section(value, "latency", _SCALAR_LATENCIES + optional, optional=optional)
 
     def scalar(key: str) -> float:
         return _time(f"latency.{key}", data[key], clock)
@@ -322,6 +323,10 @@ def _latency(value: object, clock: float) -> LatencyConfig:
         cross_domain_hitm=keyed("cross_domain_hitm"),
         remote_hit=keyed("remote_hit"),
         remote_hitm=keyed("remote_hitm"),
+        invalidation_per_extra_sharer_ns=(
+            _time("latency.invalidation_per_extra_sharer",
+                  data["invalidation_per_extra_sharer"], clock)
+            if "invalidation_per_extra_sharer" in data else 0.0),
     )
 
 

@@ -45,6 +45,7 @@ class LatencyTables:
     smt_sibling_ns: float
     atomic_local_ns: float
     upgrade_ns: float
+    per_extra_sharer_ns: float
     transfer_ns: FloatArray
     transfer_class: IntArray
     dram_ns: FloatArray
@@ -91,6 +92,7 @@ class LatencyTables:
             smt_sibling_ns=lat.smt_sibling_ns,
             atomic_local_ns=lat.atomic_local_ns,
             upgrade_ns=lat.upgrade_ns,
+            per_extra_sharer_ns=lat.invalidation_per_extra_sharer_ns,
             transfer_ns=transfer_ns,
             transfer_class=transfer_class,
             dram_ns=dram_ns.astype(np.float64),

@@ -129,7 +129,7 @@ class CompiledCoherence:
         tables = self.tables
         self._flat("scalars")[:] = (
             tables.l1_ns, tables.l2_ns, tables.l3_ns, tables.smt_sibling_ns,
-            tables.atomic_local_ns, tables.upgrade_ns,
+            tables.atomic_local_ns, tables.upgrade_ns, tables.per_extra_sharer_ns,
         )
         self._flat("transfer_ns")[:] = tables.transfer_ns.ravel()
         self._flat("dram_ns")[:] = tables.dram_ns.ravel()

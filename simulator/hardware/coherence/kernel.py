@@ -85,8 +85,8 @@ its index alone, less than any filled way's."""
 WAY_MASK = MAX_WAYS - 1
 
 # Scalar latencies in the ``scalars`` float segment.
-S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE = 0, 1, 2, 3, 4, 5
-N_SCALARS = 6
+S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE, S_PER_SHARER = 0, 1, 2, 3, 4, 5, 6
+N_SCALARS = 7
 
 # Protocol and inclusion codes (see codes.PROTOCOL_CODES / INCLUSION_CODES).
 MESIF, MOESI = 1, 2
@@ -451,6 +451,7 @@ def _queue(v: Any, line: int, now: float, latency: float) -> float:
 @_jit(inline=True)
 def _invalidation_latency(v: Any, domain: int, line: int, skip_core: int, supplier: int) -> float:
     latency = 0.0
+    sharers = 0
     home = v.i32[_u(v.home + line)]
     for core in range(v.n_cores):
         if core in (skip_core, supplier):
@@ -458,6 +459,9 @@ def _invalidation_latency(v: Any, domain: int, line: int, skip_core: int, suppli
         if v.i32[_u(v.holders + core * v.n_lines + line)] != 0:
             other_domain = v.i32[_u(v.core_domain + core)]
             latency = max(latency, _transfer_ns(v, 0, domain, other_domain, home))
+            sharers += 1
+    if sharers > 1:
+        latency += float(v.f64[_u(v.scalars + S_PER_SHARER)]) * (sharers - 1)
     return latency
 
 

@@ -98,6 +98,7 @@ class ReferenceCoherence:
         self._l1_ns, self._l2_ns, self._l3_ns = tables.l1_ns, tables.l2_ns, tables.l3_ns
         self._smt_sibling_ns, self._atomic_local_ns = tables.smt_sibling_ns, tables.atomic_local_ns
         self._upgrade_ns = tables.upgrade_ns
+        self._per_extra_sharer_ns = tables.per_extra_sharer_ns
         self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
         self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
         self._dram_class: list[list[int]] = tables.dram_class.tolist()
@@ -529,15 +530,18 @@ class ReferenceCoherence:
         return wait
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
+        """The farthest sharer's clean latency, plus the per-sharer increment after the first."""
         latency = 0.0
+        sharers = 0
         core = 0
         while cores:
             if cores & 1:
                 other_domain = core // self.cores_per_domain
                 latency = max(latency, self._transfer_ns[CLEAN][domain][other_domain][home])
+                sharers += 1
             cores >>= 1
             core += 1
-        return latency
+        return latency + self._per_extra_sharer_ns * max(sharers - 1, 0)
 
     def _invalidate_others(self, core: int, line: int, others: int, out: Any) -> None:
         count = 0

@@ -248,6 +248,8 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
      "unknown key (expected one of: size, ways, latency)"),
     ("missing top-level key", _delete("mlp"), "mlp", "missing required key"),
     ("missing nested key", _delete("latency.upgrade"), "latency.upgrade", "missing"),
+    ("negative per-sharer increment", _set("latency.invalidation_per_extra_sharer", "-2 ns"),
+     "latency.invalidation_per_extra_sharer", "negative"),
     ("negative size", _set("caches.l1d.size", "-32 KiB"), "caches.l1d.size", "negative"),
     ("zero size", _set("caches.l1d.size", "0 KiB"), "caches.l1d.size", "must be positive"),
     ("fractional bytes", _set("caches.l1d.size", "0.1 KiB"), "caches.l1d.size", "whole number"),
@@ -362,8 +364,10 @@ def test_optional_keys_default(gold_data: dict[str, Any], write_yaml: WriteYaml)
     del gold_data["sources"]
     del gold_data["scheduler"]["ipi_exit"]
     del gold_data["scheduler"]["smt_throughput"]
+    del gold_data["latency"]["invalidation_per_extra_sharer"]
     config = load_machine(write_yaml(gold_data))
     assert config.sources == {}
+    assert config.latency.invalidation_per_extra_sharer_ns == 0  # fully parallel
     assert config.scheduler.ipi_exit_ns == 0
     assert config.scheduler.smt_throughput == 1.0
     assert config.scheduler.policy == "cfs"

@@ -21,6 +21,7 @@ from simulator.errors import ProtocolError
 from simulator.hardware.codes import N_CLASSES, AccessClass, LineState, Op, Out
 from simulator.hardware.latency import LatencyTables
 from simulator.hardware.machine import Machine, check_state, new_counters
+from simulator.hardware.topology import Topology
 from tests.toy_machines import toy_machine
 
 
@@ -39,7 +40,10 @@ def allowed_latencies(config: MachineConfig) -> dict[AccessClass, set[float]]:
             allowed[AccessClass(int(klass))].update(float(v) for v in values if not np.isnan(v))
     for (dom, home), klass in np.ndenumerate(tables.dram_class):
         allowed[AccessClass(int(klass))].add(float(tables.dram_ns[dom, home]))
-    invalidations = {float(v) for v in tables.transfer_ns[0].ravel() if not np.isnan(v)}
+    farthest = {float(v) for v in tables.transfer_ns[0].ravel() if not np.isnan(v)}
+    n_cores = Topology.from_config(config).n_cores
+    invalidations = {v + extra * tables.per_extra_sharer_ns
+                     for v in farthest for extra in range(n_cores - 1)}
     allowed[AccessClass.UPGRADE] = {tables.upgrade_ns} | invalidations
     return allowed
 

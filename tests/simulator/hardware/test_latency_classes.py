@@ -102,7 +102,7 @@ def test_store_on_shared_by_three_cores_invalidates_all_three(gold: Machine) -> 
     assert state["holders"][0] == [gold.topology.core_of(writer)]  # type: ignore[index]
     # MESIF: the last reader (socket 1) holds the line in F and supplies it; the line's home is
     # the writer's socket, so the transfer costs remote HIT "home = requester"; invalidating the
-    # two same-socket sharers (local HIT) overlaps with it.
+    # two same-socket sharers (local HIT, plus 2 ns for the second) overlaps with it.
     assert gold.config.latency.remote_hit is not None
     assert result.access_class == AccessClass.REMOTE_HIT
     assert result.latency_ns == gold.config.latency.remote_hit.requester == 178.2
@@ -115,9 +115,35 @@ def test_store_by_a_sharer_upgrades_and_invalidates_the_others(gold: Machine) ->
     result = gold.access(thread(gold, names[0]), 0, Op.STORE)
     assert result.access_class == AccessClass.UPGRADE
     assert gold.class_counts()["invalidations"] == 2
-    assert result.latency_ns == max(
-        gold.config.latency.upgrade_ns, gold.config.latency.local_hit_ns
-    )
+    lat = gold.config.latency
+    # two sharers invalidated in parallel: the farthest, plus one per-extra-sharer increment
+    assert lat.invalidation_per_extra_sharer_ns == 2.0
+    assert result.latency_ns == max(lat.upgrade_ns, lat.local_hit_ns + 2.0) == 57.5
+
+
+@pytest.mark.parametrize("per_extra_ns", [0.0, 2.0, 10.0])
+@pytest.mark.parametrize("implementation", BACKENDS)
+def test_a_store_waits_for_the_farthest_sharer_plus_each_extra_one(
+    per_extra_ns: float, implementation: str
+) -> None:
+    config = interleaved("gold5215-2s")
+    config = dataclasses.replace(config, latency=dataclasses.replace(
+        config.latency, invalidation_per_extra_sharer_ns=per_extra_ns))
+    m = Machine(config, [0], implementation=implementation)  # type: ignore[arg-type]
+    readers = [f"s0.d0.c{core}.t0" for core in range(1, 8)] + ["s1.d0.c0.t0"]
+    for name in readers:
+        m.access(thread(m, name), 0, Op.LOAD)
+    writer = thread(m, "s0.d0.c1.t0")  # a sharer: an upgrade that invalidates the other 7
+    result = m.access(writer, 0, Op.STORE)
+    assert result.access_class == AccessClass.UPGRADE
+    assert m.class_counts()["invalidations"] == 7
+    remote = config.latency.remote_hit
+    assert remote is not None
+    # the farthest is the socket-1 reader (home node 0 is the writer's socket: "holder" is the
+    # sharer's, "requester" the writer's relation to the home)
+    farthest = remote.requester
+    assert farthest is not None
+    assert result.latency_ns == pytest.approx(farthest + 6 * per_extra_ns)
 
 
 def test_cas_on_line_owned_by_smt_sibling_costs_sibling_latency(gold: Machine) -> None:
@@ -285,5 +311,7 @@ def test_tr_store_on_shared_by_three_cores_invalidates_all_three(tr: Machine) ->
     assert state["holders"][0] == [tr.topology.core_of(writer)]  # type: ignore[index]
     # MOESI leaves no owner after clean sharing (E -> S), so the data comes from DRAM (90 ns,
     # near); invalidating the CCX-1 sharer (cross-CCX clean, both near the home: 87 ns) overlaps.
+    # The three invalidations add 2 ns for each sharer after the first.
     assert result.access_class == AccessClass.DRAM_LOCAL
-    assert result.latency_ns == max(90.0, 87.0)
+    assert tr.config.latency.invalidation_per_extra_sharer_ns == 2.0
+    assert result.latency_ns == max(90.0, 87.0 + 2 * 2.0)
