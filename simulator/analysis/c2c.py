@@ -62,7 +62,7 @@ _PCT_HEADERS = {"rmt": "Rmt HITM %", "lcl": "Lcl HITM %", "tot": "Tot HITM %"}
 _TEXT = {"cacheline", "label", "fields_read", "fields_written"}
 
 
-def c2c_table(lines: pd.DataFrame, sort: str = "rmt", *, top: int | None = None) -> pd.DataFrame:
+def c2c_table(lines: pd.DataFrame, sort: str = "tot", *, top: int | None = None) -> pd.DataFrame:
     """The Shared Data Cache Line Table of every point of a per-line table.
 
     Args:
@@ -211,7 +211,7 @@ def with_transactions(table: pd.DataFrame, curve: pd.DataFrame | None) -> pd.Dat
     return merged[[*point_keys, "transactions", *C2C_COLUMNS]]
 
 
-def format_report(table: pd.DataFrame, sort: str = "rmt",
+def format_report(table: pd.DataFrame, sort: str = "tot",
                   counts: Mapping[str, int] | None = None) -> list[str]:
     """Text lines of the report of a :func:`c2c_table` result, one section per point.
 

@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", metavar="DIR",
                         help="output directory of snapsim run (reads lines.csv, and curve.csv "
                              "for transactions if present)")
-    parser.add_argument("--sort", choices=tuple(SORT_KEYS), default="rmt",
-                        help="HITM kind to sort on: remote, local or total (default: rmt)")
+    parser.add_argument("--sort", choices=tuple(SORT_KEYS), default="tot",
+                        help="HITM kind to sort on: remote, local or total (default: tot, as perf c2c)")
     parser.add_argument("--top", type=int, default=20, metavar="N",
                         help="lines shown per point (default: 20)")
     parser.add_argument("--algorithm", metavar="LIST", help="only these algorithms (a,b,...)")

@@ -22,9 +22,10 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_cli_prints_one_section_per_point_sorted_by_remote_hitm(
+def test_cli_prints_one_section_per_point_sorted_by_total_hitm(
     run_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The default sort is total HITMs, as perf c2c's."""
     assert main(["c2c", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "Shared Data Cache Line Table" in out
@@ -32,20 +33,21 @@ def test_cli_prints_one_section_per_point_sorted_by_remote_hitm(
     assert "# machine=m algorithm=post workload=w clients=4 idle_clients=100" in out
     assert "transactions: 12" in out
     header = next(line for line in out.splitlines() if line.startswith("Index"))
-    for title in ("Cacheline", "Label", "Rmt HITM", "Lcl HITM", "Total HITM", "Rmt HITM %",
+    for title in ("Cacheline", "Label", "Rmt HITM", "Lcl HITM", "Total HITM", "Tot HITM %",
                   "False-sharing HITM", "Stores", "Loads", "RMWs", "Invalidations",
                   "Fields read", "Fields written"):
         assert title in header
     rows = [line.split()[2] for line in out.splitlines() if line.lstrip()[:1].isdigit()]
-    assert rows == ORDERS["rmt"] * len(POINTS)
+    assert rows == ORDERS["tot"] * len(POINTS)
+    assert ORDERS["tot"] != ORDERS["rmt"]
 
 
 def test_cli_top_and_sort(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["c2c", str(run_dir), "--sort", "tot", "--top", "1"]) == 0
+    assert main(["c2c", str(run_dir), "--sort", "rmt", "--top", "1"]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.lstrip()[:1].isdigit()]
-    assert [row[2] for row in rows] == ["Y"] * len(POINTS)
-    assert "Tot HITM %" in out
+    assert [row[2] for row in rows] == [ORDERS["rmt"][0]] * len(POINTS)
+    assert "Rmt HITM %" in out
     assert "top 1 of 4" in out
 
 
