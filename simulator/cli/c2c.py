@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory of snapsim run (reads lines.csv, and curve.csv "
                              "for transactions if present)")
     parser.add_argument("--sort", choices=tuple(SORT_KEYS), default="tot",
-                        help="HITM kind to sort on: remote, local or total (default: tot, as perf c2c)")
+                        help="HITM kind to sort on: remote, local or total (default: tot, "
+                             "as perf c2c)")
     parser.add_argument("--top", type=int, default=20, metavar="N",
                         help="lines shown per point (default: 20)")
     parser.add_argument("--algorithm", metavar="LIST", help="only these algorithms (a,b,...)")

@@ -156,6 +156,7 @@ class Machine:
         self.totals: FloatArray = new_counters()
         """Counters of operations issued without an ``out`` vector (see :func:`new_counters`)."""
         self._mlp = {"stream": config.mlp.stream, "indirect": config.mlp.indirect}
+        self._thread_core: list[int] = [int(core) for core in self.topology.thread_core]
 
     @property
     def n_lines(self) -> int:
@@ -185,15 +186,16 @@ class Machine:
         klass, latency, wait = self._engine.access(thread, line, int(op), mask, now, target)
         return AccessResult(AccessClass(klass), latency, wait)
 
-    def holds(self, thread: int, line: int) -> bool:
+    def holds(self, thread: int, line: int, *, check: bool = True) -> bool:
         """Whether the thread's core has a valid copy of ``line`` in its private caches.
 
         A load of such a line hits without any transfer. Nothing changes (no LRU update, no
-        counter).
+        counter). ``check=False`` skips the argument checks (hot paths).
         """
-        self._check_thread(thread)
-        self._check_line(line)
-        return self._engine.holds(self.topology.core_of(thread), line)
+        if check:
+            self._check_thread(thread)
+            self._check_line(line)
+        return self._engine.holds(self._thread_core[thread], line)
 
     def sequence(
         self,

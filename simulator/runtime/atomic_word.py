@@ -116,7 +116,7 @@ class AtomicWord:
         yield from process.sync()
         task = process.task
         holds = (task is not None and task.thread is not None and process.machine is not None
-                 and process.machine.holds(task.thread, self.line))
+                 and process.machine.holds(task.thread, self.line, check=False))
         if self.fused or holds:
             yield from process.ops(self._load_rmw, category, self.lock_line)
             self._succeeded(process, changes, failed=False)
