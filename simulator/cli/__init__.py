@@ -5,6 +5,9 @@ function of :mod:`simulator.study` or :mod:`simulator.analysis`, prints and retu
 code; :data:`COMMANDS` lists them all, in the order of ``snapsim --help``. Nothing registers
 itself at import time.
 
+Every command takes ``-q`` (only results, warnings and errors: no progress messages or bars) and
+``-v`` (also per-point detail where a command has points), before or after its name.
+
 Exit codes: 0 success, 1 a regression, validation, point or benchmark failure (returned by
 those handlers), 2 bad input (any :class:`~simulator.errors.SnapsimError` or an argparse usage
 error), 130 interrupted. A :class:`~simulator.errors.SnapsimError` is reported as one line
@@ -33,7 +36,15 @@ from simulator.cli import (
     validate,
 )
 from simulator.cli.check_config import CONFIG_KINDS, ConfigKind
-from simulator.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from simulator.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    NORMAL,
+    QUIET,
+    VERBOSE,
+    set_verbosity,
+)
 from simulator.errors import SnapsimError
 from simulator.version import __version__
 
@@ -86,22 +97,28 @@ def build_parser() -> argparse.ArgumentParser:
         prog="snapsim",
         description="Discrete-event simulator of CPU cache-coherence costs.",
     )
-    _add_debug(parser, default=False)
+    _add_common(parser, default=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
         sub = subparsers.add_parser(name, help=command.help, description=command.help)
         # Also accepted after the subcommand; SUPPRESS keeps the global value when absent.
-        _add_debug(sub, default=argparse.SUPPRESS)
+        _add_common(sub, default=argparse.SUPPRESS)
         if command.add_arguments is not None:
             command.add_arguments(sub)
         sub.set_defaults(handler=command.handler)
     return parser
 
 
-def _add_debug(parser: argparse.ArgumentParser, default: object) -> None:
+def _add_common(parser: argparse.ArgumentParser, default: object) -> None:
+    """--debug, -q and -v (``default``: False at the top, SUPPRESS on a subcommand)."""
     parser.add_argument("--debug", action="store_true", default=default,
                         help="show tracebacks of errors")
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true", default=default,
+                          help="only results, warnings and errors: no progress")
+    loudness.add_argument("-v", "--verbose", action="store_true", default=default,
+                          help="also per-point detail")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,8 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version and usage errors (argparse uses exit code 2)
         return _exit_code(exc)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for metadata
+    if args.quiet and args.verbose:
+        parser.print_usage(sys.stderr)
+        print("snapsim: error: -q and -v exclude each other", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    set_verbosity(QUIET if args.quiet else VERBOSE if args.verbose else NORMAL)
     handler: Handler = args.handler
-    return _run(handler, args, debug=bool(args.debug))
+    try:
+        return _run(handler, args, debug=bool(args.debug))
+    finally:
+        set_verbosity(NORMAL)
 
 
 def _run(handler: Handler, args: argparse.Namespace, *, debug: bool) -> int:

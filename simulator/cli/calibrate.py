@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.cli.common import EXIT_OK, checked_jobs, log, writable_directory
+from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
 from simulator.errors import ConfigError
 from simulator.study.calibrate import calibrate, parse_parameter
 from simulator.study.experiment_file import dump_yaml
@@ -51,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--max-evaluations",
                           f"must be at least {len(parameters) + 1} (the first simplex)")
     manifest = load_manifest(args.manifest)
+    prepare_kernel()
     settings = {**RUN_DEFAULTS, **manifest.run}
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")

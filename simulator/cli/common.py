@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
+from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
+from simulator.hardware.warmup import kernel_compiled, warm_kernel
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -14,9 +17,43 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+"""Verbosity levels: ``-q`` (results and errors only), the default, ``-v`` (per-point detail)."""
+
+_verbosity = NORMAL
+
+
+def set_verbosity(level: int) -> None:
+    """Set the verbosity of :func:`log` and :func:`detail` (``-q``: -1, ``-v``: 1)."""
+    global _verbosity
+    _verbosity = max(QUIET, min(VERBOSE, level))
+
+
+def verbosity() -> int:
+    """The verbosity in effect."""
+    return _verbosity
+
+
 def log(message: str) -> None:
-    """Print a progress message on stderr (stdout carries the command's result)."""
+    """Print a progress message on stderr (stdout carries the command's result); not with -q."""
+    if _verbosity >= NORMAL:
+        print(message, file=sys.stderr, flush=True)
+
+
+def detail(message: str) -> None:
+    """Print a message on stderr with ``-v`` only."""
+    if _verbosity >= VERBOSE:
+        print(message, file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    """Print a message on stderr whatever the verbosity (failed points, interruptions)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def show_progress(no_progress: bool) -> bool:
+    """Whether to draw a progress bar: not with ``--no-progress`` nor ``-q``."""
+    return not no_progress and _verbosity >= NORMAL
 
 
 def checked_jobs(jobs: int | None) -> int | None:
@@ -47,3 +84,19 @@ def writable_directory(directory: Path, flag: str) -> Path:
     except OSError as exc:
         raise ConfigError(flag, f"cannot write to {directory}: {exc.strerror or exc}") from None
     return directory
+
+
+def prepare_kernel(config: MachineConfig | None = None) -> None:
+    """Compile the coherence kernel (or load it from Numba's cache) before simulating, and say so.
+
+    The first run after an install compiles it (tens of seconds, once); later runs load it
+    from the cache in about a second. Without this the first point would carry that time and a
+    progress bar would sit at 0 with a meaningless estimate.
+    """
+    if kernel_compiled():
+        return
+    log("preparing the coherence kernel (Numba compiles it once per install, then loads it "
+        "from its cache)")
+    started = time.perf_counter()
+    warm_kernel(config)
+    log(f"kernel ready in {time.perf_counter() - started:.1f} s")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from simulator.analysis.tables import format_table
-from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs
+from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, prepare_kernel
 from simulator.errors import ConfigError
 from simulator.study.experiment import run
 from simulator.study.experiment_file import (
@@ -58,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
     document = apply_overrides(document, args.set)
     experiment = experiment_from_document(document, source,
                                           default_name=directory.name)
+    prepare_kernel(experiment.machine_config())
     result = run(experiment, jobs=checked_jobs(args.jobs) or 1)
     if args.update:
         with atomic_path(curve_path) as tmp:

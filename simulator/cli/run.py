@@ -38,7 +38,16 @@ from types import FrameType
 import pandas as pd
 
 from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
-from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log
+from simulator.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    checked_jobs,
+    detail,
+    log,
+    prepare_kernel,
+    show_progress,
+    warn,
+)
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, check_estimate, run
@@ -53,7 +62,7 @@ from simulator.study.experiment_file import (
 from simulator.study.metadata import run_metadata, utc_now_iso
 from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
 from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
-from simulator.study.sweep import connect_dask, default_jobs
+from simulator.study.sweep import PointRecord, connect_dask, default_jobs
 
 DEFAULT_OUT = "snapsim-out"
 
@@ -174,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
             stored = len(list((out / POINTS_DIR).glob("*.json"))) if out.is_dir() else 0
-            log(f"snapsim: interrupted by {signal.Signals(signum).name}: {stored} point(s) "
+            warn(f"snapsim: interrupted by {signal.Signals(signum).name}: {stored} point(s) "
                 f"stored in {out / POINTS_DIR}; run the same command again to resume")
             return 128 + signum
 
@@ -186,6 +195,7 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
     machine = experiment.machine_config()
+    prepare_kernel(machine)
     jobs = checked_jobs(args.jobs) or default_jobs()
     # Before the output directory is touched and before anything is simulated.
     check_estimate(experiment, machine, options, jobs=jobs, local=not args.scheduler,
@@ -196,7 +206,8 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
                                     wait=args.wait)
-        result = run(experiment, jobs=jobs, client=client, progress=not args.no_progress,
+        result = run(experiment, jobs=jobs, client=client,
+                     progress=show_progress(args.no_progress), on_record=_point_detail,
                      log=log, store=PointStore(out / POINTS_DIR), source=source,
                      work_scale=_previous_work_scale(experiment, previous),
                      force=args.force, estimated=True,
@@ -216,10 +227,19 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     failures = result.failures
     if len(failures):
         for _, row in failures.iterrows():
-            log(f"failed: {row['algorithm']} clients={row['clients']} "
+            warn(f"failed: {row['algorithm']} clients={row['clients']} "
                 f"idle_clients={row['idle_clients']}: {row['error']}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _point_detail(record: PointRecord) -> None:
+    """``-v``: one line per finished point."""
+    row = record.row
+    what = " ".join(f"{key}={row[key]}" for key in ("algorithm", "clients", "idle_clients")
+                    if key in row)
+    outcome = f"failed: {record.error}" if record.failed else f"{row.get('tps', 0):,.0f} TPS"
+    detail(f"point {record.key}: {what}: {outcome} ({record.wall_s:.1f} s)")
 
 
 def _previous_work_scale(experiment: Experiment,

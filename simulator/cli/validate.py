@@ -16,7 +16,15 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.analysis.tables import format_table
-from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, log, writable_directory
+from simulator.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    checked_jobs,
+    log,
+    prepare_kernel,
+    show_progress,
+    writable_directory,
+)
 from simulator.errors import ConfigError
 from simulator.study.measurements import Manifest, load_manifest
 from simulator.study.store import atomic_path
@@ -55,6 +63,7 @@ def main(args: argparse.Namespace) -> int:
     """Validate, write the tables and plots, print the summary; exit 1 if a series fails."""
     started = time.perf_counter()
     manifest = load_manifest(args.manifest)
+    prepare_kernel()
     settings = {**RUN_DEFAULTS, **manifest.run}
     duration = args.duration_ms if args.duration_ms is not None else settings["duration_ms"]
     warmup = args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]
@@ -70,7 +79,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
                          seed=int(settings["seed"]), overrides=args.set,
-                         jobs=jobs, client=client, progress=not args.no_progress, log=log,
+                         jobs=jobs, client=client, progress=show_progress(args.no_progress),
+                         log=log,
                          datasets=args.dataset)
     finally:
         if client is not None:
