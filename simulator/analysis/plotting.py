@@ -14,13 +14,20 @@
 No file I/O and no ``plt.show()``: notebooks display the Axes, the CLI saves the figure. Each
 function takes the ``curve`` table of a result and reads only generic columns (point keys,
 ``tps``, the access-class columns, ``share_*``/``*_us``); the time categories are whatever the
-workload model reports. Left out: error bars (replicates at the same x are averaged), figure
-layout, and styling beyond colour per algorithm.
+workload model reports.
+
+Conventions: an algorithm keeps one colour in every plot when the caller passes ``colours``
+(:func:`algorithm_colours` of the workload model's algorithms; otherwise colours follow the
+order of first appearance); replicates at the same x are averaged and, where there are several
+seeds, their range is drawn as a band; an idle-connection axis is logarithmic with the
+0-connection point set half a decade left of the smallest other count, labelled 0 behind an
+axis break (a symmetric-log axis would spend half its width between 0 and 100, where there is
+no point). Left out: figure layout (the caller's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,8 +39,8 @@ from simulator.hardware.codes import CLASS_NAMES, AccessClass
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_breakdown", "plot_contention", "plot_ratio", "plot_tps", "plot_transfers",
-           "tps_panels"]
+__all__ = ["algorithm_colours", "plot_breakdown", "plot_contention", "plot_ratio", "plot_tps",
+           "plot_transfers", "tps_panels"]
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
 """Markers of the series of one algorithm, in order."""
@@ -63,20 +70,80 @@ def _default_x(frame: pd.DataFrame) -> str:
     return "clients"
 
 
-def _set_client_axis(ax: Axes, x: str) -> None:
-    """Log x for client counts; symlog for idle connections, whose 0 is a real point."""
-    if x == "idle_clients":
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(left=0)
-    else:
-        ax.set_xscale("log")
+ZERO_OFFSET_DECADES = 0.5
+"""How far left of the smallest non-zero count the 0 of an idle-connection axis sits (decades)."""
+
+
+def zero_position(values: Sequence[float] | np.ndarray) -> float | None:
+    """Where 0 is drawn on a log axis of counts (``None`` when there is no 0 among ``values``).
+
+    Half a decade below the smallest other count, or below 1 when there is none.
+    """
+    array = np.asarray(values, dtype=float)
+    if not (array == 0).any():
+        return None
+    positive = array[array > 0]
+    smallest = float(positive.min()) if len(positive) else 1.0
+    return smallest / 10 ** ZERO_OFFSET_DECADES
+
+
+def _placed(values: Sequence[float] | np.ndarray, zero: float | None) -> np.ndarray:
+    """``values`` with 0 moved to ``zero`` (its place on the log axis)."""
+    array = np.asarray(values, dtype=float)
+    return array if zero is None else np.where(array == 0, zero, array)
+
+
+def _set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
+    """Log x for client counts; for idle connections 0 sits at ``zero``, behind an axis break."""
+    ax.set_xscale("log")
     ax.set_xlabel(_AXIS_LABELS.get(x, x.replace("_", " ")))
+    if zero is None:
+        return
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    high = ax.get_xlim()[1]
+    decades = [10.0 ** k for k in range(int(np.floor(np.log10(zero))) + 1,
+                                        int(np.ceil(np.log10(max(high, zero * 10)))) + 1)]
+    ticks = [zero, *(d for d in decades if d > zero * 10 ** (ZERO_OFFSET_DECADES / 2))]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda value, _: "0" if value == zero else f"{value:,.0f}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(zero / 10 ** (ZERO_OFFSET_DECADES / 2), high)
+    # the break: two short slanted strokes on the axis between 0 and the first count
+    gap = zero * 10 ** (ZERO_OFFSET_DECADES / 2)
+    for offset in (0.97, 1.03):
+        ax.plot([gap * offset / 1.02, gap * offset * 1.02], [-0.015, 0.015], color="black",
+                linewidth=1, transform=ax.get_xaxis_transform(), clip_on=False,
+                label="_axis_break")
 
 
-def _colours(algorithms: Sequence[object]) -> dict[object, str]:
-    """One colour of the default cycle per algorithm, in order of first appearance."""
+def _thousands(ax: Axes) -> None:
+    """Plain y tick labels with thousands separators (no "1e6" offset)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+
+
+def algorithm_colours(algorithms: Sequence[object]) -> dict[object, str]:
+    """One colour of the default cycle per algorithm, in the order given.
+
+    Pass the workload model's whole list of algorithms to keep each one's colour in every plot,
+    whichever of them a plot shows.
+    """
     unique = list(dict.fromkeys(algorithms))
     return {algorithm: f"C{index % 10}" for index, algorithm in enumerate(unique)}
+
+
+def _colours(algorithms: Sequence[object],
+             given: Mapping[object, str] | None = None) -> dict[object, str]:
+    """``given`` for the algorithms it names, then the next colours in order of appearance."""
+    colours = dict(given or {})
+    extra = [a for a in dict.fromkeys(algorithms) if a not in colours]
+    start = len(colours)
+    for index, algorithm in enumerate(extra, start=start):
+        colours[algorithm] = f"C{index % 10}"
+    return colours
 
 
 def _series_keys(frame: pd.DataFrame, x: str) -> list[str]:
@@ -106,11 +173,13 @@ def _grouped(frame: pd.DataFrame, keys: list[str]) -> Iterator[tuple[tuple[objec
 
 
 def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
-             measurements: pd.DataFrame | None = None) -> Axes:
+             measurements: pd.DataFrame | None = None,
+             colours: Mapping[object, str] | None = None) -> Axes:
     """TPS against ``x`` (default: idle clients if they vary, else active clients), log x axis.
 
     One solid line per algorithm and value of the other varying point keys; an algorithm keeps
-    its colour and its series differ by marker. Replicates at the same x are averaged.
+    its colour and its series differ by marker. Replicates at the same x are averaged; with
+    several seeds their range is a band around the line.
 
     Args:
         curve: one row per point with the point keys and ``tps``.
@@ -119,6 +188,7 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
         measurements: optional measured points, columns ``algorithm, clients, idle_clients,
             measured_tps`` and optionally ``series`` (e.g. the dataset's name); drawn as dashed
             lines with hollow markers in the colour of their algorithm, labelled "measured".
+        colours: colour per algorithm (:func:`algorithm_colours`); others get the next ones.
 
     Raises:
         ValueError: ``measurements`` lacks a required column.
@@ -127,19 +197,31 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
     x = x or _default_x(curve)
     others = _series_keys(curve, x)
     colours = _colours([*curve["algorithm"],
-                        *(measurements["algorithm"] if measurements is not None else [])])
+                        *(measurements["algorithm"] if measurements is not None else [])],
+                       colours)
+    zero = None
+    if x == "idle_clients":
+        every = [*curve[x], *(measurements[x] if measurements is not None
+                              and x in measurements.columns else [])]
+        zero = zero_position(every)
     markers: dict[tuple[object, ...], str] = {}
     for (algorithm, *values), group in _grouped(curve, ["algorithm", *others]):
         marker = markers.setdefault(tuple(values), MARKERS[len(markers) % len(MARKERS)])
-        points = group.groupby(x, sort=True)["tps"].mean()
+        stats = group.groupby(x, sort=True)["tps"].agg(["mean", "min", "max"])
+        where = _placed(stats.index.to_numpy(), zero)
         label = ", ".join(filter(None, [str(algorithm), _describe(others, values)]))
-        ax.plot(points.index, points.to_numpy(), marker=marker, color=colours[algorithm],
+        ax.plot(where, stats["mean"].to_numpy(), marker=marker, color=colours[algorithm],
                 label=label)
+        if group.groupby(x).size().max() > 1:  # replicates (seeds): their range
+            ax.fill_between(where, stats["min"].to_numpy(), stats["max"].to_numpy(),
+                            color=colours[algorithm], alpha=0.2, linewidth=0,
+                            label="_seed range")
     if measurements is not None:
-        _plot_measurements(ax, measurements, x, colours, markers)
-    _set_client_axis(ax, x)
+        _plot_measurements(ax, measurements, x, colours, markers, zero)
+    _set_client_axis(ax, x, zero)
     ax.set_ylabel("TPS (transactions/s)")
     ax.set_ylim(bottom=0)
+    _thousands(ax)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return ax
@@ -167,24 +249,32 @@ def tps_panels(curve: pd.DataFrame, measurements: pd.DataFrame | None = None
 
 def _plot_measurements(ax: Axes, measurements: pd.DataFrame, x: str,
                        colours: dict[object, str],
-                       markers: dict[tuple[object, ...], str]) -> None:
+                       markers: dict[tuple[object, ...], str], zero: float | None) -> None:
+    """Measured points: dashed, hollow markers, in the algorithm's colour.
+
+    Labelled "<algorithm> (measured)", with the series' name when several measured series of
+    one algorithm share the Axes.
+    """
     required = ["algorithm", "clients", "idle_clients", "measured_tps"]
     missing = [c for c in required if c not in measurements.columns]
     if missing:
         raise ValueError(f"measurements lack the column(s) {', '.join(missing)}")
     other = "idle_clients" if x == "clients" else "clients"
     keys = [*(["series"] if "series" in measurements.columns else []), "algorithm", other]
+    named_series = ("series" in measurements.columns
+                    and measurements.groupby("algorithm")["series"].nunique().max() > 1)
+    varying = measurements[other].nunique() > 1
     for values, group in _grouped(measurements, keys):
         named = dict(zip(keys, values, strict=True))
         marker = markers.get((named[other],), markers.get((), "o"))
         points = group.groupby(x, sort=True)["measured_tps"].mean()
-        name = str(named.get("series", named["algorithm"]))
-        if "series" in named and named["series"] != named["algorithm"]:
-            name = f"{named['series']} {named['algorithm']}"
-        varying = measurements[other].nunique() > 1
-        label = f"{name}{', ' + _describe([other], [named[other]]) if varying else ''} (measured)"
-        ax.plot(points.index, points.to_numpy(), linestyle="--", marker=marker,
-                markerfacecolor="none", color=colours[named["algorithm"]], label=label)
+        details = [str(named["series"])] if named_series else []
+        if varying:
+            details.append(_describe([other], [named[other]]))
+        label = f"{named['algorithm']} (measured{', ' + ', '.join(details) if details else ''})"
+        ax.plot(_placed(points.index.to_numpy(), zero), points.to_numpy(), linestyle="--",
+                marker=marker, markerfacecolor="none", color=colours[named["algorithm"]],
+                label=label)
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,14 +283,14 @@ def _plot_measurements(ax: Axes, measurements: pd.DataFrame, x: str,
 
 
 def _point_labels(curve: pd.DataFrame) -> list[str]:
-    """One tick label per point: the varying point keys, algorithm first."""
+    """One tick label per point, on one line: the varying point keys, algorithm first."""
     keys = [k for k in ("algorithm", *POINT_KEYS) if k != "seed" and k in curve.columns]
     varying = list(dict.fromkeys(k for k in keys if curve[k].nunique() > 1)) or ["algorithm"]
     labels = []
     for _, row in curve.iterrows():
-        parts = [f"{row[k]} {_TICK_UNITS[k]}" if k in _TICK_UNITS else str(row[k])
+        parts = [f"{row[k]:,} {_TICK_UNITS[k]}" if k in _TICK_UNITS else str(row[k])
                  for k in varying]
-        labels.append("\n".join(parts))
+        labels.append(", ".join(parts))
     return labels
 
 
@@ -212,7 +302,8 @@ def _stacked_bars(ax: Axes, curve: pd.DataFrame, columns: Sequence[str],
         values = curve[column].fillna(0).to_numpy(dtype=float)
         ax.bar(positions, values, bottom=bottom, label=label, width=0.7)
         bottom = bottom + values
-    ax.set_xticks(positions, _point_labels(curve),
+    # vertical, one line each: labels of neighbouring bars never overlap
+    ax.set_xticks(positions, _point_labels(curve), rotation=90,
                   fontsize="small" if len(curve) <= 12 else "x-small")
     ax.grid(True, axis="y", alpha=0.3)
     return positions
@@ -223,20 +314,21 @@ def _nonzero(curve: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 
 def plot_transfers(curve: pd.DataFrame, ax: Axes | None = None, *,
-                   classes: Sequence[str] | None = None) -> Axes:
+                   classes: Sequence[str] | None = None, invalidations: bool = True) -> Axes:
     """Accesses per transaction by access class: one stacked bar per point (in table order).
 
     Classes are the access-class columns (``CLASS_NAMES``) except the private-cache hits
     (:data:`PRIVATE_HIT_CLASSES`) unless ``classes`` names them; classes that are zero at every
     point are omitted. Invalidations per transaction, which are not accesses, are drawn as
-    black crosses on the same scale.
+    black crosses on the same scale (unless ``invalidations`` is false).
     """
     ax = _axes(ax, width=0.9 * len(curve))
     chosen = classes if classes is not None else [c for c in CLASS_NAMES
                                                   if c not in PRIVATE_HIT_CLASSES]
     shown = _nonzero(curve, chosen)
     positions = _stacked_bars(ax, curve, shown, [c.replace("_", " ") for c in shown])
-    if "invalidations" in curve.columns and curve["invalidations"].fillna(0).sum() > 0:
+    if (invalidations and "invalidations" in curve.columns
+            and curve["invalidations"].fillna(0).sum() > 0):
         ax.plot(positions, curve["invalidations"].to_numpy(dtype=float), linestyle="none",
                 marker="x", color="black", label="invalidations")
     ax.set_ylabel("accesses per transaction")
@@ -288,11 +380,13 @@ def plot_ratio(curve: pd.DataFrame, numerator: str, denominator: str, ax: Axes |
         raise ValueError(f"no grid point has both {numerator!r} and {denominator!r}")
     x = x or _default_x(ratios)
     others = _series_keys(ratios, x)
+    zero = zero_position(ratios[x].to_numpy()) if x == "idle_clients" else None
     for values, group in _grouped(ratios, others):
         points = group.sort_values(x)
-        ax.plot(points[x], points[name], marker="o", label=_describe(others, values) or name)
+        ax.plot(_placed(points[x].to_numpy(), zero), points[name], marker="o",
+                label=_describe(others, values) or name)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    _set_client_axis(ax, x)
+    _set_client_axis(ax, x, zero)
     ax.set_ylabel(f"TPS ratio {numerator} / {denominator}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")

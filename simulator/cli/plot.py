@@ -28,13 +28,16 @@ def main(args: argparse.Namespace) -> int:
     curve = read_curve(directory)
     writable_directory(directory, "DIR")
     measured = None
+    window = None
     config = directory / "config.resolved.yaml"
     if config.exists():
         data = read_yaml(config)
         if isinstance(data, Mapping) and data.get("measurements"):
             measured = measurements_for(str(data["measurements"]))
+        if isinstance(data, Mapping) and {"duration_ms", "warmup_ms"} <= set(data):
+            window = (float(data["duration_ms"]), float(data["warmup_ms"]))
     try:
-        written = write_plots(curve, directory, measured)
+        written = write_plots(curve, directory, measured, window=window)
     except OSError as exc:
         raise ConfigError("DIR", f"cannot write the plots into {directory}: "
                           f"{exc.strerror or exc}") from None

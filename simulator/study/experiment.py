@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.analysis.columns import POINT_KEYS
-from simulator.analysis.plotting import plot_tps
+from simulator.analysis.plotting import algorithm_colours, plot_tps
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
@@ -343,8 +343,14 @@ class Result:
         return self.curve[failed_points(self.curve)]
 
     def plot(self, x: str | None = None, ax: Axes | None = None) -> Axes:
-        """TPS against idle or active clients (log x), measurements overlaid if named."""
-        return plot_tps(self.curve, x=x, ax=ax, measurements=self.measured)
+        """TPS against idle or active clients (log x), measurements overlaid if named.
+
+        Each algorithm has its colour of every snapsim plot.
+        """
+        model = workload_model(self.experiment.model if self.experiment is not None
+                               else DEFAULT_MODEL)
+        return plot_tps(self.curve, x=x, ax=ax, measurements=self.measured,
+                        colours=algorithm_colours(model.algorithms))
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from simulator.study.experiment_file import dump_yaml, experiment_from_document
 from simulator.study.measurements import measurements_for
 from simulator.study.store import atomic_path
 from simulator.study.sweep import failed_points
+from simulator.study.workload_model import workload_model
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -68,7 +69,9 @@ def write_results(result: Result, directory: Path) -> list[Path]:
     usl = usl_summary(result.curve)
     if usl is not None:
         written.append(atomic_write(directory / "usl.csv", lambda p: usl.to_csv(p, index=False)))
-    written += write_plots(result.curve, directory, result.measured)
+    experiment = result.experiment
+    window = None if experiment is None else (experiment.duration_ms, experiment.warmup_ms)
+    written += write_plots(result.curve, directory, result.measured, window=window)
     return written
 
 
@@ -87,25 +90,54 @@ def usl_summary(curve: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def write_plots(curve: pd.DataFrame, directory: Path,
-                measured: pd.DataFrame | None = None) -> list[Path]:
-    """Draw the standard plots of a curve into ``directory``; return the files written."""
+                measured: pd.DataFrame | None = None,
+                window: tuple[float, float] | None = None) -> list[Path]:
+    """Draw the standard plots of a curve into ``directory``; return the files written.
+
+    Every figure's title names the machine(s), the workload(s) and, when ``window`` (measured
+    and warm-up milliseconds) is given, the simulated window; an algorithm has the same colour
+    in every figure (:func:`algorithm_colours`).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     ok = _successful(curve)
     if ok.empty:
         return []
+    title = plot_title(ok, window)
+    colours = algorithm_colours()
     written = [
-        _tps_figure(directory / "tps.png", ok, measured),
-        _figure(directory / "transfers.png", lambda ax: plotting.plot_transfers(ok, ax=ax)),
-        _figure(directory / "breakdown.png", lambda ax: plotting.plot_breakdown(ok, ax=ax)),
+        _tps_figure(directory / "tps.png", ok, measured, title, colours),
+        _transfers_figure(directory / "transfers.png", ok, title),
+        _figure(directory / "breakdown.png", title, lambda ax: plotting.plot_breakdown(ok, ax=ax),
+                width=_bars_width(ok)),
     ]
     pair = ratio_pair(ok)
     if pair is not None:
         numerator, denominator = pair
-        written.append(_figure(directory / "ratio.png", lambda ax: plotting.plot_ratio(
+        written.append(_figure(directory / "ratio.png", title, lambda ax: plotting.plot_ratio(
             ok, numerator, denominator, ax=ax)))
     return written
+
+
+def algorithm_colours() -> dict[object, str]:
+    """A colour per algorithm of the installed workload model, the same in every plot."""
+    return plotting.algorithm_colours(workload_model().algorithms)
+
+
+def plot_title(curve: pd.DataFrame, window: tuple[float, float] | None = None) -> str:
+    """``machine · workload · N ms measured after M ms warm-up`` for a curve's figures."""
+    parts = [", ".join(str(v) for v in dict.fromkeys(curve[key]))
+             for key in ("machine", "workload") if key in curve.columns]
+    if window is not None:
+        duration_ms, warmup_ms = window
+        parts.append(f"{duration_ms:g} ms measured after {warmup_ms:g} ms warm-up")
+    return " \u00b7 ".join(parts)
+
+
+def _bars_width(curve: pd.DataFrame) -> float:
+    """Figure width in inches for one bar per point."""
+    return max(8.0, 0.35 * len(curve) + 2.0)
 
 
 def ratio_pair(curve: pd.DataFrame) -> tuple[str, str] | None:
@@ -132,22 +164,49 @@ def atomic_write(path: Path, writer: Callable[[Path], object]) -> Path:
     return path
 
 
-def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None) -> Path:
+def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None, title: str,
+                colours: Mapping[object, str]) -> Path:
     """TPS plot, one panel per active-client count when idle clients vary."""
     panels = plotting.tps_panels(curve, measured)
 
     def draw(figure: Figure) -> None:
-        for index, (title, part, measurements) in enumerate(panels, start=1):
+        figure.suptitle(title)
+        for index, (panel, part, measurements) in enumerate(panels, start=1):
             ax = plotting.plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
-                                   measurements=measurements)
-            if title:
-                ax.set_title(title)
+                                   measurements=measurements, colours=colours)
+            if panel:
+                ax.set_title(panel)
 
     return save_png(path, draw, size=(8, 5 if len(panels) == 1 else 4 * len(panels)))
 
 
-def _figure(path: Path, draw: Callable[[Axes], object]) -> Path:
-    return save_png(path, lambda figure: draw(figure.add_subplot()))
+def _transfers_figure(path: Path, curve: pd.DataFrame, title: str) -> Path:
+    """Transfers between caches per transaction, and under them the private-cache hits.
+
+    The hits move no line but carry the time of a scan that stays in the core's caches (one
+    client against idle connections), which the transfers alone would not show.
+    """
+    def draw(figure: Figure) -> None:
+        figure.suptitle(title)
+        top = figure.add_subplot(2, 1, 1)
+        plotting.plot_transfers(curve, ax=top)
+        top.set_title("transfers between caches")
+        top.tick_params(axis="x", labelbottom=False)
+        bottom = figure.add_subplot(2, 1, 2, sharex=top)
+        plotting.plot_transfers(curve, ax=bottom, classes=plotting.PRIVATE_HIT_CLASSES,
+                                invalidations=False)
+        bottom.set_title("hits in the core's own L1 and L2")
+
+    return save_png(path, draw, size=(_bars_width(curve), 9))
+
+
+def _figure(path: Path, title: str, draw: Callable[[Axes], object],
+            width: float = 8.0) -> Path:
+    def drawn(figure: Figure) -> None:
+        figure.suptitle(title)
+        draw(figure.add_subplot())
+
+    return save_png(path, drawn, size=(width, 5))
 
 
 def save_png(path: Path, draw: Callable[[Figure], object],

@@ -14,13 +14,16 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
+from matplotlib.lines import Line2D
 
 from simulator.analysis.plotting import (
+    algorithm_colours,
     plot_breakdown,
     plot_ratio,
     plot_tps,
     plot_transfers,
     tps_panels,
+    zero_position,
 )
 from simulator.hardware.codes import CLASS_NAMES
 
@@ -57,22 +60,66 @@ def labels(ax: Axes) -> list[str]:
     return ax.get_legend_handles_labels()[1]
 
 
+def data_lines(ax: Axes) -> list[Line2D]:
+    """The lines that carry data (not the axis-break strokes)."""
+    return [line for line in ax.lines if not str(line.get_label()).startswith("_axis")]
+
+
+ZERO = 100 / 10 ** 0.5  # where 0 idle connections sit: half a decade left of 100
+
+
 # --------------------------------------------------------------------------------- plot_tps
 
 
 def test_tps_against_idle_connections_by_default() -> None:
     ax = plot_tps(make_curve())
     assert isinstance(ax, Axes)
-    assert len(ax.lines) == 4
+    assert len(data_lines(ax)) == 4
     assert labels(ax) == ["post, clients=1", "post, clients=48", "pre, clients=1",
                           "pre, clients=48"]
-    assert ax.get_xscale() == "symlog"
+    assert ax.get_xscale() == "log"
     assert ax.get_xlabel() == "idle clients"
     assert "TPS" in ax.get_ylabel()
-    assert np.asarray(ax.lines[0].get_xdata()).tolist() == list(IDLE)
+    assert np.asarray(ax.lines[0].get_xdata()) == pytest.approx([ZERO, 100, 1000])
     colours = {line.get_label(): line.get_color() for line in ax.lines}
     assert colours["pre, clients=1"] == colours["pre, clients=48"]
     assert colours["pre, clients=1"] != colours["post, clients=1"]
+
+
+def test_the_idle_axis_puts_zero_half_a_decade_left_behind_a_break() -> None:
+    ax = plot_tps(make_curve())
+    plt.gcf().canvas.draw()
+    ticks = [tick.get_text() for tick in ax.get_xticklabels()]
+    assert ticks[0] == "0"
+    assert "1,000" in ticks
+    assert ax.get_xlim()[0] < ZERO < 100
+    assert sum(1 for line in ax.lines if str(line.get_label()) == "_axis_break") == 2
+    assert zero_position([0, 100, 1000]) == pytest.approx(ZERO)
+    assert zero_position([5, 10]) is None
+    assert zero_position([0]) == pytest.approx(10 ** -0.5)
+
+
+def test_given_colours_keep_an_algorithm_s_colour_whatever_the_plot_shows() -> None:
+    colours = algorithm_colours(["old", "pre", "post"])
+    full = make_curve()
+    only_post = full[full["algorithm"] == "post"]
+    ax = plot_tps(only_post, colours=colours)
+    assert {line.get_color() for line in data_lines(ax)} == {colours["post"]} == {"C2"}
+    ax2 = plot_tps(make_curve(), colours=colours)
+    assert {line.get_color() for line in data_lines(ax2)} == {"C1", "C2"}
+
+
+def test_several_seeds_draw_their_range_as_a_band() -> None:
+    curve = make_curve()
+    second = curve.assign(seed=curve["seed"] + 1, tps=curve["tps"] * 1.1)
+    ax = plot_tps(pd.concat([curve, second]))
+    assert len(ax.collections) == 4  # one band per line
+    # the first band is post at 1 client: TPS 2000, 1818, 1000 and 10 % more with seed 2
+    band = np.asarray(ax.collections[0].get_paths()[0].vertices)[:, 1]
+    assert band.max() == pytest.approx(2200.0)
+    assert band.min() == pytest.approx(1000.0)
+    single = plot_tps(make_curve(), ax=plt.subplots()[1])
+    assert len(single.collections) == 0
 
 
 def test_tps_panels_split_client_counts_when_idle_connections_vary() -> None:
@@ -101,7 +148,7 @@ def test_tps_against_clients_is_log_scale() -> None:
     ax = plot_tps(make_curve(), "clients")  # positional x, as Result.plot calls it
     assert ax.get_xscale() == "log"
     assert ax.get_xlabel() == "active clients"
-    assert len(ax.lines) == 2 * len(IDLE)
+    assert len(data_lines(ax)) == 2 * len(IDLE)
 
 
 def test_tps_draws_measurements_hollow_dashed_in_the_algorithm_colour() -> None:
@@ -110,17 +157,26 @@ def test_tps_draws_measurements_hollow_dashed_in_the_algorithm_colour() -> None:
                              "idle_clients": list(IDLE) * 2, "series": "paper",
                              "measured_tps": [40_000.0, 30_000.0, 20_000.0] * 2})
     ax = plot_tps(curve, ax=plt.subplots()[1], measurements=measured)
-    assert len(ax.lines) == 4 + 2
+    assert len(data_lines(ax)) == 4 + 2
     extra = [line for line in ax.lines if "measured" in str(line.get_label())]
-    assert sorted(str(line.get_label()) for line in extra) == ["paper post (measured)",
-                                                              "paper pre (measured)"]
+    assert sorted(str(line.get_label()) for line in extra) == ["post (measured)",
+                                                              "pre (measured)"]
     simulated = {line.get_label(): line for line in ax.lines}
     for line in extra:
         assert line.get_linestyle() == "--"
         assert line.get_markerfacecolor() == "none"
-        algorithm = str(line.get_label()).split()[1]
+        algorithm = str(line.get_label()).split()[0]
         assert line.get_color() == simulated[f"{algorithm}, clients=48"].get_color()
         assert line.get_marker() == simulated[f"{algorithm}, clients=48"].get_marker()
+
+
+def test_two_measured_series_of_one_algorithm_are_told_apart_by_name() -> None:
+    measured = pd.DataFrame({"algorithm": ["pre"] * 4, "clients": 48,
+                             "idle_clients": [0, 100] * 2, "series": ["pg13"] * 2 + ["pg12"] * 2,
+                             "measured_tps": [40_000.0, 30_000.0, 41_000.0, 29_000.0]})
+    ax = plot_tps(make_curve(), measurements=measured)
+    assert sorted(label for label in labels(ax) if "measured" in label) == [
+        "pre (measured, pg12)", "pre (measured, pg13)"]
 
 
 def test_tps_rejects_measurements_without_tps() -> None:
@@ -143,7 +199,8 @@ def test_transfers_stack_the_nonzero_classes_per_point() -> None:
     assert [c.get_label() for c in containers] == ["local hitm", "remote hitm", "upgrade"]
     assert all(len(c) == len(curve) for c in containers)
     assert len(ax.get_xticklabels()) == len(curve)
-    assert ax.get_xticklabels()[0].get_text() == "pre\n1 active\n0 idle"
+    assert ax.get_xticklabels()[0].get_text() == "pre, 1 active, 0 idle"
+    assert ax.get_xticklabels()[0].get_rotation() == 90
     assert "invalidations" in labels(ax)
     assert "per transaction" in ax.get_ylabel()
     # Stacked: the last class starts where the first two end.
@@ -175,11 +232,11 @@ def test_ratio_draws_one_line_per_client_count_and_parity() -> None:
     ax = plot_ratio(make_curve(), "post", "pre")
     curves = [line for line in ax.lines if line.get_label() in ("clients=1", "clients=48")]
     assert len(curves) == 2
-    assert len(ax.lines) == 3  # plus the parity line
+    assert len(data_lines(ax)) == 3  # plus the parity line
     assert np.allclose(np.asarray(curves[0].get_ydata(), dtype=float), 2.0)
-    assert np.asarray(curves[0].get_xdata()).tolist() == list(IDLE)
+    assert np.asarray(curves[0].get_xdata()) == pytest.approx([ZERO, 100, 1000])
     assert ax.get_ylabel() == "TPS ratio post / pre"
-    assert ax.get_xscale() == "symlog"
+    assert ax.get_xscale() == "log"
 
 
 def test_ratio_of_algorithms_without_common_points_raises() -> None:

@@ -1,0 +1,90 @@
+"""The figures a run writes: titles that say what ran, one colour per algorithm in every figure,
+the transfers figure's two panels (structural checks on the drawn figures, no pixels)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+import simulator.study.outputs as outputs
+from simulator.hardware.codes import CLASS_NAMES
+from simulator.study.workload_model import workload_model
+
+
+def curve() -> pd.DataFrame:
+    rows = []
+    for algorithm in ("post14", "pre14"):
+        for clients in (1, 48):
+            for idle in (0, 100, 1000):
+                row: dict[str, object] = {
+                    "machine": "gold5215-2s", "algorithm": algorithm, "workload": "select-only",
+                    "clients": clients, "idle_clients": idle, "idle_kind": "idle", "seed": 0,
+                    "tps": 1000.0 * clients, "transactions": 100}
+                row.update(dict.fromkeys(CLASS_NAMES, 0.0))
+                row.update(l1_hit=300.0, l2_hit=50.0, local_hitm=2.0, invalidations=1.0,
+                           share_other=1.0, other_us=10.0)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def figures(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
+    """The figures write_plots draws, by file name (nothing is written)."""
+    drawn: dict[str, Figure] = {}
+
+    def keep(path: Path, draw: Callable[[Figure], object],
+             size: tuple[float, float] = (8, 5)) -> Path:
+        figure = plt.figure(figsize=size)
+        draw(figure)
+        drawn[path.name] = figure
+        return path
+
+    monkeypatch.setattr(outputs, "save_png", keep)
+    yield drawn
+    plt.close("all")
+
+
+def test_every_figure_says_machine_workload_and_window(figures: dict[str, Figure],
+                                                       tmp_path: Path) -> None:
+    written = outputs.write_plots(curve(), tmp_path, window=(5.0, 2.0))
+    assert sorted(path.name for path in written) == ["breakdown.png", "ratio.png", "tps.png",
+                                                     "transfers.png"]
+    expected = "gold5215-2s \u00b7 select-only \u00b7 5 ms measured after 2 ms warm-up"
+    for name, figure in figures.items():
+        assert figure.get_suptitle() == expected, name
+
+
+def test_an_algorithm_has_one_colour_in_every_figure(figures: dict[str, Figure],
+                                                     tmp_path: Path) -> None:
+    colours = outputs.algorithm_colours()
+    assert list(colours) == list(workload_model().algorithms)
+    full = curve()
+    outputs.write_plots(full[full["algorithm"] == "pre14"], tmp_path)
+    pre14 = {line.get_color() for ax in figures["tps.png"].axes for line in ax.lines
+             if str(line.get_label()).startswith("pre14")}
+    assert pre14 == {colours["pre14"]}
+
+
+def test_transfers_show_the_private_hits_under_the_transfers(figures: dict[str, Figure],
+                                                             tmp_path: Path) -> None:
+    outputs.write_plots(curve(), tmp_path)
+    top, bottom = figures["transfers.png"].axes
+    assert top.get_title() == "transfers between caches"
+    assert bottom.get_title() == "hits in the core's own L1 and L2"
+    assert [c.get_label() for c in bottom.containers] == ["l1 hit", "l2 hit"]
+    assert "invalidations" not in bottom.get_legend_handles_labels()[1]
+    assert "invalidations" in top.get_legend_handles_labels()[1]
+
+
+def test_the_title_without_a_window_names_what_the_curve_holds() -> None:
+    two = pd.concat([curve(), curve().assign(machine="graviton3")])
+    assert outputs.plot_title(two) == "gold5215-2s, graviton3 \u00b7 select-only"
