@@ -38,7 +38,7 @@ from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, plan, single_client_work_scale
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
 from simulator.study.measurements import Manifest
-from simulator.study.outputs import save_png
+from simulator.study.outputs import algorithm_colours, plot_title, save_png
 from simulator.study.sweep import PointTask, run_tasks
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     written = []
+    colours = algorithm_colours()
     for dataset, group in table.groupby("dataset", sort=False):
         ok = group[group["predicted_tps"].notna()]
         if ok.empty:
@@ -197,11 +198,12 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
         panels = tps_panels(predicted, measured)
 
         def draw(figure: Figure, panels: list[tuple[str, pd.DataFrame, pd.DataFrame | None]]
-                 = panels, dataset: object = dataset) -> None:
-            for index, (title, part, measurements) in enumerate(panels, start=1):
+                 = panels, dataset: object = dataset, title: str = plot_title(ok)) -> None:
+            figure.suptitle(title)
+            for index, (panel, part, measurements) in enumerate(panels, start=1):
                 ax = plot_tps(part, ax=figure.add_subplot(len(panels), 1, index),
-                              measurements=measurements)
-                suffix = f", {title}" if title else ""
+                              measurements=measurements, colours=colours)
+                suffix = f", {panel}" if panel else ""
                 ax.set_title(f"{dataset}{suffix}: predicted (solid) vs measured (dashed)")
 
         written.append(save_png(directory / f"validation_{dataset}.png", draw,
