@@ -29,6 +29,7 @@ from simulator.cli import (
     ccbench,
     check_config,
     compare,
+    machine,
     machines,
     plot,
     regress,
@@ -68,6 +69,8 @@ class Command:
 
 COMMANDS: dict[str, Command] = {
     "machines": Command("list the shipped machines", None, machines.main),
+    "machine": Command("machine probe: write a machine file for this host", machine.add_arguments,
+                       machine.main),
     "check-config": Command("validate a configuration file without running it",
                             check_config.add_arguments, check_config.main),
     "run": Command("run an experiment (default: the shipped experiment 'default')",

@@ -1,0 +1,317 @@
+"""A machine file for the host: topology, caches and NUMA nodes read from Linux, latencies borrowed.
+
+:func:`probe_host` reads what Linux publishes about the machine it runs on:
+
+* ``/sys/devices/system/cpu/cpu*/topology/``: each online CPU's package (socket), core and SMT
+  siblings (``physical_package_id``, ``core_id``, ``thread_siblings_list``);
+* ``/sys/devices/system/cpu/cpu*/cache/index*/``: level, type, size, ways and the CPUs that
+  share each cache (``shared_cpu_list``): the L1d, L2 and L3 geometry and the L3 domains;
+* ``/sys/devices/system/node/node*/cpulist``: the NUMA nodes (memory home nodes) and the L3
+  domains near each;
+* ``/proc/cpuinfo``: the vendor, the model name and whether a hypervisor is present;
+  ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``) for the clock.
+
+Linux publishes no latency. Those (cache hit cycles, cache-to-cache transfers, DRAM, the MLP and
+scheduler costs) are taken from the closest shipped machine (same vendor, then the same kinds of
+cache-to-cache distance, then the nearest core count), or from a named one; every such number
+says so in the written file. Left out: turbo, idle states, heterogeneous cores (the first CPU's
+caches stand for all) and offline CPUs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.config.machine_file import machines_dir, shipped_machines
+from simulator.config.yaml_io import read_yaml
+from simulator.errors import ConfigError
+
+__all__ = ["HostFacts", "closest_machine", "host_facts", "machine_file_text", "probe_host"]
+
+VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+PROTOCOLS = {"intel": "MESIF", "amd": "MOESI", "arm": "MESI"}
+"""The coherence protocol family of each vendor (Intel's MESIF, AMD's MOESI); Arm's is
+implementation-specific, MESI is the plain case."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cache:
+    """One cache level as sysfs describes it (per instance)."""
+
+    size_bytes: int
+    ways: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostFacts:
+    """What the host publishes: topology, caches, NUMA nodes, vendor, clock."""
+
+    model_name: str
+    vendor: str
+    virtualized: bool
+    clock_mhz: float
+    sockets: int
+    domains_per_socket: int
+    cores_per_domain: int
+    threads_per_core: int
+    l1d: Cache
+    l2: Cache
+    l3: Cache
+    node_domains: tuple[tuple[int, ...], ...]
+    """Per NUMA node, the L3 domains whose CPUs it holds."""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from None
+
+
+def _cpu_list(text: str) -> list[int]:
+    """``0-3,8,10-11`` as a list of CPU numbers."""
+    cpus: list[int] = []
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def _size_bytes(text: str) -> int:
+    match = re.fullmatch(r"(\d+)([KMG]?)", text)
+    if match is None:
+        raise ConfigError("cache size", f"unreadable size {text!r}")
+    return int(match.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[match.group(2)]
+
+
+def host_facts(root: Path = Path("/")) -> HostFacts:
+    """Read the host's facts below ``root`` (``/`` on a real host; a copied tree in tests).
+
+    Raises:
+        ConfigError: a file is missing or unreadable, or the topology is not regular (sockets
+            with different core counts, an L3 that spans sockets, a cache level missing).
+    """
+    cpu_dir = root / "sys/devices/system/cpu"
+    online = _cpu_list(_read(cpu_dir / "online"))
+    package: dict[int, int] = {}
+    core: dict[int, tuple[int, int]] = {}
+    for cpu in online:
+        topology = cpu_dir / f"cpu{cpu}" / "topology"
+        package[cpu] = int(_read(topology / "physical_package_id"))
+        siblings = _cpu_list(_read(topology / "thread_siblings_list"))
+        core[cpu] = (package[cpu], min(siblings))
+    caches: dict[int, Cache] = {}
+    l3_groups: set[tuple[int, ...]] = set()
+    first = online[0]
+    for index in sorted((cpu_dir / f"cpu{first}" / "cache").glob("index*")):
+        kind = _read(index / "type")
+        if kind == "Instruction":
+            continue
+        level = int(_read(index / "level"))
+        caches[level] = Cache(_size_bytes(_read(index / "size")),
+                              int(_read(index / "ways_of_associativity")))
+    for cpu in online:
+        for index in (cpu_dir / f"cpu{cpu}" / "cache").glob("index*"):
+            if _read(index / "level") == "3":
+                l3_groups.add(tuple(_cpu_list(_read(index / "shared_cpu_list"))))
+    missing = [f"L{level}" for level in (1, 2, 3) if level not in caches]
+    if missing:
+        raise ConfigError("caches", f"sysfs describes no {', '.join(missing)} cache for CPU "
+                          f"{first}")
+    sockets = sorted(set(package.values()))
+    cores_of = {s: {c for cpu, c in core.items() if package[cpu] == s} for s in sockets}
+    counts = {len(cores) for cores in cores_of.values()}
+    if len(counts) != 1:
+        raise ConfigError("topology", f"sockets with different core counts: {sorted(counts)}")
+    threads = {sum(1 for other in online if core[other] == core[cpu]) for cpu in online}
+    if len(threads) != 1:
+        raise ConfigError("topology", f"cores with different thread counts: {sorted(threads)}")
+    domains = sorted(l3_groups)
+    domain_of = {cpu: index for index, group in enumerate(domains) for cpu in group}
+    for group in domains:
+        if len({package[cpu] for cpu in group if cpu in package}) != 1:
+            raise ConfigError("topology", f"an L3 shared by CPUs {list(group)} spans sockets")
+    per_socket = len(domains) // len(sockets)
+    cores_per_socket = counts.pop()
+    if per_socket < 1 or len(domains) % len(sockets) or cores_per_socket % per_socket:
+        raise ConfigError("topology", f"{len(domains)} L3 domains do not divide evenly over "
+                          f"{len(sockets)} socket(s) of {cores_per_socket} cores")
+    nodes: list[tuple[int, ...]] = []
+    for node in sorted((root / "sys/devices/system/node").glob("node[0-9]*"),
+                       key=lambda path: int(path.name.removeprefix("node"))):
+        cpus = [cpu for cpu in _cpu_list(_read(node / "cpulist")) if cpu in domain_of]
+        if cpus:
+            nodes.append(tuple(sorted({domain_of[cpu] for cpu in cpus})))
+    if not nodes:
+        nodes = [tuple(range(len(domains)))]
+    cpuinfo = _read(root / "proc/cpuinfo")
+    field = dict(re.findall(r"^([^\t:\n]+?)\s*:\s*(.*)$", cpuinfo, flags=re.MULTILINE))
+    vendor = VENDORS.get(field.get("vendor_id", ""), "arm" if "CPU implementer" in field else "")
+    max_freq = cpu_dir / f"cpu{first}" / "cpufreq" / "cpuinfo_max_freq"
+    clock_mhz = (int(_read(max_freq)) / 1000 if max_freq.exists()
+                 else float(field.get("cpu MHz", "0") or 0))
+    if not clock_mhz > 0:
+        raise ConfigError("clock", "neither cpufreq nor /proc/cpuinfo gives a clock")
+    return HostFacts(
+        model_name=field.get("model name", "unknown CPU"), vendor=vendor or "unknown",
+        virtualized=" hypervisor" in f" {field.get('flags', '')} ", clock_mhz=clock_mhz,
+        sockets=len(sockets), domains_per_socket=per_socket,
+        cores_per_domain=cores_per_socket // per_socket, threads_per_core=threads.pop(),
+        l1d=caches[1], l2=caches[2], l3=caches[3], node_domains=tuple(nodes))
+
+
+def _section(document: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = document.get(key)
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"a shipped machine file has no {key} section")
+    return value
+
+
+def _vendor_of(document: Mapping[str, object]) -> str:
+    text = f"{document.get('name', '')} {document.get('description', '')}".lower()
+    if "intel" in text or "xeon" in text:
+        return "intel"
+    if "amd" in text or "epyc" in text or "threadripper" in text:
+        return "amd"
+    if "graviton" in text or "neoverse" in text or "arm" in text:
+        return "arm"
+    return "unknown"
+
+
+def closest_machine(facts: HostFacts) -> str:
+    """The shipped machine whose latencies stand in for the host's.
+
+    Same vendor first; then one that has every distance class the host needs (another L3 domain
+    in a socket, another socket); then the nearest core count per socket (in ratio).
+    """
+    best: tuple[float, str] | None = None
+    for name in shipped_machines():
+        document = read_yaml(machines_dir() / f"{name}.yaml")
+        if not isinstance(document, Mapping):
+            raise ConfigError(name, "a shipped machine file is not a mapping")
+        topology, latency = _section(document, "topology"), _section(document, "latency")
+        cost = 0.0 if _vendor_of(document) == facts.vendor else 100.0
+        if facts.domains_per_socket > 1 and "cross_domain_hit" not in latency:
+            cost += 50.0
+        if facts.sockets > 1 and "remote_hit" not in latency:
+            cost += 50.0
+        cores = int(str(topology["domains_per_socket"])) * int(str(topology["cores_per_domain"]))
+        cost += abs(math.log(cores / (facts.domains_per_socket * facts.cores_per_domain)))
+        cost += 1.0 if bool(document.get("virtualized")) != facts.virtualized else 0.0
+        if best is None or cost < best[0]:
+            best = (cost, name)
+    assert best is not None
+    return best[1]
+
+
+def _size_text(size_bytes: int) -> str:
+    for unit, factor in (("MiB", 1024**2), ("KiB", 1024)):
+        if size_bytes % factor == 0:
+            return f"{size_bytes // factor} {unit}"
+    return f"{size_bytes} B"
+
+
+def _flow(value: object) -> str:
+    """A YAML flow rendering of a small value from a machine file."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}: {_flow(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(item) for item in value) + "]"
+    if isinstance(value, str) and (":" in value or value.strip() != value):
+        return f'"{value}"'
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
+    """The machine file of the host, latencies from the shipped machine ``like``, as YAML text."""
+    source = read_yaml(machines_dir() / f"{like}.yaml")
+    if not isinstance(source, Mapping):
+        raise ConfigError("like", f"{like} is not a machine file")
+    caches, latency = _section(source, "caches"), _section(source, "latency")
+    memory, mlp = _section(source, "memory"), _section(source, "mlp")
+    scheduler, coherence = _section(source, "scheduler"), _section(source, "coherence")
+    borrowed = f"from {like} (a shipped machine; not measured on this host)"
+    host = "measured on this host"
+    lines = [
+        f"# Machine file written by `snapsim machine probe` for {facts.model_name}.",
+        "# Topology, cache geometry, NUMA nodes and clock are read from Linux (sysfs,",
+        "# /proc/cpuinfo) on the host; Linux publishes no latency, so every latency, the MLP",
+        f"# and the scheduler costs are those of the shipped machine {like}, said so on each line.",
+        "# Replace them with measurements of this host where you have them (for example",
+        "# core-to-core CAS ping-pong for local_hitm / remote_hitm, Intel MLC for DRAM).",
+        f"name: {name}",
+        f'description: "{facts.model_name}, probed ({facts.sockets} socket(s), '
+        f'{facts.sockets * facts.domains_per_socket * facts.cores_per_domain} cores)"',
+        f"virtualized: {str(facts.virtualized).lower()}   # {host}: the hypervisor cpu flag",
+        f"clock: {facts.clock_mhz / 1000:.2f} GHz   # {host}: cpufreq maximum, else cpu MHz",
+        "topology:",
+        f"  sockets: {facts.sockets}   # {host}: physical packages",
+        f"  domains_per_socket: {facts.domains_per_socket}   # {host}: distinct L3s per socket",
+        f"  cores_per_domain: {facts.cores_per_domain}   # {host}",
+        f"  threads_per_core: {facts.threads_per_core}   # {host}: SMT siblings",
+        "coherence:",
+        f"  protocol: {PROTOCOLS.get(facts.vendor, 'MESI')}   # the vendor's protocol family",
+        f"  l3_inclusion: {coherence['l3_inclusion']}   # {borrowed}",
+        "caches:",
+    ]
+    for key, cache in (("l1d", facts.l1d), ("l2", facts.l2), ("l3", facts.l3)):
+        level = _section(caches, key)
+        lines.append(f"  {key}: {{size: {_size_text(cache.size_bytes)}, ways: {cache.ways}, "
+                     f"latency: {level['latency']}}}   # size and ways {host}; latency "
+                     f"{borrowed}")
+    lines += ["memory:", "  home_nodes:"]
+    for node in facts.node_domains:
+        lines.append(f"    - {{near_domains: {_flow(list(node))}}}   # {host}: a NUMA node")
+    lines += [
+        f"  dram_latency: {_flow(memory['dram_latency'])}   # {borrowed}",
+        f"  placement: {_flow(memory['placement'])}   # {borrowed}",
+        f"latency:   # {borrowed}",
+    ]
+    needs = {"cross_domain": facts.domains_per_socket > 1, "remote": facts.sockets > 1}
+    stand_ins = {"cross_domain": ("remote", "local"), "remote": ("cross_domain", "local")}
+    for key, value in latency.items():
+        distance = str(key).rsplit("_", 1)[0]
+        if needs.get(distance, True):
+            lines.append(f"  {key}: {_flow(value)}")
+    for distance, needed in needs.items():
+        if not needed or f"{distance}_hit" in latency:
+            continue
+        other = next(o for o in stand_ins[distance] if f"{o}_hit" in latency)
+        for kind in ("hit", "hitm"):
+            lines.append(f"  {distance}_{kind}: {_flow(latency[f'{other}_{kind}'])}   "
+                         f"# ASSUMPTION: {like} has no such distance; its {other}_{kind}")
+    lines.append(f"mlp: {_flow(dict(mlp))}   # {borrowed}")
+    lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
+    return "\n".join(lines) + "\n"
+
+
+def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
+               name: str = "host") -> str:
+    """Write the host's machine file to ``out`` and check it loads; return the machine borrowed.
+
+    Raises:
+        ConfigError: the host cannot be read, ``like`` is not a shipped machine, or the written
+            file does not load (then it is removed).
+    """
+    from simulator.config.machine_file import load_machine
+
+    facts = host_facts(root)
+    if like is not None and like not in shipped_machines():
+        raise ConfigError("--like", f"unknown machine {like!r} (choose from "
+                          f"{', '.join(shipped_machines())})")
+    chosen = like or closest_machine(facts)
+    text = machine_file_text(facts, chosen, name)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        load_machine(tmp)
+        tmp.replace(out)
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return chosen
