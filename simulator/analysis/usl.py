@@ -12,11 +12,11 @@ N* = sqrt((1 - alpha) / beta).
 What this module does:
 
 - :func:`fit_usl` fits lambda, alpha and beta to ``(N, X)`` points by non-negative least squares
-  (NNLS) on the linear form N/X = a + b(N - 1) + cN(N - 1), with lambda = 1/a, alpha = b/a and
-  beta = c/a. lambda is always fitted, so a curve that does not start at N = 1 needs no special
-  case. Each row is weighted by X/N, so its residual approximates the *relative* error of X at
-  that point; exact USL data is recovered exactly. alpha and beta are constrained to be
-  non-negative: superlinear scaling (alpha < 0, which cache effects can produce) comes out as
+  (NNLS, ``scipy.optimize.nnls``) on the linear form N/X = a + b(N - 1) + cN(N - 1), with lambda =
+  1/a, alpha = b/a and beta = c/a. lambda is always fitted, so a curve that does not start at N = 1
+  needs no special case. Each row is weighted by X/N, so its residual approximates the *relative*
+  error of X at that point; exact USL data is recovered exactly. alpha and beta are constrained to
+  be non-negative: superlinear scaling (alpha < 0, which cache effects can produce) comes out as
   alpha = 0.
 - :func:`usl_table` fits every curve of an experiment's ``curve`` table.
 - :func:`usl_beta_by_line` breaks each curve's beta down by cache line: a line's share of beta
@@ -33,7 +33,6 @@ parameters summarise a curve; they do not predict the effect of a change to the 
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy.optimize import nnls
 
 from simulator.analysis.columns import POINT_KEYS
 from simulator.hardware.codes import TRANSFER_CLASSES, AccessClass
@@ -136,7 +136,7 @@ def fit_usl(n: npt.ArrayLike, x: npt.ArrayLike) -> UslFit:
     weight = x_values / n_values
     design = np.column_stack([np.ones_like(n_values), n_values - 1,
                               n_values * (n_values - 1)]) * weight[:, None]
-    a, b, c = _nnls(design, (n_values / x_values) * weight)
+    a, b, c = nnls(design, (n_values / x_values) * weight)[0]
     if not a > 0:
         raise ValueError("no USL curve with a positive single-client throughput fits the data")
     lambda_, alpha, beta = float(1 / a), float(b / a), float(c / a)
@@ -144,29 +144,6 @@ def fit_usl(n: npt.ArrayLike, x: npt.ArrayLike) -> UslFit:
     fitted = usl_throughput(n_values, lambda_, alpha, beta)
     return UslFit(lambda_=lambda_, alpha=alpha, beta=beta, peak_n=peak_n, peak_x=peak_x,
                   r2=_r2(x_values, fitted), n_points=int(n_values.size))
-
-
-def _nnls(design: FloatArray, target: FloatArray) -> FloatArray:
-    """Least squares with every coefficient ≥ 0, by enumerating the active sets.
-
-    With three coefficients there are eight sets of free coefficients. The constrained optimum
-    is the unconstrained optimum over its own free set, and any feasible candidate is no better,
-    so the feasible candidate with the smallest residual is the optimum.
-    """
-    columns = design.shape[1]
-    best = np.zeros(columns)
-    best_residual = float(np.sum(target**2))
-    for size in range(1, columns + 1):
-        for free in itertools.combinations(range(columns), size):
-            solution, *_ = np.linalg.lstsq(design[:, free], target, rcond=None)
-            if np.any(solution < 0):
-                continue
-            residual = float(np.sum((design[:, free] @ solution - target) ** 2))
-            if residual < best_residual:
-                best = np.zeros(columns)
-                best[list(free)] = solution
-                best_residual = residual
-    return best
 
 
 def _peak(lambda_: float, alpha: float, beta: float) -> tuple[float, float]:

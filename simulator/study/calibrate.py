@@ -9,7 +9,7 @@ jointly to all of them (never one curve at a time). The objective is
     mean over series of median |relative error| + 0.5 * mean over series of max |relative error|
 
 (the calibration points of the manifest excluded), which follows the acceptance thresholds
-(median and maximum per series). It is minimised by a bounded Nelder-Mead search on the
+(median and maximum per series). It is minimised by a bounded Nelder-Mead search (SciPy) on the
 parameters scaled to [0, 1], with a budget of evaluations; the simulation is deterministic, so the
 objective is too.
 
@@ -92,54 +92,33 @@ def objective(summary: pd.DataFrame) -> float:
 
 def nelder_mead(function: Callable[[np.ndarray], float], start: np.ndarray, *,
                 max_evaluations: int, step: float = 0.25) -> tuple[np.ndarray, float]:
-    """Minimise ``function`` over [0, 1]^n (points are clipped) from ``start``.
+    """Minimise ``function`` over [0, 1]^n from ``start`` with SciPy's bounded Nelder-Mead.
 
-    Standard coefficients (reflection 1, expansion 2, contraction 0.5, shrink 0.5); stops after
-    ``max_evaluations`` evaluations or when the simplex's values agree to 1e-4.
+    The first simplex is ``start`` and, per parameter, ``start`` moved by ``step`` (inwards at a
+    bound); the search stops after about ``max_evaluations`` evaluations or when the simplex's
+    values agree to 1e-4. Returns the best point evaluated and its value.
     """
-    n = len(start)
-    evaluations = 0
+    from scipy.optimize import minimize
 
-    def f(point: np.ndarray) -> float:
-        nonlocal evaluations
-        evaluations += 1
-        return function(np.clip(point, 0.0, 1.0))
-
-    simplex = [np.clip(start, 0.0, 1.0)]
-    for i in range(n):
-        vertex = simplex[0].copy()
+    start = np.clip(np.asarray(start, dtype=float), 0.0, 1.0)
+    simplex = [start]
+    for i in range(len(start)):
+        vertex = start.copy()
         vertex[i] = vertex[i] + step if vertex[i] + step <= 1.0 else vertex[i] - step
         simplex.append(vertex)
-    values = [f(v) for v in simplex]
-    while evaluations < max_evaluations:
-        order = np.argsort(values)
-        simplex = [simplex[i] for i in order]
-        values = [values[i] for i in order]
-        if values[-1] - values[0] < 1e-4:
-            break
-        centroid = np.mean(simplex[:-1], axis=0)
-        reflected = np.clip(centroid + (centroid - simplex[-1]), 0.0, 1.0)
-        value = f(reflected)
-        if value < values[0] and evaluations < max_evaluations:
-            expanded = np.clip(centroid + 2.0 * (centroid - simplex[-1]), 0.0, 1.0)
-            expanded_value = f(expanded)
-            simplex[-1], values[-1] = ((expanded, expanded_value) if expanded_value < value
-                                       else (reflected, value))
-        elif value < values[-2]:
-            simplex[-1], values[-1] = reflected, value
-        else:
-            contracted = np.clip(centroid + 0.5 * (simplex[-1] - centroid), 0.0, 1.0)
-            contracted_value = f(contracted)
-            if contracted_value < values[-1]:
-                simplex[-1], values[-1] = contracted, contracted_value
-            else:
-                for i in range(1, len(simplex)):
-                    if evaluations >= max_evaluations:
-                        break
-                    simplex[i] = simplex[0] + 0.5 * (simplex[i] - simplex[0])
-                    values[i] = f(simplex[i])
-    best = int(np.argmin(values))
-    return np.clip(simplex[best], 0.0, 1.0), values[best]
+    seen: list[tuple[float, np.ndarray]] = []
+
+    def f(point: np.ndarray) -> float:
+        clipped = np.clip(point, 0.0, 1.0)
+        value = float(function(clipped))
+        seen.append((value, clipped))
+        return value
+
+    minimize(f, start, method="Nelder-Mead", bounds=[(0.0, 1.0)] * len(start),
+             options={"initial_simplex": np.array(simplex), "maxfev": max_evaluations,
+                      "fatol": 1e-4, "xatol": 1e-6})
+    value, best = min(seen, key=lambda pair: pair[0])
+    return best, value
 
 
 def calibrate(manifest: Manifest, parameters: Sequence[Parameter], *,
