@@ -124,6 +124,24 @@ def test_nelder_mead_finds_the_minimum_of_a_bowl() -> None:
     assert value < 1e-4
 
 
+def test_nelder_mead_starts_from_the_start_and_keeps_to_its_budget() -> None:
+    calls: list[np.ndarray] = []
+
+    def bowl(x: np.ndarray) -> float:
+        calls.append(x.copy())
+        return float(((x - 0.9) ** 2).sum())
+
+    best, value = nelder_mead(bowl, np.array([0.5, 0.9]), max_evaluations=10)
+    np.testing.assert_allclose(calls[0], [0.5, 0.9])
+    # the first simplex: start, then each parameter moved by the step (inwards at the bound)
+    assert any(np.allclose(c, [0.75, 0.9]) for c in calls[:4])
+    assert any(np.allclose(c, [0.5, 0.65]) for c in calls[:4])
+    assert 10 <= len(calls) <= 10 + 3  # at most one more iteration's evaluations
+    assert all(((c >= 0) & (c <= 1)).all() for c in calls)
+    assert value == min(float(((c - 0.9) ** 2).sum()) for c in calls)
+    assert ((best >= 0) & (best <= 1)).all()
+
+
 def test_objective_weights_median_and_max() -> None:
     summary = pd.DataFrame({"median_abs_rel_error": [0.1, 0.3], "max_abs_rel_error": [0.2, 0.4]})
     assert objective(summary) == pytest.approx(0.2 + 0.5 * 0.3)
