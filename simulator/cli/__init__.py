@@ -33,6 +33,7 @@ from simulator.cli import (
     machines,
     plot,
     regress,
+    report,
     run,
     validate,
 )
@@ -90,6 +91,8 @@ COMMANDS: dict[str, Command] = {
     "c2c": Command("per-line report of a run in perf c2c terms", c2c.add_arguments, c2c.main),
     "compare": Command("two finished runs side by side: the ratio curve and per-line changes",
                        compare.add_arguments, compare.main),
+    "report": Command("one self-contained HTML page of a finished run", report.add_arguments,
+                      report.main),
 }
 """Subcommands by name, in the order they appear in ``snapsim --help``."""
 
