@@ -185,9 +185,10 @@ from simulator.study.store import DirectoryLock
 DirectoryLock(Path(sys.argv[1])).acquire()
 child = os.fork()
 if child == 0:
+    # the child's own line: its at-fork handlers (which let go of the lock) have run by now
+    print(os.getpid(), flush=True)
     time.sleep(60)
     os._exit(0)
-print(child, flush=True)
 time.sleep(60)
 """
 
