@@ -38,6 +38,10 @@ from .backend import Backend, Category
 from .shmem.memory import PinnedPage
 from .spin import SpinDelay
 
+PIN_PROTOCOLS = ("atomic", "spinlock")
+"""How ``PinBuffer``/``UnpinBuffer`` update the buffer header: a CAS loop (9.6+, commit
+48354581a4) or under the header spinlock (9.2-9.5)."""
+
 
 class HotPage:
     """The accesses of one buffer access to a hot page.
@@ -48,18 +52,24 @@ class HotPage:
         protocol: ``"atomic"`` (9.5+: load + CAS loops) or ``"spinlock"`` (9.1).
         fused_atomics: ``atomic`` only: issue the whole access as one sequence, as 9.1's, so no
             other backend's operation comes between its steps and no CAS fails (the ablation).
+        pin: ``atomic`` only: ``"atomic"`` (9.6+: ``PinBuffer``/``UnpinBuffer`` as CAS loops) or
+            ``"spinlock"`` (9.2-9.5: each takes the buffer-header spinlock, changes the refcount
+            and releases it; see :meth:`spinlock_pin`), the what-if of the 9.6 change.
     """
 
     def __init__(self, tracked: TrackedMemory, page: PinnedPage, protocol: str = "atomic",
-                 fused_atomics: bool = False) -> None:
+                 fused_atomics: bool = False, pin: str = "atomic") -> None:
         if protocol not in ("atomic", "spinlock"):
             raise ValueError(f"unknown buffer protocol {protocol!r}")
+        if pin not in PIN_PROTOCOLS:
+            raise ValueError(f"unknown pin protocol {pin!r} (choose {' or '.join(PIN_PROTOCOLS)})")
 
         def rmw(region: Region, field: str) -> Ops:
             return tracked.access(region, 0, field, Op.RMW)
 
         self.name = page.name
         self.fused = fused_atomics or protocol == "spinlock"
+        self.spinlock_pins = pin == "spinlock"
         mapping = rmw(page.mapping_lock, page.mapping_lock_field)
         header = rmw(page.descriptor, page.header_field)
         content = rmw(page.content_lock, page.content_lock_field)
@@ -82,11 +92,17 @@ class HotPage:
             yield from backend.ops(self.accesses, category, lock_line=True)
             return
         yield from self.mapping.update(backend, category)
-        yield from self.pin(backend, category)
+        if self.spinlock_pins:
+            yield from self.spinlock_pin(backend, category)
+        else:
+            yield from self.pin(backend, category)
         yield from self.mapping.fetch_add(backend, category)
         yield from self.content.update(backend, category)
         yield from self.content.fetch_add(backend, category)
-        yield from self.header.update(backend, category)  # UnpinBuffer
+        if self.spinlock_pins:
+            yield from self.spinlock_pin(backend, category)  # UnpinBuffer: the same, refcount - 1
+        else:
+            yield from self.header.update(backend, category)  # UnpinBuffer
 
     def pin(self, backend: Backend, category: Category) -> ProcessGenerator:
         """``PinBuffer``: load, wait while the header is locked, then the CAS loop."""
@@ -100,6 +116,24 @@ class HotPage:
             yield from delay.spin(backend, Category.LOCK_WAIT)
             seen = yield from self.header.load(backend, Category.LOCK_WAIT)
         yield from self.header.compare_and_swap(backend, seen, category)
+
+    def spinlock_pin(self, backend: Backend, category: Category) -> ProcessGenerator:
+        """9.2-9.5's ``PinBuffer``/``UnpinBuffer``: ``LockBufHdr``, refcount +- 1, unlock.
+
+        The header lock is an ``slock_t`` (``S_LOCK``, ``s_lock.h``/``s_lock.c``): one TAS; while
+        another backend holds it, ``perform_spin_delay``, then ``TAS_SPIN``: a read of the word and
+        a TAS only when it looks free. The refcount change is a store under the lock; the unlock
+        (``S_UNLOCK``) a store of the word.
+        """
+        delay = SpinDelay()
+        yield from self.header.fetch_add(backend, category)  # TAS
+        while self.header_locked_by is not None:
+            yield from delay.spin(backend, Category.LOCK_WAIT)
+            yield from self.header.load(backend, Category.LOCK_WAIT)  # TAS_SPIN's read
+            if self.header_locked_by is None:
+                yield from self.header.fetch_add(backend, category)  # its TAS
+        self.header_locked_by = backend
+        yield from self.unlock_header(backend, category)
 
     def lock_header(self, backend: Backend, category: Category) -> ProcessGenerator:
         """``LockBufHdr``: ``fetch_or(BM_LOCKED)``, spinning while another backend holds it."""

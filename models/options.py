@@ -23,6 +23,11 @@ Keys (all optional):
 * ``pgbench_scale``: pgbench's scale factor (``-s``; default 100), which sets how many inner
   pages ``pgbench_accounts_pkey`` has per level and so how often two transactions share one
   (:mod:`snapsim_models.btree`); the root is shared by all whatever the scale.
+* ``pin``: how ``PinBuffer``/``UnpinBuffer`` update a buffer header: ``atomic`` (default, 9.6+:
+  a CAS loop) or ``spinlock`` (9.2-9.5: under the buffer-header spinlock, with ``s_lock.c``'s
+  spinning; the what-if of the 9.6 change, commit 48354581a4, which reported up to 2.5x
+  read-only pgbench at 128 clients on an 8-socket machine). Ignored by ``pg91``, whose pins
+  are spinlocks already.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
@@ -43,12 +48,13 @@ from simulator.config.values import check_keys, describe_kind, expect_int, join_
 from simulator.errors import ConfigError
 
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
+from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
-               "run_ahead")
+               "pin", "run_ahead")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
@@ -68,6 +74,7 @@ class PgOptions:
     fused_atomics: frozenset[str]
     """Users whose load + CAS loops are fused (``atomics: {user: fused}``)."""
     pgbench_scale: int = DEFAULT_PGBENCH_SCALE
+    pin_protocol: str = "atomic"
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -98,8 +105,12 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if sum(inner_level_pages(scale)) > MAX_INNER_PAGES:
         raise ConfigError("options.pgbench_scale", f"{scale} gives more inner index pages than "
                           f"the modelled {MAX_INNER_PAGES} buffers hold", source)
+    pin = options.get("pin", "atomic")
+    if pin not in PIN_PROTOCOLS:
+        raise ConfigError("options.pin", f"expected {' or '.join(PIN_PROTOCOLS)}, got {pin!r}",
+                          source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
-            "atomics": atomics, "pgbench_scale": scale, "run_ahead": run_ahead}
+            "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "run_ahead": run_ahead}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -117,7 +128,7 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None),
                      fused_atomics=frozenset(user for user, mode in atomics.items()
                                              if mode == "fused"),
-                     pgbench_scale=scale)
+                     pgbench_scale=scale, pin_protocol=str(full["pin"]))
 
 
 def _resolve_atomics(value: object, source: str | None) -> dict[str, str]:

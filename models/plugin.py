@@ -38,7 +38,7 @@ class PostgresModel:
             batch=options.batch, think_time_ns=options.think_time_ns,
             entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
             costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
-            pgbench_scale=options.pgbench_scale))
+            pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol))
         return PointOutput(row=result.row, lines=result.lines)
 
 

@@ -45,6 +45,7 @@ from simulator.runtime.scheduler import CpuScheduler, Task
 
 from .backend import CATEGORIES, Backend, Category
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
+from .buffers import PIN_PROTOCOLS
 from .costs import PgCosts, load_costs
 from .options import DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
@@ -93,6 +94,8 @@ class PointConfig:
     """Users of atomics whose load + CAS loops are fused (the ablation; empty: none)."""
     pgbench_scale: int = DEFAULT_PGBENCH_SCALE
     """pgbench's scale factor: the shape of ``pgbench_accounts_pkey`` (:mod:`.btree`)."""
+    pin_protocol: str = "atomic"
+    """How pins update a buffer header: ``atomic`` (9.6+) or ``spinlock`` (the what-if)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -115,6 +118,9 @@ class PointConfig:
             raise ValueError(f"run_ahead_ns must not be negative, got {self.run_ahead_ns}")
         if self.pgbench_scale < 1:
             raise ValueError(f"pgbench_scale must be at least 1, got {self.pgbench_scale}")
+        if self.pin_protocol not in PIN_PROTOCOLS:
+            raise ValueError(f"unknown pin protocol {self.pin_protocol!r} "
+                             f"(choose {' or '.join(PIN_PROTOCOLS)})")
 
 
 @dataclass(slots=True)
@@ -244,7 +250,8 @@ def _run(config: PointConfig) -> PointResult:
         scan_costs=config.costs.scan, entries_per_chunk=config.entries_per_chunk,
         run_ahead_ns=config.run_ahead_ns, implementation=config.implementation,
         fused_atomics=config.fused_atomics,
-        btree_inner_pages=inner_level_pages(config.pgbench_scale))
+        btree_inner_pages=inner_level_pages(config.pgbench_scale),
+        pin_protocol=config.pin_protocol)
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)

@@ -73,7 +73,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      scan_costs: ScanCosts, entries_per_chunk: int, run_ahead_ns: float,
                      implementation: Implementation,
                      fused_atomics: frozenset[str] = frozenset(),
-                     btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES) -> Population:
+                     btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
+                     pin_protocol: str = "atomic") -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -93,6 +94,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
             never fails (the ablation; :data:`~snapsim_models.procarray.ATOMIC_USERS`).
         btree_inner_pages: pages per inner level of ``pgbench_accounts_pkey``
             (:func:`~snapsim_models.btree.inner_level_pages`).
+        pin_protocol: how pins update a buffer header
+            (:data:`~snapsim_models.buffers.PIN_PROTOCOLS`).
     """
     n_connections = idle_clients + clients
     shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3,
@@ -112,7 +115,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
     procarray = ProcArray(shmem, backends, launchers)
     tracked = TrackedMemory(shmem.memory)
     snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk,
-                                      fused_atomics)
+                                      fused_atomics, pin_protocol)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     built = tracked.build_machine(machine, implementation=implementation)
     for backend in backends:

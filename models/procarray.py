@@ -74,7 +74,7 @@ class SnapshotAlgorithm(ABC):
 
     def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
                  scan_costs: ScanCosts, entries_per_chunk: int,
-                 fused_atomics: frozenset[str] = frozenset()) -> None:
+                 fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic") -> None:
         self.shmem = shmem
         self.tracked = tracked
         self.procarray = procarray
@@ -88,9 +88,11 @@ class SnapshotAlgorithm(ABC):
         self.proc_array_lock = self._lwlock("ProcArrayLock", shmem.proc_array_lock)
         self.xid_gen_lock = self._lwlock("XidGenLock", shmem.xid_gen_lock)
         fused_buffers = "buffer" in fused_atomics
-        self.root_page = HotPage(tracked, shmem.btree_root, self.lock_protocol, fused_buffers)
+        self.root_page = HotPage(tracked, shmem.btree_root, self.lock_protocol, fused_buffers,
+                                 pin_protocol)
         """The B-tree root: every transaction's descent starts there."""
-        self.inner_levels = [[HotPage(tracked, page, self.lock_protocol, fused_buffers)
+        self.inner_levels = [[HotPage(tracked, page, self.lock_protocol, fused_buffers,
+                                      pin_protocol)
                               for page in level] for level in shmem.btree_inner]
         """The inner pages per level from the root down; a descent visits one per level."""
         self._own: dict[int, dict[str, Ops]] = {}

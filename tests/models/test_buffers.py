@@ -148,3 +148,49 @@ def test_a_descent_visits_the_root_and_one_random_inner_page_per_level() -> None
     assert sum(visits) == descents
     assert sum(1 for v in visits if v) > 80  # uniform: 97 pages, 10 visits each on average
     assert max(visits) < 30
+
+
+def _spinlock_harness(connections: int, active: tuple[int, ...]) -> PgHarness:
+    h = build_harness("post14", connections, active=active)
+    for page in [h.algorithm.root_page, *itertools.chain(*h.algorithm.inner_levels)]:
+        page.spinlock_pins = True
+    return h
+
+
+def test_a_spinlock_pin_is_a_tas_and_an_unlock_store_on_the_descriptor() -> None:
+    """9.2-9.5's PinBuffer and UnpinBuffer: S_LOCK (one TAS when free), refcount, S_UNLOCK."""
+    h = _spinlock_harness(3, active=(2,))
+    me = h.running[0]
+    page = h.algorithm.root_page
+    h.measure(lambda: page.access(me, Category.OTHER))  # warm
+    delta = h.measure(lambda: page.access(me, Category.OTHER))
+    descriptor = int(h.machine.line_numbers[page.header.line])
+    # pin: TAS + unlock; content lock: load + CAS, then its sub; unpin: TAS + unlock
+    assert (delta.count(descriptor, "loads"), delta.count(descriptor, "rmws")) == (1, 6)
+    assert page.header_locked_by is None
+
+
+def test_a_spinlock_pin_spins_while_another_backend_holds_the_header() -> None:
+    h = _spinlock_harness(2, active=(0, 1))
+    holder, pinner = h.running
+    page = h.algorithm.root_page
+    times: dict[str, float] = {}
+    hold_ns = 20_000.0
+
+    def hold() -> ProcessGenerator:
+        yield from page.lock_header(holder, Category.OTHER)
+        yield from holder.compute(hold_ns * holder.clock_ghz, Category.OTHER)
+        yield from page.unlock_header(holder, Category.OTHER)
+        times["unlocked"] = h.env.now
+
+    def pin() -> ProcessGenerator:
+        yield h.env.timeout(10_000.0)
+        assert page.header_locked_by is holder
+        yield from page.spinlock_pin(pinner, Category.OTHER)
+        yield from pinner.flush()
+        times["pinned"] = h.env.now
+
+    h.run(hold(), pin())
+    assert times["pinned"] > times["unlocked"]
+    assert pinner.times_ns[Category.LOCK_WAIT] > 0  # the spinning and the sleep
+    assert page.header_locked_by is None

@@ -40,3 +40,11 @@ def test_bad_pgbench_scales_name_the_key(scale: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as raised:
         resolve_options({"pgbench_scale": scale})
     assert raised.value.key == "options.pgbench_scale"
+
+
+def test_pin_defaults_to_atomic_and_spinlock_is_parsed() -> None:
+    assert resolve_options({})["pin"] == "atomic"
+    assert parse_options(resolve_options({"pin": "spinlock"})).pin_protocol == "spinlock"
+    with pytest.raises(ConfigError) as raised:
+        resolve_options({"pin": "mutex"})
+    assert raised.value.key == "options.pin"
