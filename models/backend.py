@@ -56,6 +56,8 @@ class TxnRecord:
     """Snapshots computed by a full GetSnapshotData."""
     reused_snapshots: int = 0
     """Snapshots taken from the backend's snapshot cache (14 and later)."""
+    script: str = ""
+    """The workload script the transaction ran (the ``mix`` workload's per-script columns)."""
 
 
 class Backend(CpuProcess[Category]):

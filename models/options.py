@@ -7,6 +7,8 @@ Keys (all optional):
   values of the default model, e.g. ``{client: 20000 cycles}`` or, from the command line,
   ``--set options.costs.backend.select_only="40000 cycles"``.
 * ``batch``: statements per round trip of the ``batched`` workload (default 1).
+* ``mix``: the scripts of the ``mix`` workload with their weights, e.g. ``{select-only: 9,
+  tpcb: 1}`` (default none; required by that workload, ignored by the others).
 * ``think_time``: client think time / network round trip between transactions (default ``0 us``).
 * ``entries_per_chunk``: procArray entries per scan chunk, the granularity at which other
   backends' writes interleave with a scan (default 2048; a simulation parameter, not
@@ -52,9 +54,10 @@ from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES
+from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
-               "pin", "run_ahead")
+               "pin", "mix", "run_ahead")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
@@ -75,6 +78,7 @@ class PgOptions:
     """Users whose load + CAS loops are fused (``atomics: {user: fused}``)."""
     pgbench_scale: int = DEFAULT_PGBENCH_SCALE
     pin_protocol: str = "atomic"
+    mix: tuple[tuple[str, float], ...] = ()
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -109,8 +113,10 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if pin not in PIN_PROTOCOLS:
         raise ConfigError("options.pin", f"expected {' or '.join(PIN_PROTOCOLS)}, got {pin!r}",
                           source)
+    mix = _resolve_mix(options.get("mix", {}), source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
-            "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "run_ahead": run_ahead}
+            "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
+            "run_ahead": run_ahead}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -128,7 +134,28 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      run_ahead_ns=_time_ns("options.run_ahead", full["run_ahead"], None),
                      fused_atomics=frozenset(user for user, mode in atomics.items()
                                              if mode == "fused"),
-                     pgbench_scale=scale, pin_protocol=str(full["pin"]))
+                     pgbench_scale=scale, pin_protocol=str(full["pin"]),
+                     mix=_mix_pairs(full["mix"]))
+
+
+def _mix_pairs(value: object) -> tuple[tuple[str, float], ...]:
+    assert isinstance(value, Mapping)
+    return tuple((str(name), float(weight)) for name, weight in value.items())
+
+
+def _resolve_mix(value: object, source: str | None) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ConfigError("options.mix", "expected a mapping of script names to weights, got "
+                          f"{describe_kind(value)}", source)
+    scripts = tuple(w for w in WORKLOADS if w != MIX)
+    check_keys(value, "options.mix", scripts, optional=scripts)
+    resolved = {}
+    for name, weight in value.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+            raise ConfigError(f"options.mix.{name}", f"expected a positive weight, got "
+                              f"{weight!r}", source)
+        resolved[str(name)] = float(weight)
+    return resolved
 
 
 def _resolve_atomics(value: object, source: str | None) -> dict[str, str]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from simulator.errors import ConfigError
 from simulator.study.workload_model import PointOutput, PointSpec
 
 from .options import parse_options, resolve_options
 from .point import IDLE_KINDS, PointConfig, run_point
 from .snapshots import ALGORITHMS
-from .workloads import WORKLOADS
+from .workloads import MIX, WORKLOADS
 
 
 class PostgresModel:
@@ -28,6 +29,16 @@ class PostgresModel:
         """
         return resolve_options(options, source)
 
+    def check_workload_options(self, workload: str, options: Mapping[str, object]) -> None:
+        """The ``mix`` workload needs ``options.mix``.
+
+        Raises:
+            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload.
+        """
+        if workload == MIX and not options.get("mix"):
+            raise ConfigError("options.mix", "the mix workload needs its scripts and weights, "
+                              "e.g. options: {mix: {select-only: 9, tpcb: 1}}")
+
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""
         options = parse_options(spec.options)
@@ -38,7 +49,8 @@ class PostgresModel:
             batch=options.batch, think_time_ns=options.think_time_ns,
             entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
             costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
-            pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol))
+            pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
+            mix=options.mix))
         return PointOutput(row=result.row, lines=result.lines)
 
 

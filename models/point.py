@@ -50,7 +50,7 @@ from .costs import PgCosts, load_costs
 from .options import DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
 from .snapshots import ALGORITHMS
-from .workloads import WORKLOADS, Context, Workload, workload
+from .workloads import MIX, WORKLOADS, Context, Mix, Workload, mix_of, workload
 
 IDLE_KINDS = ("idle", "mostly-idle")
 START_SPREAD_NS = 50_000.0
@@ -96,6 +96,8 @@ class PointConfig:
     """pgbench's scale factor: the shape of ``pgbench_accounts_pkey`` (:mod:`.btree`)."""
     pin_protocol: str = "atomic"
     """How pins update a buffer header: ``atomic`` (9.6+) or ``spinlock`` (the what-if)."""
+    mix: tuple[tuple[str, float], ...] = ()
+    """The ``mix`` workload's scripts and weights."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -118,6 +120,8 @@ class PointConfig:
             raise ValueError(f"run_ahead_ns must not be negative, got {self.run_ahead_ns}")
         if self.pgbench_scale < 1:
             raise ValueError(f"pgbench_scale must be at least 1, got {self.pgbench_scale}")
+        if self.workload == MIX:
+            mix_of(self.mix, self.batch)  # raises on an empty mix or a bad script or weight
         if self.pin_protocol not in PIN_PROTOCOLS:
             raise ValueError(f"unknown pin protocol {self.pin_protocol!r} "
                              f"(choose {' or '.join(PIN_PROTOCOLS)})")
@@ -147,7 +151,10 @@ class _Processes:
         self.context = Context(population.algorithm, config.costs.statements,
                                config.costs.footprint_private_bytes,
                                config.costs.footprint_l3_bytes)
-        self.workload: Workload = workload(config.workload, config.batch)
+        self.mix: Mix | None = (mix_of(config.mix, config.batch) if config.workload == MIX
+                                else None)
+        self.workload: Workload | None = (None if self.mix is not None
+                                          else workload(config.workload, config.batch))
         self.inboxes: dict[int, simpy.Event] = {}
         """Per running backend, the event its server loop sleeps on (a message sets it)."""
         self.processes: list[tuple[simpy.Process, ProcessGenerator]] = []
@@ -202,6 +209,7 @@ class _Processes:
             else:
                 yield response
         record = backend.end_transaction()
+        record.script = work.name
         for _ in range(work.transactions_per_pass):
             connection.completed.append((start_ns, env.now, record))
 
@@ -227,8 +235,11 @@ class _Processes:
                        phase_ns: float) -> ProcessGenerator:
         think = self.config.think_time_ns
         yield self.env.timeout(phase_ns)
+        rng = self.env.rng
         while True:
-            yield from self._round_trips(self.workload, connection, self.env.now, thread)
+            work = self.mix.pick(float(rng.random())) if self.mix is not None else self.workload
+            assert work is not None
+            yield from self._round_trips(work, connection, self.env.now, thread)
             if think:
                 yield from thread.block_until(self.env.timeout(think))
 
@@ -311,6 +322,8 @@ def _summarise(config: PointConfig, population: Population, utilisation: float,
         "transactions": len(active),
     }
     row.update(_latencies(active))
+    if config.workload == MIX:
+        row.update(_per_script(active, [name for name, _ in config.mix], window_s))
     row["cpu_utilisation"] = utilisation
     row.update(_per_transaction(active))
     row["duration_ms"] = config.duration_ns / 1e6
@@ -375,6 +388,21 @@ def _latencies(active: list[Completed]) -> dict[str, float]:
     return {"latency_mean_us": float(latencies.mean()),
             "latency_p50_us": float(np.percentile(latencies, 50)),
             "latency_p99_us": float(np.percentile(latencies, 99))}
+
+
+def _per_script(active: list[Completed], scripts: list[str],
+                window_s: float) -> dict[str, float]:
+    """TPS and mean latency of each script of a mix.
+
+    Columns ``tps_<script>`` and ``latency_mean_us_<script>`` (``-`` in a name becomes ``_``).
+    """
+    result: dict[str, float] = {}
+    for script in scripts:
+        mine = [(t1 - t0) / 1e3 for t0, t1, record in active if record.script == script]
+        key = script.replace("-", "_")
+        result[f"tps_{key}"] = len(mine) / window_s
+        result[f"latency_mean_us_{key}"] = float(np.mean(mine)) if mine else float("nan")
+    return result
 
 
 def _per_transaction(active: list[Completed]) -> dict[str, float]:

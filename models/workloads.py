@@ -14,6 +14,9 @@ list completes (for ``batched`` every statement is its own transaction).
   per DML: Bind, and ``PortalRunMulti`` or ``PortalStart``), xid assignment at the first UPDATE
   (``AssignTransactionId`` → ``GetNewTransactionId``, varsup.c), commit with an xid.
 * ``batched``: ``batch`` select-only statements per round trip (pipelined).
+* ``mix``: several of the above with weights (``options.mix``, e.g. ``{select-only: 9, tpcb:
+  1}``), as pgbench runs several ``-b`` scripts: each transaction draws its script
+  (:class:`Mix`); the curve then has a TPS and a mean latency per script.
 
 The non-snapshot work is split over the statement's phases in fixed proportions (ASSUMPTION:
 bind 35 %, plan revalidation 10 %, execution 40 %, commit and result 15 %); only its total is
@@ -151,6 +154,52 @@ class Workload:
     transactions_per_pass: int = 1
 
 
+@dataclass(frozen=True, slots=True)
+class Mix:
+    """Several scripts with weights, as ``pgbench -b select-only@9 -b tpcb-like@1``.
+
+    Each transaction runs one script, drawn with probability weight / total (pgbench's
+    ``chooseScript``).
+    """
+
+    scripts: tuple[Workload, ...]
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.scripts or len(self.scripts) != len(self.weights):
+            raise ValueError("a mix needs one weight per script, and at least one script")
+        if any(not weight > 0 for weight in self.weights):
+            raise ValueError(f"mix weights must be positive, got {list(self.weights)}")
+
+    def pick(self, uniform: float) -> Workload:
+        """The script for a uniform draw in [0, 1)."""
+        threshold = uniform * sum(self.weights)
+        for script, weight in zip(self.scripts, self.weights, strict=True):
+            threshold -= weight
+            if threshold < 0:
+                return script
+        return self.scripts[-1]
+
+
+MIX = "mix"
+"""The workload name of a weighted mix of scripts (``options.mix`` gives the weights)."""
+
+
+def mix_of(weights: dict[str, float] | tuple[tuple[str, float], ...], batch: int = 1) -> Mix:
+    """The mix of the named scripts with their weights.
+
+    Raises:
+        ValueError: an unknown or nested script name, or a weight that is not positive.
+    """
+    pairs = tuple(weights.items()) if isinstance(weights, dict) else tuple(weights)
+    for name, _ in pairs:
+        if name == MIX or name not in WORKLOADS:
+            raise ValueError(f"unknown script {name!r} in the mix (choose from "
+                             f"{', '.join(w for w in WORKLOADS if w != MIX)})")
+    return Mix(tuple(workload(name, batch) for name, _ in pairs),
+               tuple(float(weight) for _, weight in pairs))
+
+
 def workload(name: str, batch: int = 1) -> Workload:
     """The workload called ``name`` (``batch`` statements per round trip for ``batched``)."""
     if name == "select-only":
@@ -165,7 +214,9 @@ def workload(name: str, batch: int = 1) -> Workload:
             raise ValueError(f"batch must be at least 1, got {batch}")
         return Workload(name, ((select_only,) + (batched_select,) * (batch - 1),),
                         transactions_per_pass=batch)
+    if name == MIX:
+        raise ValueError("the mix workload is built by mix_of from its weights (options.mix)")
     raise ValueError(f"unknown workload {name!r} (choose one of {', '.join(WORKLOADS)})")
 
 
-WORKLOADS = ("select-only", "select1", "tpcb", "batched")
+WORKLOADS = ("select-only", "select1", "tpcb", "batched", MIX)

@@ -111,17 +111,36 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
 ColumnsDocument = dict[str, dict[str, dict[str, str | None]]]
 
 
+PREFIXED: dict[str, dict[str, tuple[str, str]]] = {
+    "curve.csv": {
+        "tps_": ("1/s", "transactions per simulated second of the mix's script {name}"),
+        "latency_mean_us_": ("us", "mean latency of the mix's script {name}"),
+    },
+}
+"""Columns named by a prefix and a name (a workload mix's per-script columns)."""
+
+
+def describe(table: str, column: str) -> tuple[str | None, str | None]:
+    """Unit and meaning of a column of ``table`` (``None`` for both when undocumented)."""
+    known = COLUMNS.get(table, {})
+    if column in known:
+        return known[column]
+    for prefix, (unit, meaning) in PREFIXED.get(table, {}).items():
+        if column.startswith(prefix) and len(column) > len(prefix):
+            return unit, meaning.format(name=column.removeprefix(prefix))
+    return None, None
+
+
 def columns_document(tables: dict[str, Iterable[str]]) -> ColumnsDocument:
     """``columns.yaml``: per table, each of its columns (in order) with unit and meaning.
 
-    A column :data:`COLUMNS` does not document gets ``null`` for both (not an error: a user's
-    workload model may add columns).
+    A column neither :data:`COLUMNS` nor :data:`PREFIXED` documents gets ``null`` for both (not
+    an error: a user's workload model may add columns).
     """
     document: ColumnsDocument = {}
     for table, columns in tables.items():
-        known = COLUMNS.get(table, {})
         document[table] = {}
         for column in columns:
-            unit, meaning = known.get(column, (None, None))
+            unit, meaning = describe(table, str(column))
             document[table][column] = {"unit": unit, "meaning": meaning}
     return document

@@ -203,6 +203,10 @@ class Experiment:
                               f"must be positive, got {self.single_client_tps}")
         if self.measurements is not None:  # a misspelt dataset is found before any work
             measurements_for(self.measurements)
+        # A model may also check that the options suit the workload (optional hook).
+        check = getattr(model, "check_workload_options", None)
+        if check is not None:
+            check(self.workload, self.options)
         return model
 
 
