@@ -39,8 +39,9 @@ from simulator.hardware.codes import CLASS_NAMES, AccessClass
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["algorithm_colours", "plot_breakdown", "plot_contention", "plot_ratio", "plot_tps",
-           "plot_transfers", "tps_panels"]
+__all__ = ["algorithm_colours", "place_zero", "plain_numbers", "plot_breakdown",
+           "plot_contention", "plot_ratio", "plot_tps", "plot_transfers", "set_client_axis",
+           "tps_panels", "zero_position"]
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
 """Markers of the series of one algorithm, in order."""
@@ -87,13 +88,13 @@ def zero_position(values: Sequence[float] | np.ndarray) -> float | None:
     return smallest / 10 ** ZERO_OFFSET_DECADES
 
 
-def _placed(values: Sequence[float] | np.ndarray, zero: float | None) -> np.ndarray:
+def place_zero(values: Sequence[float] | np.ndarray, zero: float | None) -> np.ndarray:
     """``values`` with 0 moved to ``zero`` (its place on the log axis)."""
     array = np.asarray(values, dtype=float)
     return array if zero is None else np.where(array == 0, zero, array)
 
 
-def _set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
+def set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
     """Log x for client counts; for idle connections 0 sits at ``zero``, behind an axis break."""
     ax.set_xscale("log")
     ax.set_xlabel(_AXIS_LABELS.get(x, x.replace("_", " ")))
@@ -102,9 +103,10 @@ def _set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     high = ax.get_xlim()[1]
-    decades = [10.0 ** k for k in range(int(np.floor(np.log10(zero))) + 1,
-                                        int(np.ceil(np.log10(max(high, zero * 10)))) + 1)]
-    ticks = [zero, *(d for d in decades if d > zero * 10 ** (ZERO_OFFSET_DECADES / 2))]
+    first = zero * 10 ** ZERO_OFFSET_DECADES  # the smallest count other than 0
+    decades = [10.0 ** k for k in range(int(np.floor(np.log10(first))) + 1,
+                                        int(np.floor(np.log10(high))) + 1)]
+    ticks = [zero, first, *(d for d in decades if d > first * 1.5)]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FuncFormatter(
         lambda value, _: "0" if value == zero else f"{value:,.0f}"))
@@ -118,11 +120,12 @@ def _set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
                 label="_axis_break")
 
 
-def _thousands(ax: Axes) -> None:
-    """Plain y tick labels with thousands separators (no "1e6" offset)."""
+def plain_numbers(ax: Axes) -> None:
+    """Plain y tick labels, thousands separated from 1,000 on (no "1e6" offset)."""
     from matplotlib.ticker import FuncFormatter
 
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda value, _: f"{value:,.0f}" if abs(value) >= 1000 else f"{value:g}"))
 
 
 def algorithm_colours(algorithms: Sequence[object]) -> dict[object, str]:
@@ -208,7 +211,7 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
     for (algorithm, *values), group in _grouped(curve, ["algorithm", *others]):
         marker = markers.setdefault(tuple(values), MARKERS[len(markers) % len(MARKERS)])
         stats = group.groupby(x, sort=True)["tps"].agg(["mean", "min", "max"])
-        where = _placed(stats.index.to_numpy(), zero)
+        where = place_zero(stats.index.to_numpy(), zero)
         label = ", ".join(filter(None, [str(algorithm), _describe(others, values)]))
         ax.plot(where, stats["mean"].to_numpy(), marker=marker, color=colours[algorithm],
                 label=label)
@@ -218,10 +221,10 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
                             label="_seed range")
     if measurements is not None:
         _plot_measurements(ax, measurements, x, colours, markers, zero)
-    _set_client_axis(ax, x, zero)
+    set_client_axis(ax, x, zero)
     ax.set_ylabel("TPS (transactions/s)")
     ax.set_ylim(bottom=0)
-    _thousands(ax)
+    plain_numbers(ax)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     return ax
@@ -272,7 +275,7 @@ def _plot_measurements(ax: Axes, measurements: pd.DataFrame, x: str,
         if varying:
             details.append(_describe([other], [named[other]]))
         label = f"{named['algorithm']} (measured{', ' + ', '.join(details) if details else ''})"
-        ax.plot(_placed(points.index.to_numpy(), zero), points.to_numpy(), linestyle="--",
+        ax.plot(place_zero(points.index.to_numpy(), zero), points.to_numpy(), linestyle="--",
                 marker=marker, markerfacecolor="none", color=colours[named["algorithm"]],
                 label=label)
 
@@ -383,10 +386,10 @@ def plot_ratio(curve: pd.DataFrame, numerator: str, denominator: str, ax: Axes |
     zero = zero_position(ratios[x].to_numpy()) if x == "idle_clients" else None
     for values, group in _grouped(ratios, others):
         points = group.sort_values(x)
-        ax.plot(_placed(points[x].to_numpy(), zero), points[name], marker="o",
+        ax.plot(place_zero(points[x].to_numpy(), zero), points[name], marker="o",
                 label=_describe(others, values) or name)
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    _set_client_axis(ax, x, zero)
+    set_client_axis(ax, x, zero)
     ax.set_ylabel(f"TPS ratio {numerator} / {denominator}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")

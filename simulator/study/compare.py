@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from simulator.analysis import plotting
 from simulator.analysis.compare import NoCommonPointError, compare_curves, compare_lines, match_keys
 from simulator.errors import ConfigError
 from simulator.study.outputs import (
@@ -112,24 +113,25 @@ def series(curve: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 def _draw(figure: Figure, comparison: Comparison) -> None:
     curve, key = comparison.curve, comparison.key
     x = x_column(curve)
+    figure.suptitle(f"B: {comparison.directory_b.name} against A: "
+                    f"{comparison.directory_a.name} \u00b7 {key}")
     top = figure.add_subplot(2, 1, 1)
     bottom = figure.add_subplot(2, 1, 2, sharex=top)
+    zero = plotting.zero_position(curve[x].to_numpy()) if x == "idle_clients" else None
     for label, part in series(curve):
         suffix = f" ({label})" if label else ""
-        top.plot(part[x], part[f"{key}_a"], marker="o", label=f"A: {comparison.directory_a.name}"
+        where = plotting.place_zero(part[x].to_numpy(), zero)
+        top.plot(where, part[f"{key}_a"], marker="o", label=f"A: {comparison.directory_a.name}"
                  f"{suffix}")
-        top.plot(part[x], part[f"{key}_b"], marker="s", linestyle="--",
+        top.plot(where, part[f"{key}_b"], marker="s", linestyle="--",
                  label=f"B: {comparison.directory_b.name}{suffix}")
-        bottom.plot(part[x], part["ratio"], marker="o", label=label or None)
+        bottom.plot(where, part["ratio"], marker="o", label=label or None)
     bottom.axhline(1.0, color="grey", linewidth=0.8)
-    if (curve[x] > 0).all():
-        top.set_xscale("log")
-    else:
-        top.set_xscale("symlog", linthresh=1)
-        top.set_xlim(left=0)
+    plotting.set_client_axis(bottom, x, zero)
+    top.tick_params(axis="x", labelbottom=False)
     top.set_ylabel(key)
+    plotting.plain_numbers(top)
     top.legend(fontsize="small")
-    bottom.set_xlabel(x.replace("_", " "))
     bottom.set_ylabel(f"{key}: B / A")
     if any(label for label, _ in series(curve)):
         bottom.legend(fontsize="small")

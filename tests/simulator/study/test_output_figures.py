@@ -88,3 +88,33 @@ def test_transfers_show_the_private_hits_under_the_transfers(figures: dict[str, 
 def test_the_title_without_a_window_names_what_the_curve_holds() -> None:
     two = pd.concat([curve(), curve().assign(machine="graviton3")])
     assert outputs.plot_title(two) == "gold5215-2s, graviton3 \u00b7 select-only"
+
+
+def test_the_comparison_figure_is_titled_and_keeps_zero_idle_on_its_log_axis(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import simulator.study.compare as compare
+
+    drawn: dict[str, Figure] = {}
+
+    def keep(path: Path, draw: Callable[[Figure], object],
+             size: tuple[float, float] = (8, 5)) -> Path:
+        figure = plt.figure(figsize=size)
+        draw(figure)
+        drawn[path.name] = figure
+        return path
+
+    monkeypatch.setattr(compare, "save_png", keep)
+    curve = pd.DataFrame({"clients": [1, 1], "idle_clients": [0, 500],
+                          "tps_a": [38_000.0, 35_000.0], "tps_b": [38_000.0, 38_000.0]})
+    curve["ratio"] = curve["tps_b"] / curve["tps_a"]
+    comparison = compare.Comparison(directory_a=Path("a"), directory_b=Path("b"), key="tps",
+                                    curve=curve, lines=pd.DataFrame(), differ=())
+    compare.write_comparison(comparison, tmp_path)
+    figure = drawn["compare.png"]
+    assert figure.get_suptitle() == "B: b against A: a \u00b7 tps"
+    top, bottom = figure.axes
+    figure.canvas.draw()
+    assert bottom.get_xscale() == "log"
+    assert [t.get_text() for t in bottom.get_xticklabels()] == ["0", "500"]
+    assert "38,000" in [t.get_text() for t in top.get_yticklabels()]
+    plt.close("all")
