@@ -40,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.optimize import nnls
 
 from simulator.analysis.columns import POINT_KEYS
 from simulator.hardware.codes import TRANSFER_CLASSES, AccessClass
@@ -136,6 +135,8 @@ def fit_usl(n: npt.ArrayLike, x: npt.ArrayLike) -> UslFit:
     weight = x_values / n_values
     design = np.column_stack([np.ones_like(n_values), n_values - 1,
                               n_values * (n_values - 1)]) * weight[:, None]
+    from scipy.optimize import nnls  # imported when used: SciPy's import is slow (and argparse)
+
     a, b, c = nnls(design, (n_values / x_values) * weight)[0]
     if not a > 0:
         raise ValueError("no USL curve with a positive single-client throughput fits the data")
