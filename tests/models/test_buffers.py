@@ -38,32 +38,41 @@ def test_an_uncontended_page_access_is_three_loads_and_four_rmws_on_the_descript
     assert page.header.cas_failures == 0
 
 
-def test_a_pin_on_a_locked_header_waits_for_the_unlock() -> None:
-    h = build_harness("post14", 2, active=(0, 1))
+HOLD_NS = 20_000.0
+"""How long the holder keeps the buffer header locked in the waiting-pin tests."""
+
+
+def pin_while_held(h: PgHarness, pin_with: str) -> tuple[dict[str, float], Backend]:
+    """One backend locks the root's header for :data:`HOLD_NS`; 10 us in, another pins with
+    the page's method ``pin_with``. Returns when each happened, and the pinning backend."""
     holder, pinner = h.running
     page = h.algorithm.root_page
     times: dict[str, float] = {}
-    hold_ns = 20_000.0
 
     def lock_then_unlock() -> ProcessGenerator:
         yield from page.lock_header(holder, Category.OTHER)
-        yield from holder.compute(hold_ns * holder.clock_ghz, Category.OTHER)
+        yield from holder.compute(HOLD_NS * holder.clock_ghz, Category.OTHER)
         yield from page.unlock_header(holder, Category.OTHER)
         times["unlocked"] = h.env.now
 
     def pin() -> ProcessGenerator:
         yield h.env.timeout(10_000.0)  # the holder is running and has the header by now
         assert page.header_locked_by is holder
-        yield from page.pin(pinner, Category.OTHER)
+        yield from getattr(page, pin_with)(pinner, Category.OTHER)
         yield from pinner.flush()
         times["pinned"] = h.env.now
 
     h.run(lock_then_unlock(), pin())
-    assert times["pinned"] > times["unlocked"] >= hold_ns
+    assert page.header_locked_by is None
+    return times, pinner
+
+
+def test_a_pin_on_a_locked_header_waits_for_the_unlock() -> None:
+    times, _ = pin_while_held(build_harness("post14", 2, active=(0, 1)), "pin")
+    assert times["pinned"] > times["unlocked"] >= HOLD_NS
     # It spun, then slept (100 PAUSEs take ~6 us here, less than the hold): the pin comes
     # after its first 1 ms sleep.
     assert times["pinned"] >= 10_000.0 + MIN_DELAY_NS
-    assert page.header_locked_by is None
 
 
 def test_a_pin_on_an_unlocked_header_does_not_wait() -> None:
@@ -171,26 +180,6 @@ def test_a_spinlock_pin_is_a_tas_and_an_unlock_store_on_the_descriptor() -> None
 
 
 def test_a_spinlock_pin_spins_while_another_backend_holds_the_header() -> None:
-    h = _spinlock_harness(2, active=(0, 1))
-    holder, pinner = h.running
-    page = h.algorithm.root_page
-    times: dict[str, float] = {}
-    hold_ns = 20_000.0
-
-    def hold() -> ProcessGenerator:
-        yield from page.lock_header(holder, Category.OTHER)
-        yield from holder.compute(hold_ns * holder.clock_ghz, Category.OTHER)
-        yield from page.unlock_header(holder, Category.OTHER)
-        times["unlocked"] = h.env.now
-
-    def pin() -> ProcessGenerator:
-        yield h.env.timeout(10_000.0)
-        assert page.header_locked_by is holder
-        yield from page.spinlock_pin(pinner, Category.OTHER)
-        yield from pinner.flush()
-        times["pinned"] = h.env.now
-
-    h.run(hold(), pin())
-    assert times["pinned"] > times["unlocked"]
+    times, pinner = pin_while_held(_spinlock_harness(2, active=(0, 1)), "spinlock_pin")
+    assert times["pinned"] > times["unlocked"] >= HOLD_NS
     assert pinner.times_ns[Category.LOCK_WAIT] > 0  # the spinning and the sleep
-    assert page.header_locked_by is None

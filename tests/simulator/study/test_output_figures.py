@@ -36,9 +36,8 @@ def curve() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.fixture
-def figures(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
-    """The figures write_plots draws, by file name (nothing is written)."""
+def capture_figures(monkeypatch: pytest.MonkeyPatch, module: object) -> dict[str, Figure]:
+    """Replace ``module.save_png`` so that figures are kept, by file name, not written."""
     drawn: dict[str, Figure] = {}
 
     def keep(path: Path, draw: Callable[[Figure], object],
@@ -48,8 +47,14 @@ def figures(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
         drawn[path.name] = figure
         return path
 
-    monkeypatch.setattr(outputs, "save_png", keep)
-    yield drawn
+    monkeypatch.setattr(module, "save_png", keep)
+    return drawn
+
+
+@pytest.fixture
+def figures(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
+    """The figures write_plots draws, by file name (nothing is written)."""
+    yield capture_figures(monkeypatch, outputs)
     plt.close("all")
 
 
@@ -94,16 +99,7 @@ def test_the_comparison_figure_is_titled_and_keeps_zero_idle_on_its_log_axis(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import simulator.study.compare as compare
 
-    drawn: dict[str, Figure] = {}
-
-    def keep(path: Path, draw: Callable[[Figure], object],
-             size: tuple[float, float] = (8, 5)) -> Path:
-        figure = plt.figure(figsize=size)
-        draw(figure)
-        drawn[path.name] = figure
-        return path
-
-    monkeypatch.setattr(compare, "save_png", keep)
+    drawn = capture_figures(monkeypatch, compare)
     curve = pd.DataFrame({"clients": [1, 1], "idle_clients": [0, 500],
                           "tps_a": [38_000.0, 35_000.0], "tps_b": [38_000.0, 38_000.0]})
     curve["ratio"] = curve["tps_b"] / curve["tps_a"]
