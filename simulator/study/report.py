@@ -30,7 +30,7 @@ import pandas as pd
 from simulator.analysis.c2c import c2c_table
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.outputs import atomic_write, read_curve
+from simulator.study.outputs import atomic_write, plot_title, read_curve, read_lines
 
 __all__ = ["PLOTS", "write_report"]
 
@@ -137,13 +137,12 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
     columns = _mapping(directory / "columns.yaml")
     meanings = columns.get("curve.csv", {})
     lines_path = directory / "lines.csv"
-    lines = pd.read_csv(lines_path) if lines_path.exists() else pd.DataFrame()
+    lines = (read_lines(directory) if lines_path.exists() and lines_path.stat().st_size > 1
+             else pd.DataFrame())
     name = str(resolved.get("name", directory.name))
-    what = " · ".join(str(v) for v in (
-        ", ".join(map(str, dict.fromkeys(curve["machine"]))) if "machine" in curve else "",
-        ", ".join(map(str, dict.fromkeys(curve["workload"]))) if "workload" in curve else "",
-        (f"{resolved['duration_ms']} ms measured after {resolved['warmup_ms']} ms warm-up"
-         if {"duration_ms", "warmup_ms"} <= set(resolved) else "")) if v)
+    window = ((float(str(resolved["duration_ms"])), float(str(resolved["warmup_ms"])))
+              if {"duration_ms", "warmup_ms"} <= set(resolved) else None)
+    what = plot_title(curve, window)  # the plots' own title
     figures = "".join(_image(directory / p) for p in PLOTS if (directory / p).exists())
     config_text = ((directory / "config.resolved.yaml").read_text(encoding="utf-8")
                    if (directory / "config.resolved.yaml").exists() else "(none)")
