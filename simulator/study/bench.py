@@ -99,6 +99,7 @@ import simpy
 from simulator.config.machine import MachineConfig
 from simulator.hardware.codes import Op
 from simulator.hardware.machine import Implementation, Machine, new_counters
+from simulator.hardware.warmup import warm_kernel
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.study.experiment import Experiment, run
 from simulator.study.experiment_file import experiment_from_document, load_document
@@ -205,11 +206,6 @@ def _pollute_call_us(config: MachineConfig) -> float:
 
 def _machine(config: MachineConfig, implementation: Implementation) -> Machine:
     return Machine(config, np.arange(N_LINES) * 64, implementation=implementation)
-
-
-def warm_kernel(config: MachineConfig) -> None:
-    """Compile the kernel (or load it from Numba's cache) so that no timing includes it."""
-    _hits_rate(config, "compiled", 1)
 
 
 def warm_model(base: Experiment) -> None:
