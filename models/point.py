@@ -41,7 +41,7 @@ from simulator.hardware.fields import describe_masks
 from simulator.hardware.machine import Implementation
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
-from simulator.runtime.scheduler import CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler, SchedulerStats, Task
 
 from .backend import CATEGORIES, Backend, Category
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
@@ -263,22 +263,26 @@ def _run(config: PointConfig) -> PointResult:
         fused_atomics=config.fused_atomics,
         btree_inner_pages=inner_level_pages(config.pgbench_scale),
         pin_protocol=config.pin_protocol)
+    scheduler.on_private_flush = population.machine.flush_private
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)
     busy_before = None
+    stats_before = scheduler.stats.copy()
 
     def mark() -> ProcessGenerator:
-        nonlocal busy_before
+        nonlocal busy_before, stats_before
         yield env.timeout(config.warmup_ns)
         busy_before = scheduler.snapshot()
+        stats_before = scheduler.stats.copy()
         population.machine.reset_line_counters()  # the per-line table covers the measurement
 
     processes.spawn(mark())
     try:
         env.run(until=config.warmup_ns + config.duration_ns)
         utilisation = scheduler.utilisation(busy_before)
-        return _summarise(config, population, utilisation, time.perf_counter() - wall)
+        return _summarise(config, population, utilisation, scheduler.stats.since(stats_before),
+                          time.perf_counter() - wall)
     finally:
         # Break the model's reference cycles: a point's objects are freed at once (no GC).
         processes.close()
@@ -290,7 +294,7 @@ def _run(config: PointConfig) -> PointResult:
 
 
 def _summarise(config: PointConfig, population: Population, utilisation: float,
-               wall_s: float) -> PointResult:
+               stats: SchedulerStats, wall_s: float) -> PointResult:
     """The curve row, the per-line table and the active clients' transactions of the window."""
     start, end = config.warmup_ns, config.warmup_ns + config.duration_ns
     active: list[Completed] = []
@@ -325,6 +329,12 @@ def _summarise(config: PointConfig, population: Population, utilisation: float,
     if config.workload == MIX:
         row.update(_per_script(active, [name for name, _ in config.mix], window_s))
     row["cpu_utilisation"] = utilisation
+    n = len(active)
+    row["idle_exits_per_txn"] = stats.idle_exits / n
+    row["idle_exit_us_per_txn"] = stats.idle_exit_ns / 1e3 / n
+    row["ipis_per_txn"] = stats.ipis / n
+    row["migrations_per_txn"] = stats.migrations / n
+    row["private_flushes_per_txn"] = stats.private_flushes / n
     row.update(_per_transaction(active))
     row["duration_ms"] = config.duration_ns / 1e6
     row["warmup_ms"] = config.warmup_ns / 1e6

@@ -56,6 +56,15 @@ _CURVE = {
     "latency_p50_us": ("us", "median transaction latency"),
     "latency_p99_us": ("us", "99th percentile transaction latency"),
     "cpu_utilisation": ("fraction", "busy share of the hardware threads in the window"),
+    "idle_exits_per_txn": ("1/transaction", "wake-ups of a task on an idle hardware thread (any "
+                           "task: clients, backends, mostly-idle ones)"),
+    "idle_exit_us_per_txn": ("us/transaction", "idle-state exit latency those wake-ups waited "
+                             "for"),
+    "ipis_per_txn": ("1/transaction", "wake-ups that needed an inter-processor interrupt (a "
+                     "halted target: HLT or WFI idle, or a VM)"),
+    "migrations_per_txn": ("1/transaction", "times a task started on another core than before"),
+    "private_flushes_per_txn": ("1/transaction", "times a core entered a core-level idle state "
+                                "and flushed its private caches"),
     **{name: ("1/transaction", f"{meaning}, per transaction")
        for name, meaning in _ACCESS_CLASSES.items()},
     "hot_line_wait_ns": ("ns/transaction", "time queued behind transfers of hot lines"),

@@ -302,6 +302,86 @@ class SchedulerConfig:
             )
 
 
+IDLE_WAKE_PATHS = ("mwait", "hlt")
+"""How an idle hardware thread waits: ``mwait`` (monitoring its run-queue flags, so a waker's
+store wakes it without an interrupt) or ``hlt`` (halted: only an interrupt, an IPI, wakes it)."""
+
+IDLE_GOVERNORS = ("menu", "shallowest")
+"""How an idle thread's state is chosen: Linux's ``menu`` governor, or always the shallowest."""
+
+DEFAULT_IDLE_TIMER_HORIZON_NS = 100e6
+"""Time to the next timer an idle thread sees when no task armed one there (ns)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IdleStateConfig:
+    """One CPU idle state (a C-state) as the kernel's idle driver declares it.
+
+    ``exit_latency_ns`` and ``target_residency_ns`` are the values the governor uses (the
+    driver's table); ``wake_latency_ns`` is what a task waking on a thread in this state waits
+    for the thread (the measured exit where one is published, else the declared one).
+    ``core_scope``: a core-level state (core C6), entered only when every thread of the core is
+    in it, which flushes the core's private caches on entry; a thread that asked for it while a
+    sibling was awake sat in the deepest thread-level state below it instead.
+    """
+
+    name: str
+    exit_latency_ns: float
+    target_residency_ns: float
+    wake_latency_ns: float
+    core_scope: bool = False
+
+    def check(self, key: str) -> None:
+        """Raise :class:`ConfigError` at ``key`` if a value is impossible."""
+        if not self.name:
+            raise _fail(f"{key}.name", "must not be empty")
+        _require_non_negative(f"{key}.exit_latency", self.exit_latency_ns)
+        _require_non_negative(f"{key}.target_residency", self.target_residency_ns)
+        _require_non_negative(f"{key}.wake_latency", self.wake_latency_ns)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdleConfig:
+    """CPU idle states of the machine's hardware threads and how Linux chooses among them.
+
+    ``states`` lists the driver's states from the shallowest; the polling state (busy-waiting,
+    no exit latency) comes before them implicitly, as in ``intel_idle``. An empty list is a
+    machine (or a guest) that only halts: every idle thread waits in the first state there is.
+    ``timer_horizon_ns`` is the time to the next timer an idle thread sees when no task armed a
+    timer there (the tick is stopped; a kernel's background timers are further away).
+    """
+
+    wake: str
+    governor: str = "menu"
+    states: tuple[IdleStateConfig, ...] = ()
+    timer_horizon_ns: float = DEFAULT_IDLE_TIMER_HORIZON_NS
+
+    def __post_init__(self) -> None:
+        if self.wake not in IDLE_WAKE_PATHS:
+            raise _fail("idle.wake", f"unknown value {self.wake!r} (choose one of: "
+                                     f"{', '.join(IDLE_WAKE_PATHS)})")
+        if self.governor not in IDLE_GOVERNORS:
+            raise _fail("idle.governor", f"unknown value {self.governor!r} (choose one of: "
+                                         f"{', '.join(IDLE_GOVERNORS)})")
+        _require_positive("idle.timer_horizon", self.timer_horizon_ns)
+        names: set[str] = set()
+        for index, state in enumerate(self.states):
+            key = f"idle.states[{index}]"
+            state.check(key)
+            if state.name in names:
+                raise _fail(f"{key}.name", f"{state.name!r} appears twice")
+            names.add(state.name)
+            if index:
+                before = self.states[index - 1]
+                if state.target_residency_ns < before.target_residency_ns:
+                    raise _fail(f"{key}.target_residency",
+                                "must not be below the state before it (states go from the "
+                                "shallowest to the deepest)")
+                if before.core_scope and not state.core_scope:
+                    raise _fail(f"{key}.scope", "a thread-level state cannot follow a core-level "
+                                                "one")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MachineConfig:
     """A complete machine. Cross-section invariants are checked here."""
@@ -320,6 +400,7 @@ class MachineConfig:
     latency: LatencyConfig
     mlp: MlpConfig
     scheduler: SchedulerConfig
+    idle: IdleConfig | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

@@ -23,6 +23,9 @@ Schema of a machine file (every key shown is required unless marked optional)::
     mlp: {stream, indirect}
     scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
                 sleeper_credit (the last four optional)}
+    idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
+          shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
+          wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from simulator.config.machine import (
     HomeKeyedLatency,
     HomeNodeConfig,
     HomeRelation,
+    IdleConfig,
+    IdleStateConfig,
     L3Inclusion,
     LatencyConfig,
     MachineConfig,
@@ -77,7 +82,7 @@ _T = TypeVar("_T")
 _E = TypeVar("_E", bound=StrEnum)
 
 _TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology", "coherence",
-             "caches", "memory", "latency", "mlp", "scheduler")
+             "caches", "memory", "latency", "mlp", "scheduler", "idle")
 MACHINE_KEYS = tuple(key for key in _TOP_KEYS if key not in ("name", "description"))
 """Top-level keys found only in a machine file."""
 _TOPOLOGY_KEYS = ("sockets", "domains_per_socket", "cores_per_domain", "threads_per_core")
@@ -88,6 +93,9 @@ _KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remo
 _RELATIONS = tuple(relation.value for relation in HomeRelation)
 _SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
                    "sleeper_credit")
+_IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
+_IDLE_STATE_KEYS = ("name", "exit_latency", "target_residency", "wake_latency", "scope")
+_IDLE_SCOPES = ("thread", "core")
 _UNITLESS = re.compile(r"^\s*[-+.\deE]*\s*$")
 _PLACEMENT_KEYS = {"node": ("policy", "node"), "interleave": ("policy", "granularity")}
 
@@ -184,7 +192,7 @@ def _top_level(data: object) -> Mapping[str, object]:
 
 
 def _build_machine(data: Mapping[str, object]) -> MachineConfig:
-    top = expect_section(data, "", _TOP_KEYS, optional={"sources"})
+    top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle"})
     clock = _frequency("clock", top["clock"])
     protocol, inclusion = _coherence(top["coherence"])
     l1d, l2, l3 = _caches(top["caches"], clock)
@@ -203,6 +211,7 @@ def _build_machine(data: Mapping[str, object]) -> MachineConfig:
         latency=_latency(top["latency"], clock),
         mlp=_mlp(top["mlp"]),
         scheduler=_scheduler(top["scheduler"], clock),
+        idle=_idle(top["idle"], clock) if "idle" in top else None,
         sources=_sources(top.get("sources", {})),
     )
 
@@ -360,6 +369,34 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
     if "policy" in data:  # its value is checked by SchedulerConfig
         settings["policy"] = expect_str("scheduler.policy", data["policy"])
     return SchedulerConfig(**settings)
+
+
+def _idle(value: object, clock: float) -> IdleConfig:
+    data = expect_section(value, "idle", _IDLE_KEYS, optional={"governor", "timer_horizon"})
+    states = []
+    for index, item in enumerate(expect_list("idle.states", data["states"])):
+        key = f"idle.states[{index}]"
+        entry = expect_section(item, key, _IDLE_STATE_KEYS, optional={"wake_latency", "scope"})
+        exit_ns = _time(f"{key}.exit_latency", entry["exit_latency"], clock)
+        scope = expect_str(f"{key}.scope", entry.get("scope", "thread"))
+        if scope not in _IDLE_SCOPES:
+            raise ConfigError(f"{key}.scope", f"unknown value {scope!r} (choose one of: "
+                                              f"{', '.join(_IDLE_SCOPES)})")
+        states.append(IdleStateConfig(
+            name=expect_str(f"{key}.name", entry["name"]),
+            exit_latency_ns=exit_ns,
+            target_residency_ns=_time(f"{key}.target_residency", entry["target_residency"],
+                                      clock),
+            wake_latency_ns=(_time(f"{key}.wake_latency", entry["wake_latency"], clock)
+                             if "wake_latency" in entry else exit_ns),
+            core_scope=scope == "core"))
+    settings: dict[str, Any] = {"wake": expect_str("idle.wake", data["wake"]),
+                                "states": tuple(states)}
+    if "governor" in data:
+        settings["governor"] = expect_str("idle.governor", data["governor"])
+    if "timer_horizon" in data:
+        settings["timer_horizon_ns"] = _time("idle.timer_horizon", data["timer_horizon"], clock)
+    return IdleConfig(**settings)
 
 
 # --------------------------------------------------------------------------------------------

@@ -286,6 +286,8 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
                          f"# ASSUMPTION: {like} has no such distance; its {other}_{kind}")
     lines.append(f"mlp: {_flow(dict(mlp))}   # {borrowed}")
     lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
+    if "idle" in source:  # Linux lists the host's idle states in sysfs; not read yet
+        lines.append(f"idle: {_flow(dict(_section(source, 'idle')))}   # {borrowed}")
     return "\n".join(lines) + "\n"
 
 

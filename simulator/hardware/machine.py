@@ -272,6 +272,14 @@ class Machine:
             raise ValueError("footprints must not be negative")
         self._engine.pollute(core, private_bytes // LINE_BYTES, l3_bytes // LINE_BYTES)
 
+    def flush_private(self, core: int) -> None:
+        """Empty a core's L1 and L2, as a deep idle state does on entry.
+
+        Every tracked line they hold is evicted (dirty ones written back), exactly as a
+        footprint of the L2's size passing through them would evict it.
+        """
+        self.pollute(core, self.config.l2.size_bytes)
+
     # ------------------------------------------------------------------ reports
 
     def class_counts(self, out: FloatArray | None = None) -> dict[str, float]:

@@ -56,13 +56,15 @@ of runnable tasks, and there is no wake-up preemption: a waking task never preem
 one, whatever its virtual runtime.
 
 **Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of the run queue with
-a context switch, or goes idle) and waits for the event. On wake-up the task is placed on an idle
-thread if one exists, after a wake-up cost of ``wakeup_ns``, plus ``ipi_exit_ns`` on a virtualized
-machine (the IPI that wakes an idle vCPU exits to the hypervisor); the thread is reserved for it
-meanwhile. Without an idle thread it joins the run queue (no wake-up cost; it pays the context
-switch when dispatched). A task starts blocked, and its first ``run`` places it exactly like a
-wake-up (it pays the wake-up cost on an idle thread): a server process's first work follows a
-connection or a client message.
+a context switch, or goes idle) and waits for the event; ``sleep(ns)`` does the same on a timer
+armed on the thread it leaves. On wake-up the task is placed on an idle thread if one exists,
+after a wake-up cost: ``wakeup_ns``, plus the exit latency of the idle state the thread is in
+(``wake_latency_ns`` of the machine's ``idle`` table, below), plus ``ipi_exit_ns`` on a
+virtualized machine when the wake-up needs an IPI (a halted vCPU: the IPI exits to the
+hypervisor); the thread is reserved for it meanwhile. Without an idle thread it joins the run
+queue (no wake-up cost; it pays the context switch when dispatched). A task starts blocked, and its
+first ``run`` places it exactly like a wake-up (it pays the wake-up cost on an idle thread): a
+server process's first work follows a connection or a client message.
 
 **Placement** of a waking task (deterministic): its previous thread if idle; else the lowest thread
 of a fully idle core, the lowest such core of its previous L3 domain if there is one there, else the
@@ -71,6 +73,17 @@ frees up first. Left out: Linux's pull of a task woken synchronously (a socket m
 its waker's L3 domain (``wake_affine`` in ``kernel/sched/fair.c``) and periodic load balancing.
 Where a client and the process serving it already share a core, a wake-affine placement would
 choose the same thread as this one.
+
+**Idle states** (when the machine has an ``idle`` section). A thread that goes idle enters the
+state its governor chooses (:mod:`simulator.runtime.idle`: Linux's menu governor, from the
+thread's last idle intervals and its next timer); a task woken there waits for that state's
+exit. A core-level state (core C6) counts only when every thread of the core chose it, and the
+core's private caches are flushed when it enters it (``on_private_flush(core)`` is called, if
+set). With ``idle.wake: mwait`` an idle thread monitors its run-queue flags and a wake-up sends
+no IPI (``mwait_idle_with_hints`` in Linux); with ``hlt`` (a halted thread, or a vCPU) every
+wake-up of an idle thread is an IPI. A machine without an ``idle`` section has only the polling
+state (no exit latency) and sends an IPI per wake-up only when virtualized. Counts are in
+:attr:`CpuScheduler.stats`.
 
 **SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
 busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
@@ -96,10 +109,14 @@ stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wake
 three are its scheduling time (:attr:`Task.scheduling_ns`).
 
 Left out: per-CPU run queues and load balancing, priorities, CPU affinity, NUMA balancing,
-interrupts and softirq time, the idle states of idle threads (a wake-up costs the same from any
-idle thread), the cost of the scheduler's own code beyond the configured switch and wake-up
-costs, hypervisor steal time, and interrupting a process inside ``run``/``block_until`` (SimPy
-``Interrupt`` is not supported there).
+interrupts and softirq time, the cost of the scheduler's own code beyond the configured switch and
+wake-up costs, the waker's own cost of sending an IPI (charged to the woken task), reschedule IPIs
+to busy threads (there is no wake-up preemption), turbo frequencies, the refill of a flushed
+core's untracked working set, hypervisor steal time, and interrupting a process inside
+``run``/``block_until`` (SimPy ``Interrupt`` is not supported there). A task woken at the instant
+its waker gives up its thread may take that thread (the waker's ``block_until`` runs before the
+wakee's placement); in Linux the waker is still on its CPU during the wake-up, so a client and
+the backend it wakes take two CPUs, where here they can share one.
 
 **Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
 table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
@@ -111,20 +128,68 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import simpy
 
-from simulator.config.machine import MachineConfig, SchedulerConfig
+from simulator.config.machine import (
+    DEFAULT_IDLE_TIMER_HORIZON_NS,
+    IdleConfig,
+    IdleStateConfig,
+    MachineConfig,
+    SchedulerConfig,
+)
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.idle import POLL, MenuGovernor, wake_state
 
-__all__ = ["BusySnapshot", "CpuScheduler", "MigrateHook", "Task"]
+__all__ = ["BusySnapshot", "CpuScheduler", "FlushHook", "MigrateHook", "SchedulerStats", "Task"]
 
 MigrateHook = Callable[["Task", int, int], None]
 """``on_migrate(task, old_core, new_core)``: called when a task starts running on a new core."""
+
+FlushHook = Callable[[int], None]
+"""``on_private_flush(core)``: called when a core enters a state that flushes its caches."""
+
+
+@dataclass(slots=True)
+class SchedulerStats:
+    """Machine-wide counts of the idle and wake-up events since the start.
+
+    Attributes:
+        idle_exits: wake-ups of a task on an idle thread (each leaves an idle state).
+        idle_exit_ns: the exit latencies those wake-ups paid, summed.
+        exits_by_state: ``idle_exits`` by the state left (``POLL`` for a polling thread).
+        ipis: wake-ups that needed an inter-processor interrupt (the target halted, not
+            monitoring its run-queue flags: ``idle.wake: hlt``, or a VM without idle states).
+        private_flushes: times a core entered a core-level state (its private caches flushed).
+        migrations: times a task started running on another core than its previous one.
+    """
+
+    idle_exits: int = 0
+    idle_exit_ns: float = 0.0
+    exits_by_state: dict[str, int] = field(default_factory=dict)
+    ipis: int = 0
+    private_flushes: int = 0
+    migrations: int = 0
+
+    def copy(self) -> SchedulerStats:
+        """An independent copy (to difference a window's counts)."""
+        return SchedulerStats(self.idle_exits, self.idle_exit_ns, dict(self.exits_by_state),
+                              self.ipis, self.private_flushes, self.migrations)
+
+    def since(self, before: SchedulerStats) -> SchedulerStats:
+        """The counts added since ``before`` (an earlier :meth:`copy`)."""
+        states = {name: count - before.exits_by_state.get(name, 0)
+                  for name, count in self.exits_by_state.items()}
+        return SchedulerStats(self.idle_exits - before.idle_exits,
+                              self.idle_exit_ns - before.idle_exit_ns, states,
+                              self.ipis - before.ipis,
+                              self.private_flushes - before.private_flushes,
+                              self.migrations - before.migrations)
 
 TRACE_TABLE = "scheduler"
 """Name of the recorder table written when tracing is on."""
@@ -322,6 +387,21 @@ class Task:
         """
         return self._block_until(event)
 
+    def sleep(self, duration_ns: float) -> ProcessGenerator:
+        """Sleep on a timer: ``yield from task.sleep(ns)``; returns holding a thread again.
+
+        Like ``block_until(env.timeout(duration_ns))``, except that the timer is armed on the
+        thread the task leaves (as a Linux hrtimer is armed on the CPU that sets it): that
+        thread's idle governor sees it as its next timer until it expires.
+
+        Raises:
+            ValueError: ``duration_ns`` is negative.
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        if not duration_ns >= 0.0:
+            raise ValueError(f"task {self.name!r}: sleep must be >= 0 ns, got {duration_ns!r}")
+        return self._sleep(float(duration_ns))
+
     def release(self) -> None:
         """Give up the thread without waiting (e.g. when the task's process ends).
 
@@ -442,6 +522,18 @@ class Task:
             self._active = False
         return value
 
+    def _sleep(self, duration_ns: float) -> ProcessGenerator:
+        sched = self._sched
+        thread = self.thread
+        deadline = sched.env.now + duration_ns
+        if thread is not None:
+            bisect.insort(sched._timers[thread], deadline)
+        try:
+            yield from self._block_until(sched.env.timeout(duration_ns))
+        finally:
+            if thread is not None:
+                sched._timers[thread].remove(deadline)
+
     def _busy_error(self) -> RuntimeError:
         return RuntimeError(
             f"task {self.name!r} is already in run() or block_until() in another process; "
@@ -477,8 +569,8 @@ class Task:
         if thread is None:
             yield from self._wait_in_queue()
             return
+        cost = sched.wakeup_cost_ns + sched._leave_idle(thread)
         sched._occupy(thread, self)
-        cost = sched.wakeup_cost_ns
         if cost > 0.0:
             if not sched.env.fast_forward(cost):
                 yield sched.env.timeout(cost)
@@ -513,6 +605,7 @@ class Task:
             sched._record(self, "on_cpu")
         if old_core is not None and old_core != core:
             self.migrations += 1
+            sched.stats.migrations += 1
             if sched.on_migrate is not None:
                 sched.on_migrate(self, old_core, core)
 
@@ -536,13 +629,17 @@ class CpuScheduler:
         env: the simulation environment.
         topology: the machine's hardware threads and cores.
         config: time slice, context-switch, wake-up and IPI costs, SMT throughput.
-        virtualized: the machine is a VM, so waking an idle thread also costs ``ipi_exit_ns``.
+        virtualized: the machine is a VM, so an IPI that wakes an idle thread costs ``ipi_exit_ns``.
+        idle: the machine's idle states and governor (``None``: only polling, no exit latency).
         trace: record every scheduling transition in ``env.recorder`` (table ``"scheduler"``).
 
     Attributes:
         on_migrate: optional ``hook(task, old_core, new_core)`` called when a task starts running
             on another core than the one it last ran on.
-        wakeup_cost_ns: cost of waking a task on an idle thread.
+        on_private_flush: optional ``hook(core)`` called when a core enters a core-level idle
+            state, which flushes its private caches.
+        wakeup_cost_ns: cost of waking a task on an idle thread, before the idle state's exit.
+        stats: machine-wide idle-exit, IPI, flush and migration counts since the start.
     """
 
     def __init__(
@@ -552,6 +649,7 @@ class CpuScheduler:
         config: SchedulerConfig,
         virtualized: bool,
         *,
+        idle: IdleConfig | None = None,
         trace: bool = False,
     ) -> None:
         self.env = env
@@ -560,7 +658,17 @@ class CpuScheduler:
         self.virtualized = virtualized
         self.trace = trace
         self.on_migrate: MigrateHook | None = None
-        self.wakeup_cost_ns = config.wakeup_ns + (config.ipi_exit_ns if virtualized else 0.0)
+        self.idle = idle
+        self.wakeup_cost_ns = config.wakeup_ns
+        self.on_private_flush: FlushHook | None = None
+        self.stats = SchedulerStats()
+        self._wake_ipi = idle.wake == "hlt" if idle is not None else virtualized
+        self._ipi_ns = config.ipi_exit_ns if virtualized else 0.0
+        self._idle_states: tuple[IdleStateConfig, ...] = (
+            (POLL, *idle.states) if idle is not None else (POLL,))
+        self._menu = idle is not None and idle.governor == "menu" and len(self._idle_states) > 1
+        self._timer_horizon_ns = (idle.timer_horizon_ns if idle is not None
+                                  else DEFAULT_IDLE_TIMER_HORIZON_NS)
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
         n = topology.n_threads
@@ -581,14 +689,21 @@ class CpuScheduler:
         self._arrivals = 0
         self._min_vruntime = 0.0
         self._tasks: list[Task] = []
+        self._timers: list[list[float]] = [[] for _ in range(n)]
+        """Per thread, the deadlines of the timers armed there (sorted)."""
+        self._governors = [MenuGovernor(self._timer_horizon_ns) for _ in range(n)]
+        self._idle_since = [0.0] * n
+        self._idle_choice = [self._choose_idle_state(t) for t in range(n)]
+        self._core_entered = [self._core_scope_idle(c) for c in range(topology.n_cores)]
+        """Per core, whether it sits in a core-level idle state (every thread asked for one)."""
 
     @classmethod
     def from_machine(
         cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
     ) -> CpuScheduler:
-        """The scheduler of a machine: its topology, scheduler costs and virtualization."""
+        """The scheduler of a machine: topology, scheduler costs, virtualization, idle states."""
         return cls(env, Topology.from_config(machine), machine.scheduler, machine.virtualized,
-                   trace=trace)
+                   idle=machine.idle, trace=trace)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -720,11 +835,68 @@ class CpuScheduler:
             return
         self._holder[thread] = None
         self._busy_acc[thread] += self.env.now - self._busy_since[thread]
+        self._enter_idle(thread)
         bisect.insort(self._idle_threads, thread)
         core = self._thread_core[thread]
         self._core_busy[core] -= 1
         if self._core_busy[core] == 0:
             bisect.insort(self._idle_cores[self._core_domain[core]], core)
+
+    def _choose_idle_state(self, thread: int) -> int:
+        """Index in the state table (0 = polling) of the state an idle thread enters now."""
+        if self._menu:
+            timers = self._timers[thread]
+            now = self.env.now
+            next_timer = timers[0] - now if timers else self._timer_horizon_ns
+            return self._governors[thread].select(self._idle_states, max(next_timer, 0.0))
+        return 1 if len(self._idle_states) > 1 else 0
+
+    def _core_scope_idle(self, core: int) -> bool:
+        """Whether every thread of ``core`` is idle and chose a core-level state."""
+        states = self._idle_states
+        choice = self._idle_choice
+        holder = self._holder
+        return all(holder[t] is None and states[choice[t]].core_scope
+                   for t in self.topology.threads_of_core(core))
+
+    def _enter_idle(self, thread: int) -> None:
+        """``thread`` goes idle: the governor picks its state; a core may enter a deep state."""
+        self._idle_since[thread] = self.env.now
+        choice = self._choose_idle_state(thread)
+        self._idle_choice[thread] = choice
+        if self._idle_states[choice].core_scope:
+            core = self._thread_core[thread]
+            if not self._core_entered[core] and self._core_scope_idle(core):
+                self._core_entered[core] = True
+                self.stats.private_flushes += 1
+                if self.on_private_flush is not None:
+                    self.on_private_flush(core)
+
+    def _leave_idle(self, thread: int) -> float:
+        """An idle ``thread`` is woken for a task: the extra wake-up cost, in ns.
+
+        The exit latency of the state it is woken from, and on a virtualized machine the
+        hypervisor's cost of the IPI that wakes a halted vCPU. Updates the governor and the
+        counters; a core in a core-level state leaves it.
+        """
+        core = self._thread_core[thread]
+        chosen = self._idle_choice[thread]
+        states = self._idle_states
+        if self._menu:
+            self._governors[thread].reflect(states[chosen],
+                                            self.env.now - self._idle_since[thread])
+        index = wake_state(states, chosen, self._core_entered[core])
+        self._core_entered[core] = False
+        stats = self.stats
+        latency = states[index].wake_latency_ns
+        stats.idle_exits += 1
+        stats.idle_exit_ns += latency
+        stats.exits_by_state[states[index].name] = stats.exits_by_state.get(
+            states[index].name, 0) + 1
+        if self._wake_ipi:
+            stats.ipis += 1
+            latency += self._ipi_ns
+        return latency
 
     def _assign(self, thread: int, task: Task) -> None:
         """``task`` now holds ``thread``."""

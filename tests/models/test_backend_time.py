@@ -6,6 +6,8 @@ The lazy time itself (steps, flushes, sleeps, categories) is the generic process
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.config.machine_file import load_machine
@@ -16,7 +18,8 @@ from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
 from snapsim_models.backend import CATEGORIES, Backend, Category
 
-GOLD = load_machine("gold5215-2s")
+GOLD = replace(load_machine("gold5215-2s"), idle=None)
+"""The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
 
 LOCK = Ops([Access(0, Op.RMW, 0xF, "lock.state")])
 

@@ -15,8 +15,8 @@ END_TO_END = {"slowdown_pre14_n10000", "cpu_slowdown_pre14_n10000", "slowdown_po
               "cpu_slowdown_post14_n10000", "line_accesses_per_s", "events_per_s",
               "slowdown_pre14_n15000_128t", "cpu_slowdown_pre14_n15000_128t", "peak_rss_mb",
               "sweep_speedup_2_workers"}
-TINY = ["--scale", "0.01", "--duration-ms", "0.2", "--n15000-duration-ms", "0.2",
-        "--sweep-duration-ms", "0.1"]
+TINY = ["--scale", "0.01", "--duration-ms", "0.5", "--n15000-duration-ms", "0.2",
+        "--sweep-duration-ms", "0.5"]
 
 
 def test_bench_json_has_every_default_figure(capsys: pytest.CaptureFixture[str]) -> None:

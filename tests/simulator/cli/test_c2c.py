@@ -113,7 +113,7 @@ def test_cli_without_lines_csv_names_the_file(
 
 def test_cli_reports_a_simulated_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = simulator.run(Experiment(algorithms=("pre14",), clients=(2,), idle_clients=(0,),
-                                      duration_ms=0.2, warmup_ms=0.1))
+                                      duration_ms=1.0, warmup_ms=0.5))
     result.curve.to_csv(tmp_path / "curve.csv", index=False)
     result.lines.to_csv(tmp_path / "lines.csv", index=False)
     assert main(["c2c", str(tmp_path), "--csv", "--sort", "tot", "--top", "1000"]) == 0

@@ -13,8 +13,8 @@ import pytest
 
 from simulator.cli import main
 
-GRID = ["--no-progress", "--jobs", "1", "--idle-clients", "0,300", "--duration-ms", "0.4",
-        "--warmup-ms", "0.2"]
+GRID = ["--no-progress", "--jobs", "1", "--idle-clients", "0,300", "--duration-ms", "1.0",
+        "--warmup-ms", "0.5"]
 
 
 @pytest.fixture(scope="module")

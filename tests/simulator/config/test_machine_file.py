@@ -235,6 +235,18 @@ def _rename(path: str, new: str) -> Mutation:
     return mutate
 
 
+def _set_idle_state(index: int, key: str, value: Any) -> Mutation:
+    """Set (or, with ``None``, delete) one key of the machine's ``idle.states[index]``."""
+    def mutate(data: dict[str, Any]) -> None:
+        state = data["idle"]["states"][index]
+        if value is None:
+            del state[key]
+        else:
+            state[key] = value
+
+    return mutate
+
+
 def _set_home_nodes(nodes: list[Any]) -> Mutation:
     def mutate(data: dict[str, Any]) -> None:
         data["memory"]["home_nodes"] = nodes
@@ -319,6 +331,26 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
      "expected a string"),
     ("negative sleeper credit", _set("scheduler.sleeper_credit", "-1 ms"),
      "scheduler.sleeper_credit", "is negative"),
+    ("unknown idle key", _set("idle.cstates", []), "idle.cstates", "unknown key"),
+    ("unknown wake path", _set("idle.wake", "ipi"), "idle.wake", "choose one of: mwait, hlt"),
+    ("unknown governor", _set("idle.governor", "teo"), "idle.governor",
+     "choose one of: menu, shallowest"),
+    ("idle states not a list", _set("idle.states", {"name": "C1"}), "idle.states",
+     "expected a list"),
+    ("idle state without residency", _set_idle_state(0, "target_residency", None),
+     "idle.states[0].target_residency", "missing required key"),
+    ("negative exit latency", _set_idle_state(1, "exit_latency", "-10 us"),
+     "idle.states[1].exit_latency", "negative"),
+    ("unknown idle scope", _set_idle_state(2, "scope", "package"), "idle.states[2].scope",
+     "choose one of: thread, core"),
+    ("residencies going down", _set_idle_state(2, "target_residency", "1 us"),
+     "idle.states[2].target_residency", "must not be below the state before it"),
+    ("thread state after a core state", _set_idle_state(0, "scope", "core"),
+     "idle.states[1].scope", "cannot follow a core-level one"),
+    ("idle state named twice", _set_idle_state(1, "name", "C1"), "idle.states[1].name",
+     "'C1' appears twice"),
+    ("idle timer horizon zero", _set("idle.timer_horizon", "0 ms"), "idle.timer_horizon",
+     "positive"),
 ]
 
 
@@ -490,3 +522,28 @@ def test_shipped_machine_name_must_match_file(
         load_machine("other")
     assert info.value.key == "name"
     assert "'other'" in info.value.message
+
+
+def test_the_gold_5215_idle_states_are_intel_idles_skx_table() -> None:
+    idle = load_machine("gold5215-2s").idle
+    assert idle is not None
+    assert (idle.wake, idle.governor) == ("mwait", "menu")
+    table = [(s.name, s.exit_latency_ns, s.target_residency_ns, s.wake_latency_ns, s.core_scope)
+             for s in idle.states]
+    assert table == [("C1", 2_000, 2_000, 2_000, False), ("C1E", 10_000, 20_000, 4_000, False),
+                     ("C6", 133_000, 600_000, 92_000, True)]
+
+
+@pytest.mark.parametrize("name", shipped_machines())
+def test_every_shipped_machine_has_idle_states_and_vms_halt(name: str) -> None:
+    config = load_machine(name)
+    assert config.idle is not None
+    assert config.idle.states
+    if config.virtualized:
+        assert config.idle.wake == "hlt"
+
+
+def test_a_machine_file_without_idle_states_has_none(gold_data: dict[str, Any],
+                                                     write_yaml: WriteYaml) -> None:
+    del gold_data["idle"]
+    assert load_machine(write_yaml(gold_data)).idle is None

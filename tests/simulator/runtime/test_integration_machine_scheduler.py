@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from simulator.config.machine_file import load_machine
@@ -12,7 +14,7 @@ from simulator.runtime.scheduler import CpuScheduler, Task
 
 
 def test_migrated_task_rereads_its_lines_from_the_old_core() -> None:
-    config = load_machine("gold5215-2s")
+    config = replace(load_machine("gold5215-2s"), idle=None)  # wake-ups without idle exits
     machine = Machine(config, np.arange(64) * 64)
     env = SimEnvironment(seed=0)
     sched = CpuScheduler.from_machine(env, config)

@@ -4,6 +4,7 @@ is charged to the model's categories."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
@@ -17,7 +18,8 @@ from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import CpuProcess
 from simulator.runtime.scheduler import CpuScheduler
 
-GOLD = load_machine("gold5215-2s")
+GOLD = replace(load_machine("gold5215-2s"), idle=None)
+"""The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
 
 
 class Step(StrEnum):

@@ -135,7 +135,7 @@ def test_run_refuses_a_point_above_the_available_memory_before_any_simulation(
 
 def test_force_runs_a_point_above_the_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(estimate, "available_memory", lambda: (100e6, "MemAvailable"))
-    experiment = Experiment(clients=(1,), idle_clients=(0,), duration_ms=0.2, warmup_ms=0.1)
+    experiment = Experiment(clients=(1,), idle_clients=(0,), duration_ms=1.0, warmup_ms=0.5)
     with pytest.raises(ConfigError):
         simulator.run(experiment)
     result = simulator.run(experiment, force=True)
