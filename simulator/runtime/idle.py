@@ -155,13 +155,12 @@ class MenuGovernor:
             chosen = index
         return chosen
 
-    def reflect(self, state: IdleStateConfig, idle_ns: float) -> None:
-        """Learn from an idle period of ``idle_ns`` spent in ``state`` (menu.c ``menu_update``).
+    def reflect(self, idle_ns: float) -> None:
+        """Learn from an idle period of ``idle_ns`` (menu.c ``menu_update``).
 
         ``idle_ns`` runs from idle entry to the wake-up event (the exit latency, which menu.c
         deducts from its measurement, is not in it); it is capped at the next timer, as there.
         """
-        del state  # the measured time already excludes the exit latency
         measured = min(max(idle_ns, 0.0), self._next_timer_ns)  # factors stay <= 1
         factor = self._factors[self._bucket] * (1.0 - 1.0 / DECAY)
         if self._next_timer_ns > 0 and measured < MAX_INTERESTING_NS:

@@ -883,8 +883,7 @@ class CpuScheduler:
         chosen = self._idle_choice[thread]
         states = self._idle_states
         if self._menu:
-            self._governors[thread].reflect(states[chosen],
-                                            self.env.now - self._idle_since[thread])
+            self._governors[thread].reflect(self.env.now - self._idle_since[thread])
         index = wake_state(states, chosen, self._core_entered[core])
         self._core_entered[core] = False
         stats = self.stats

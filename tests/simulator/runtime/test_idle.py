@@ -33,7 +33,7 @@ def governor_with(intervals_ns: list[float]) -> MenuGovernor:
     governor = MenuGovernor(HORIZON)
     for value in intervals_ns:
         governor.select(SKX, HORIZON)
-        governor.reflect(SKX[1], value)
+        governor.reflect(value)
     return governor
 
 
@@ -90,11 +90,11 @@ def test_a_prediction_below_c1_takes_c1_when_the_next_timer_allows_it() -> None:
 def test_the_correction_factor_is_a_decaying_average_of_measured_over_next_timer() -> None:
     governor = MenuGovernor(HORIZON)
     governor.select(SKX, HORIZON)
-    governor.reflect(SKX[3], 1 * MS)
+    governor.reflect(1 * MS)
     assert governor.correction_factor(HORIZON) == pytest.approx(7 / 8 + (1 / 100) / 8)
     # A sleep of 50 ms or more counts as a perfect prediction.
     governor.select(SKX, HORIZON)
-    governor.reflect(SKX[3], 60 * MS)
+    governor.reflect(60 * MS)
     expected = (7 / 8 + (1 / 100) / 8) * 7 / 8 + 1 / 8
     assert governor.correction_factor(HORIZON) == pytest.approx(expected)
     # Other buckets are untouched.
@@ -104,7 +104,7 @@ def test_the_correction_factor_is_a_decaying_average_of_measured_over_next_timer
 def test_the_measured_interval_is_capped_at_the_next_timer() -> None:
     governor = MenuGovernor(HORIZON)
     governor.select(SKX, 5 * MS)
-    governor.reflect(SKX[3], 8 * MS)
+    governor.reflect(8 * MS)
     assert governor.intervals_ns[0] == 5 * MS
     assert governor.correction_factor(5 * MS) == pytest.approx(1.0)
 
@@ -115,7 +115,7 @@ def test_a_learnt_short_correction_picks_a_shallow_state_despite_a_far_timer() -
     governor = MenuGovernor(HORIZON)
     for k in range(200):
         governor.select(SKX, HORIZON)
-        governor.reflect(SKX[1], (10 + 80 * (k % 2) + 37 * (k % 3)) * US)
+        governor.reflect((10 + 80 * (k % 2) + 37 * (k % 3)) * US)
     assert governor.select(SKX, HORIZON) == 2  # C1E: the prediction is ~70 us
 
 
@@ -133,7 +133,7 @@ def test_choice_is_a_state_whose_residency_fits_the_next_timer(intervals: list[f
     governor = MenuGovernor(HORIZON)
     for value in intervals:
         governor.select(SKX, HORIZON)
-        governor.reflect(SKX[1], value)
+        governor.reflect(value)
     choice = governor.select(SKX, next_timer)
     assert 0 <= choice < len(SKX)
     assert SKX[choice].target_residency_ns <= max(next_timer, 0.0)
