@@ -9,8 +9,14 @@ measured window:
   in every published run) driving one backend in a closed loop;
 * an ``idle`` connection is only a procArray entry;
 * a ``mostly-idle`` connection loops ``\sleep 100ms; SELECT 1;`` with a random phase, so a
-  short run is in steady state from the start; its pgbench side costs no CPU (pgbench's event
-  loop serves thousands of sleeping clients at negligible cost per query; ASSUMPTION).
+  short run is in steady state from the start. As in the published runs, the mostly-idle
+  connections belong to a second pgbench process, whose ``background_threads`` threads
+  (scheduler tasks; ASSUMPTION: the published runs do not give its ``-j``, default 4) each serve
+  their share of the connections round robin from one ``poll``: a thread sleeps until its next
+  connection's sleep ends or an answer arrives, spends the client's cycles per query sent or
+  answer read, and wakes the backends it sends to (and is woken by their answers)
+  synchronously. ``background_threads = 0`` drops that process: each connection's pgbench
+  side then costs no CPU and its backend is woken by a timer.
 
 Transactions are measured in ``[warmup, warmup + duration)`` by their completion time; ``tps``
 counts the active clients' transactions, ``mostly_idle_tps`` the others'. The per-line table
@@ -27,8 +33,10 @@ contended lines can persist for dozens of periods.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +55,7 @@ from .backend import CATEGORIES, Backend, Category
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .costs import PgCosts, load_costs
-from .options import DEFAULT_ENTRIES_PER_CHUNK
+from .options import DEFAULT_BACKGROUND_THREADS, DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
 from .snapshots import ALGORITHMS
 from .workloads import MIX, WORKLOADS, Context, Mix, Workload, mix_of, workload
@@ -98,6 +106,8 @@ class PointConfig:
     """How pins update a buffer header: ``atomic`` (9.6+) or ``spinlock`` (the what-if)."""
     mix: tuple[tuple[str, float], ...] = ()
     """The ``mix`` workload's scripts and weights."""
+    background_threads: int = DEFAULT_BACKGROUND_THREADS
+    """Threads (``-j``) of the pgbench process driving the mostly-idle connections (0: none)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -120,6 +130,9 @@ class PointConfig:
             raise ValueError(f"run_ahead_ns must not be negative, got {self.run_ahead_ns}")
         if self.pgbench_scale < 1:
             raise ValueError(f"pgbench_scale must be at least 1, got {self.pgbench_scale}")
+        if self.background_threads < 0:
+            raise ValueError(f"background_threads must not be negative, "
+                             f"got {self.background_threads}")
         if self.workload == MIX:
             mix_of(self.mix, self.batch)  # raises on an empty mix or a bad script or weight
         if self.pin_protocol not in PIN_PROTOCOLS:
@@ -140,7 +153,8 @@ class _Processes:
     """The SimPy processes of one point: each running backend's server loop and its client.
 
     Every active client is a pgbench thread (a scheduler task) driving one backend in a closed
-    loop; a mostly-idle client loops ``SELECT 1`` and a sleep, and its pgbench side costs no CPU.
+    loop; the mostly-idle clients loop ``SELECT 1`` and a sleep, driven by the background
+    pgbench process's threads (or, with none, at no CPU cost).
     """
 
     def __init__(self, config: PointConfig, env: SimEnvironment, scheduler: CpuScheduler,
@@ -164,6 +178,13 @@ class _Processes:
         """Start the server loop and the client of every connection whose backend runs."""
         config = self.config
         rng = self.env.rng
+        background = [connection for connection in running if not connection.active]
+        n_threads = min(config.background_threads, len(background))
+        for j in range(n_threads):
+            share = background[j::n_threads]
+            phases = [float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns)) for _ in share]
+            self.spawn(self._background_thread(self.scheduler.new_task(f"pgbench-bg{j}"),
+                                               share, phases))
         for connection in running:
             backend = connection.backend
             self.inboxes[backend.connection] = self.env.event()
@@ -174,7 +195,7 @@ class _Processes:
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
                 self.spawn(self._active_client(thread, connection, phase))
-            else:
+            elif n_threads == 0:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
                 self.spawn(self._mostly_idle_client(connection, phase))
 
@@ -202,8 +223,11 @@ class _Processes:
                 yield from client_task.run(costs.client_cycles / backend.clock_ghz)
             response = env.event()
             # The message wakes the backend up (its server loop renews the inbox on waking,
-            # before it answers, so the next round trip finds a fresh one).
-            self.inboxes[backend.connection].succeed((statements, response))
+            # before it answers, so the next round trip finds a fresh one); a socket message
+            # is a synchronous wake-up: the client waits for the answer.
+            if client_task is not None:
+                client_task.wakes(task)
+            self.inboxes[backend.connection].succeed((statements, response, client_task))
             if client_task is not None:
                 yield from client_task.block_until(response)
             else:
@@ -223,11 +247,13 @@ class _Processes:
             before = task.scheduling_ns
             message = yield from task.block_until(self.inboxes[connection])
             self.inboxes[connection] = env.event()
-            statements, response = message
+            statements, response, client_task = message
             backend.record.times_ns[Category.SCHEDULING] += task.scheduling_ns - before
             for statement in statements:
                 yield from statement(self.context, backend)
             yield from backend.flush()  # the answer leaves at the backend's logical time
+            if client_task is not None:
+                task.wakes(client_task)
             response.succeed()
             task.release()
 
@@ -242,6 +268,65 @@ class _Processes:
             yield from self._round_trips(work, connection, self.env.now, thread)
             if think:
                 yield from thread.block_until(self.env.timeout(think))
+
+    def _background_thread(self, task: Task, connections: list[Connection],
+                           phases_ns: list[float]) -> ProcessGenerator:
+        """One thread of the background pgbench: its connections' ``SELECT 1`` from one poll.
+
+        Each connection sleeps ``mostly_idle_sleep`` after its answer; the thread wakes when
+        a sleep ends (its poll's timeout, a timer on its thread) or an answer arrives, spends
+        ``client_cycles`` per answer read and per query sent, then sends the queries due.
+        """
+        env = self.env
+        sleep = self.config.costs.mostly_idle_sleep_ns
+        select1 = workload("select1")
+        (statements,) = select1.round_trips
+        due = [(phase, index) for index, phase in enumerate(phases_ns)]
+        heapq.heapify(due)
+        started = [0.0] * len(connections)
+        answered: list[int] = []
+        ready = [env.event()]
+
+        def on_answer(index: int) -> Callable[[simpy.Event], None]:
+            def answer(_: simpy.Event) -> None:
+                answered.append(index)
+                if not ready[0].triggered:
+                    ready[0].succeed()
+            return answer
+
+        while True:
+            now = env.now
+            done = answered[:]
+            answered.clear()
+            for index in done:
+                connection = connections[index]
+                record = connection.backend.end_transaction()
+                record.script = select1.name
+                connection.completed.append((started[index], now, record))
+                heapq.heappush(due, (now + sleep, index))
+            sending = []
+            while due and due[0][0] <= now:
+                sending.append(heapq.heappop(due)[1])
+            if done or sending:
+                yield from task.run((len(done) + len(sending)) * self.config.costs.client_cycles
+                                    / connections[0].backend.clock_ghz)
+            for index in sending:
+                backend = connections[index].backend
+                assert backend.task is not None
+                backend.begin_transaction()
+                started[index] = env.now
+                response = env.event()
+                response.callbacks.append(on_answer(index))
+                task.wakes(backend.task)
+                self.inboxes[backend.connection].succeed((statements, response, task))
+            if answered or (due and due[0][0] <= env.now):
+                continue
+            if ready[0].triggered:
+                ready[0] = env.event()
+            if due:
+                yield from task.wait(ready[0], due[0][0] - env.now)
+            else:
+                yield from task.block_until(ready[0])
 
     def _mostly_idle_client(self, connection: Connection, phase_ns: float) -> ProcessGenerator:
         sleep = self.config.costs.mostly_idle_sleep_ns

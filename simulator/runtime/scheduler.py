@@ -66,13 +66,27 @@ queue (no wake-up cost; it pays the context switch when dispatched). A task star
 first ``run`` places it exactly like a wake-up (it pays the wake-up cost on an idle thread): a
 server process's first work follows a connection or a client message.
 
-**Placement** of a waking task (deterministic): its previous thread if idle; else the lowest thread
-of a fully idle core, the lowest such core of its previous L3 domain if there is one there, else the
-lowest such core of the machine; else the lowest idle thread. Queued tasks take whichever thread
-frees up first. Left out: Linux's pull of a task woken synchronously (a socket message) towards
-its waker's L3 domain (``wake_affine`` in ``kernel/sched/fair.c``) and periodic load balancing.
-Where a client and the process serving it already share a core, a wake-affine placement would
-choose the same thread as this one.
+**Placement** of a waking task (deterministic), after ``select_task_rq_fair`` and
+``select_idle_sibling`` of Linux 5.8 (``kernel/sched/fair.c``). A *synchronous* wake-up, declared
+by the waker with :meth:`Task.wakes` before it triggers the event (a socket message it will wait
+for the answer to: ``WF_SYNC``), is placed at that instant, while the waker still holds its
+thread, as ``try_to_wake_up`` runs on the waker's CPU: ``wake_affine`` makes the waker's thread
+the target, and the chosen thread is reserved for the wakee. Any other wake-up (a timer, an
+event without a declared waker) has its previous thread as the target. ``select_idle_sibling``
+then takes, within the target's LLC domain: the target if idle; the previous thread if idle; the
+task's recently used thread (the thread it last woke another task from) if idle; the first
+thread of a fully idle core, scanning the LLC in Linux's CPU numbering (first threads of every
+core, then the second ones) from the target; the first idle thread after the target. With no
+idle thread in the LLC, a synchronous wakee takes its waker's thread once the waker gives it
+up, paying a context switch instead of a wake-up (it was queued behind the waker; the thread
+never idles); otherwise, and for other wake-ups, the lowest fully idle core of the machine (of
+the previous LLC first), else the lowest idle thread, stands for the idle balancing that would
+pull the task there; with no idle thread the task queues. A task's first placement without a
+waker takes the lowest fully idle core, else the lowest idle thread (fork balancing's spread,
+simplified). Left out: ``wake_wide`` (it needs both tasks to switch wakees more often than the
+LLC has CPUs; a background pgbench thread does, the backends it wakes do not), the
+``SIS_PROP`` bound on the idle-CPU scan (the whole LLC is scanned) and the load comparison of
+``wake_affine_weight``.
 
 **Idle states** (when the machine has an ``idle`` section). A thread that goes idle enters the
 state its governor chooses (:mod:`simulator.runtime.idle`: Linux's menu governor, from the
@@ -108,15 +122,13 @@ stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wake
 ``block_until``, the sum of the five times plus its blocked time is its elapsed time; the last
 three are its scheduling time (:attr:`Task.scheduling_ns`).
 
-Left out: per-CPU run queues and load balancing, priorities, CPU affinity, NUMA balancing,
-interrupts and softirq time, the cost of the scheduler's own code beyond the configured switch and
-wake-up costs, the waker's own cost of sending an IPI (charged to the woken task), reschedule IPIs
-to busy threads (there is no wake-up preemption), turbo frequencies, the refill of a flushed
-core's untracked working set, hypervisor steal time, and interrupting a process inside
-``run``/``block_until`` (SimPy ``Interrupt`` is not supported there). A task woken at the instant
-its waker gives up its thread may take that thread (the waker's ``block_until`` runs before the
-wakee's placement); in Linux the waker is still on its CPU during the wake-up, so a client and
-the backend it wakes take two CPUs, where here they can share one.
+Left out: per-CPU run queues and load balancing (the one queue balances perfectly),
+priorities, CPU affinity, NUMA balancing, interrupts and softirq time, the cost of the
+scheduler's own code beyond the configured switch and wake-up costs, the waker's own cost of
+sending an IPI (charged to the woken task), reschedule IPIs to busy threads (there is no wake-up
+preemption), the tick's re-evaluation of a too-shallow idle state, turbo frequencies, the refill
+of a flushed core's untracked working set, hypervisor steal time, and interrupting a process
+inside ``run``/``block_until`` (SimPy ``Interrupt`` is not supported there).
 
 **Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
 table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
@@ -229,12 +241,16 @@ class Task:
 
     __slots__ = (
         "_active",
+        "_blocked",
         "_grant",
         "_granted_at",
         "_last_thread",
+        "_recent_thread",
+        "_reserved",
         "_sched",
         "_siblings",
         "_slice_used",
+        "_sync_target",
         "_vruntime_offset",
         "context_switch_ns",
         "context_switches",
@@ -258,6 +274,10 @@ class Task:
         self.core: int | None = None
         self.last_core: int | None = None
         self._last_thread: int | None = None
+        self._recent_thread: int | None = None
+        self._reserved: tuple[int, float] | None = None
+        self._sync_target: int | None = None
+        self._blocked = False
         self._siblings: tuple[int, ...] = ()
         self._active = False
         self._grant: simpy.Event | None = None
@@ -400,7 +420,36 @@ class Task:
         """
         if not duration_ns >= 0.0:
             raise ValueError(f"task {self.name!r}: sleep must be >= 0 ns, got {duration_ns!r}")
-        return self._sleep(float(duration_ns))
+        return self._timed_block(None, float(duration_ns))
+
+    def wait(self, event: simpy.Event, timeout_ns: float) -> ProcessGenerator:
+        """Block until ``event`` or for ``timeout_ns``, whichever comes first: ``yield from``.
+
+        ``poll`` with a timeout: like :meth:`sleep`, the timer is armed on the thread the task
+        leaves, where the idle governor sees it. Returns whether ``event`` has happened.
+
+        Raises:
+            ValueError: ``timeout_ns`` is negative.
+            RuntimeError: another process of this task is inside ``run``/``block_until``.
+        """
+        if not timeout_ns >= 0.0:
+            raise ValueError(f"task {self.name!r}: timeout must be >= 0 ns, got {timeout_ns!r}")
+        return self._timed_block(event, float(timeout_ns))
+
+    def wakes(self, wakee: Task) -> None:
+        """Declare a synchronous wake-up of ``wakee`` by this task, which holds its thread.
+
+        Call it just before triggering the event ``wakee`` is blocked on, when this task is
+        about to wait for ``wakee``'s answer (a socket message: Linux's ``WF_SYNC``). The wakee's
+        thread is chosen now, while this task still holds its own, as ``try_to_wake_up`` does on
+        the waker's CPU (module docstring, *Placement*), and reserved for the wakee. No effect
+        unless this task holds a thread and ``wakee`` is blocked in ``block_until``.
+        """
+        thread = self.thread
+        if thread is None or not wakee._blocked or wakee._reserved is not None:
+            return
+        self._recent_thread = thread  # select_task_rq_fair: current->recent_used_cpu = cpu
+        self._sched._place_sync(wakee, thread)
 
     def release(self) -> None:
         """Give up the thread without waiting (e.g. when the task's process ends).
@@ -516,23 +565,35 @@ class Task:
         self._active = True
         try:
             self._leave_cpu("block")
-            value = yield event
+            self._blocked = True
+            try:
+                value = yield event
+            except BaseException:
+                if self._reserved is not None:  # the thread its waker chose is not used
+                    self._sched._unreserve(self)
+                raise
+            finally:
+                self._blocked = False
             yield from self._wake()
         finally:
             self._active = False
         return value
 
-    def _sleep(self, duration_ns: float) -> ProcessGenerator:
+    def _timed_block(self, event: simpy.Event | None, duration_ns: float) -> ProcessGenerator:
+        """Block until ``event`` (if any) or a timer armed on the thread left, then wake."""
         sched = self._sched
         thread = self.thread
         deadline = sched.env.now + duration_ns
         if thread is not None:
             bisect.insort(sched._timers[thread], deadline)
+        timer = sched.env.timeout(duration_ns)
         try:
-            yield from self._block_until(sched.env.timeout(duration_ns))
+            yield from self._block_until(timer if event is None
+                                         else sched.env.any_of([event, timer]))
         finally:
             if thread is not None:
                 sched._timers[thread].remove(deadline)
+        return event is not None and event.triggered
 
     def _busy_error(self) -> RuntimeError:
         return RuntimeError(
@@ -565,12 +626,24 @@ class Task:
             own = self.vruntime_ns
             if own < floor:
                 self._vruntime_offset += floor - own
-        thread = sched._pick_idle(self._last_thread)
-        if thread is None:
-            yield from self._wait_in_queue()
-            return
-        cost = sched.wakeup_cost_ns + sched._leave_idle(thread)
-        sched._occupy(thread, self)
+        reserved = self._reserved
+        if reserved is not None:  # placed by its waker (wakes)
+            self._reserved = None
+            thread, cost = reserved
+        else:
+            placed = sched._place(self)
+            if placed is None:
+                yield from self._wait_in_queue()
+                return
+            thread, cost, switch = placed
+            sched._occupy(thread, self)
+            if switch:  # behind its waker on the waker's thread
+                if cost > 0.0 and not sched.env.fast_forward(cost):
+                    yield sched.env.timeout(cost)
+                self.context_switches += 1
+                self.context_switch_ns += cost
+                self._start_on_cpu()
+                return
         if cost > 0.0:
             if not sched.env.fast_forward(cost):
                 yield sched.env.timeout(cost)
@@ -675,6 +748,17 @@ class CpuScheduler:
         self._thread_core = [topology.core_of(t) for t in range(n)]
         self._core_domain = [topology.domain_of_core(c) for c in range(topology.n_cores)]
         self._siblings = [topology.siblings(t) for t in range(n)]
+        self._thread_domain = [self._core_domain[core] for core in self._thread_core]
+        self._llc_order: list[list[int]] = [[] for _ in range(topology.n_domains)]
+        """Per LLC domain, its threads in Linux's CPU numbering (first threads of every core,
+        then the second ones: ``(SMT index, core)`` order), the order of its idle scans."""
+        for thread in sorted(range(n), key=lambda t: (t - topology.threads_of_core(
+                self._thread_core[t]).start, self._thread_core[t])):
+            self._llc_order[self._thread_domain[thread]].append(thread)
+        self._llc_position = [0] * n
+        for order in self._llc_order:
+            for position, thread in enumerate(order):
+                self._llc_position[thread] = position
         self._holder: list[Task | None] = [None] * n
         self._busy_acc = [0.0] * n
         self._busy_since = [0.0] * n
@@ -781,16 +865,97 @@ class CpuScheduler:
 
     # -- internals used by Task ---------------------------------------------------------------
 
-    def _pick_idle(self, previous: int | None) -> int | None:
-        """Placement of a waking task (module docstring), or ``None`` if no thread is idle."""
+    def _place(self, task: Task) -> tuple[int, float, bool] | None:
+        """Thread, cost and whether a switch, for a wake-up without a reserved thread, or None.
+
+        A timer or an unknown waker: ``select_idle_sibling`` with its previous thread as the
+        target. A synchronous wake-up whose waker found no idle thread in its LLC: the waker's
+        thread if the waker has just given it up (the wakee was queued behind it there: a
+        context switch, no idle exit). Either way, failing those, any idle thread of the
+        machine (lowest fully idle core, of the previous LLC first) stands for the idle
+        balancing that would pull the task there; with no idle thread, the run queue.
+        """
+        target = task._sync_target
+        task._sync_target = None
         if not self._idle_threads:
             return None
-        if previous is not None and self._holder[previous] is None:
+        previous = task._last_thread
+        if target is not None:
+            if self._holder[target] is None and self._idle_since[target] == self.env.now:
+                self._idle_choice[target] = 0  # it never idled
+                return target, self.config.context_switch_ns, True
+            thread = None
+        elif previous is not None:
+            thread = self._select_idle_sibling(task, previous, previous)
+        else:
+            thread = None
+        if thread is None:
+            core = self._idle_core(previous)
+            thread = (self.topology.threads_of_core(core).start if core is not None
+                      else self._idle_threads[0])
+        return thread, self.wakeup_cost_ns + self._leave_idle(thread), False
+
+    def _place_sync(self, wakee: Task, waker_thread: int) -> None:
+        """A synchronous wake-up by the task on ``waker_thread``: reserve the wakee's thread.
+
+        ``wake_affine`` makes the waker's thread the target (a sync wake-up with one task
+        running there); ``select_idle_sibling`` then searches the target's LLC. With no idle
+        thread there the wakee waits for the waker's thread (:meth:`_place`).
+        """
+        thread = (self._select_idle_sibling(wakee, wakee._last_thread, waker_thread)
+                  if self._idle_threads else None)
+        if thread is None:
+            wakee._sync_target = waker_thread
+            return
+        cost = self.wakeup_cost_ns + self._leave_idle(thread)
+        self._occupy(thread, wakee)
+        wakee._reserved = (thread, cost)
+
+    def _unreserve(self, task: Task) -> None:
+        """Give back the thread a waker reserved for ``task`` (its wait failed)."""
+        assert task._reserved is not None
+        thread = task._reserved[0]
+        task._reserved = None
+        task.thread = None
+        task.core = None
+        self._free(thread)
+
+    def _select_idle_sibling(self, task: Task, previous: int | None, target: int) -> int | None:
+        """Linux 5.8's ``select_idle_sibling``: an idle thread in ``target``'s LLC, or ``None``.
+
+        In order: the target; the previous thread; the task's recently used thread (which then
+        becomes the previous one); the first thread of a fully idle core, scanning the LLC in
+        Linux's CPU numbering from the target (``select_idle_core``); the first idle thread
+        after the target (``select_idle_cpu``, not bounded here by ``SIS_PROP``).
+        """
+        holder = self._holder
+        if holder[target] is None:
+            return target
+        domain = self._thread_domain[target]
+        thread_domain = self._thread_domain
+        if (previous is not None and previous != target and thread_domain[previous] == domain
+                and holder[previous] is None):
             return previous
-        core = self._idle_core(previous)
-        if core is not None:
-            return self.topology.threads_of_core(core).start
-        return self._idle_threads[0]
+        recent = task._recent_thread
+        if (recent is not None and recent != previous and recent != target
+                and thread_domain[recent] == domain and holder[recent] is None):
+            task._recent_thread = previous
+            return recent
+        order = self._llc_order[domain]
+        start = self._llc_position[target]
+        n = len(order)
+        if self._idle_cores[domain]:
+            core_busy = self._core_busy
+            thread_core = self._thread_core
+            for i in range(n):
+                thread = order[(start + i) % n]
+                if core_busy[thread_core[thread]] == 0:
+                    return thread
+        for i in range(1, n):
+            thread = order[(start + i) % n]
+            if holder[thread] is None:
+                return thread
+        return None
 
     def _idle_core(self, previous: int | None) -> int | None:
         """Lowest fully idle core, of the previous thread's domain first."""

@@ -60,12 +60,13 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 __all__ = ["Experiment", "Plan", "Result", "check_estimate", "experiment_hash", "point_seed", "run",
-           "single_client_work_scale"]
+           "single_client_work_scale", "solve_work_scale"]
 
 CALIBRATION_MIN_DURATION_MS = 20.0
 """Single-client calibration points simulate at least this long (about 700 transactions)."""
 CALIBRATION_TOLERANCE = 0.005
 CALIBRATION_MAX_STEPS = 6
+CALIBRATION_BISECTION_STEPS = 12
 DEFAULT_EXPERIMENT = "default"
 """The shipped experiment whose machine, algorithms, workload and idle kind are the defaults."""
 
@@ -279,9 +280,8 @@ def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
 
     Runs the experiment's first algorithm and workload with 1 client, 0 idle connections (of the
     model's ``calibration_idle_kind``) and the first root seed, for at least
-    :data:`CALIBRATION_MIN_DURATION_MS`. 1/TPS is affine in
-    the work scale for one client (work plus fixed wake-up and scheduling costs), so secant
-    steps converge in two or three runs; it stops within :data:`CALIBRATION_TOLERANCE`.
+    :data:`CALIBRATION_MIN_DURATION_MS`, and searches the scale with
+    :func:`solve_work_scale`.
 
     Raises:
         ConfigError: the target cannot be reached (the fixed costs alone are slower).
@@ -301,27 +301,82 @@ def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
             log(f"calibration: work scale {scale:.4f} -> {tps:,.0f} TPS (target {target_tps:,.0f})")
         return 1.0 / tps if tps > 0 else math.inf
 
+    return solve_work_scale(inverse_tps, target_tps)
+
+
+def solve_work_scale(inverse_tps: Callable[[float], float], target_tps: float) -> float:
+    """The work scale at which 1/TPS, ``inverse_tps(scale)``, is ``1 / target_tps``.
+
+    ``inverse_tps`` grows with the scale; the result is within :data:`CALIBRATION_TOLERANCE`.
+
+    Secant steps from scale 1 converge in two or three runs where 1/TPS is affine. Where it
+    is not (an idle state's residency threshold crossed changes every wake-up's exit latency,
+    so 1/TPS jumps), bisection on the bracket the runs so far give, for at most
+    :data:`CALIBRATION_BISECTION_STEPS` more runs.
+
+    Raises:
+        ConfigError: the target cannot be reached: the fixed costs alone are slower, or 1/TPS
+            jumps over the target (the error names both sides of the jump).
+    """
     target = 1.0 / target_tps
-    x0, y0 = 1.0, inverse_tps(1.0)
+    samples: list[tuple[float, float]] = []
+
+    def sample(scale: float) -> float:
+        value = inverse_tps(scale)
+        samples.append((scale, value))
+        return value
+
+    def close(value: float, tolerance: float = CALIBRATION_TOLERANCE) -> bool:
+        return abs(value / target - 1) <= tolerance
+
+    x0, y0 = 1.0, sample(1.0)
     if not math.isfinite(y0):
         raise ConfigError("single_client_tps", "the calibration point completed no transaction")
     x1 = target / y0  # as if all of the time were work
-    y1 = inverse_tps(x1)
+    y1 = sample(x1)
     for _ in range(CALIBRATION_MAX_STEPS):
-        if abs(y1 / target - 1) <= CALIBRATION_TOLERANCE:
+        if close(y1):
             return x1
         slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
         if not slope > 0:
             break
         x2 = x1 + (target - y1) / slope
         if x2 <= 0:
+            break
+        x0, y0, x1, y1 = x1, y1, x2, sample(x2)
+    low = max((x for x, y in samples if y < target), default=None)
+    high = min((x for x, y in samples if y > target), default=None)
+    if low is None:
+        smallest = min(x for x, _ in samples) / 64
+        if not sample(smallest) < target:
             raise ConfigError("single_client_tps", f"{target_tps:,.0f} TPS is faster than the "
                               "model's fixed per-transaction costs allow on this machine")
-        x0, y0, x1, y1 = x1, y1, x2, inverse_tps(x2)
-    if abs(y1 / target - 1) <= 2 * CALIBRATION_TOLERANCE:
-        return x1
+        low = smallest
+    if high is None:
+        high = max(x for x, _ in samples) * 2
+        while not sample(high) > target:
+            if high > 1e6:
+                raise ConfigError("single_client_tps", f"could not slow the calibration point "
+                                  f"down to {target_tps:,.0f} TPS")
+            high *= 2
+    for _ in range(CALIBRATION_BISECTION_STEPS):
+        middle = (low + high) / 2
+        value = sample(middle)
+        if close(value):
+            return middle
+        if value < target:
+            low = middle
+        else:
+            high = middle
+    best_scale, best_value = min(samples, key=lambda item: abs(item[1] / target - 1))
+    if close(best_value, 2 * CALIBRATION_TOLERANCE):
+        return best_scale
+    below = dict(samples)
     raise ConfigError("single_client_tps",
-                      f"could not reach {target_tps:,.0f} TPS (last: {1 / y1:,.0f} TPS)")
+                      f"could not reach {target_tps:,.0f} TPS: the model gives "
+                      f"{1 / below[low]:,.0f} TPS at work scale {low:.4f} and "
+                      f"{1 / below[high]:,.0f} at {high:.4f} (a jump, e.g. an idle state's "
+                      "residency threshold, lies between)")
 
 
 @dataclass(slots=True)

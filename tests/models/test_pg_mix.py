@@ -33,7 +33,7 @@ def test_a_run_realises_the_weights_and_reports_each_script() -> None:
                                 mix=(("select-only", 3.0), ("tpcb", 1.0)))).row
     select, tpcb = float(row["tps_select_only"]), float(row["tps_tpcb"])  # type: ignore[arg-type]
     assert select + tpcb == pytest.approx(float(row["tps"]))  # type: ignore[arg-type]
-    assert int(row["transactions"]) > 5000  # type: ignore[call-overload]
+    assert int(row["transactions"]) > 3000  # type: ignore[call-overload]
     assert tpcb / (select + tpcb) == pytest.approx(0.25, abs=0.01)
     # a tpcb transaction (7 round trips) takes several times a select-only one
     assert row["latency_mean_us_tpcb"] > 3 * row["latency_mean_us_select_only"]  # type: ignore[operator]

@@ -119,8 +119,11 @@ def test_pg14_select_only_writes_no_scanned_line(algorithm: str) -> None:
     xmin_lines = lines.loc[lines["fields_written"].map(lambda f: "xmin" in fields(f))]
     assert len(xmin_lines) == 4
     assert xmin_lines["label"].str.startswith("PGPROC").all()
-    hitm = ["local_hitm", "remote_hitm", "cross_domain_hitm"]
-    assert (xmin_lines[hitm] == 0).all().all()  # no other core ever wanted them
+    # No other backend ever wants them: only the owner, moved to another core of its LLC by a
+    # wake-up, finds its own line modified in its old core (at most once per migration).
+    assert (xmin_lines[["remote_hitm", "cross_domain_hitm"]] == 0).all().all()
+    migrations = float(numbers(result)["migrations_per_txn"]) * int(numbers(result)["transactions"])
+    assert xmin_lines["local_hitm"].sum() <= migrations + 1e-9
 
 
 @pytest.mark.parametrize("clients", [1, 8])

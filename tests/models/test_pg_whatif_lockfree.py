@@ -151,7 +151,7 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
     rows = {}
     for algorithm in ("post14", NAME):
         result = run_point(PointConfig(machine=machine, algorithm=algorithm, clients=48,
-                                       duration_ns=1e6, warmup_ns=1e6))
+                                       duration_ns=2e6, warmup_ns=1e6))
         rows[algorithm] = result
     post14, lockfree = rows["post14"].row, rows[NAME].row
     assert lockfree["reused_snapshots"] == 2.0

@@ -14,7 +14,7 @@ import pytest
 from simulator.cli import main
 
 GRID = ["--no-progress", "--jobs", "1", "--idle-clients", "0,300", "--duration-ms", "1.0",
-        "--warmup-ms", "0.5"]
+        "--warmup-ms", "2.0"]
 
 
 @pytest.fixture(scope="module")

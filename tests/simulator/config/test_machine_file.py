@@ -113,7 +113,7 @@ def test_gold5215() -> None:
     assert (gold.mlp.stream, gold.mlp.indirect) == (10, 4)
     assert gold.scheduler.time_slice_ns == 3e6
     assert gold.scheduler.context_switch_ns == 2000
-    assert gold.scheduler.wakeup_ns == 5000
+    assert gold.scheduler.wakeup_ns == 2000
     assert gold.scheduler.ipi_exit_ns == 0
     assert gold.scheduler.smt_throughput == 1.25
     assert {"S2", "S4", "S5", "S10"} <= set(gold.sources)

@@ -342,7 +342,7 @@ def test_wakeup_prefers_previous_thread() -> None:
     assert task.migrations == 0
 
 
-def test_wakeup_prefers_idle_core_of_previous_domain_and_reports_migration() -> None:
+def test_wakeup_scans_its_llc_for_an_idle_core_from_its_previous_thread() -> None:
     env, sched = make((1, 2, 2, 2))
     calls: list[tuple[str, int, int, float]] = []
     sched.on_migrate = lambda task, old, new: calls.append((task.name, old, new, env.now))
@@ -363,20 +363,19 @@ def test_wakeup_prefers_idle_core_of_previous_domain_and_reports_migration() -> 
     env.process(proc())  # first placement: core 3, thread 6
     env.process(hold(env, helpers["d"], 20, 1000))  # takes thread 6, the only idle core at 20
     env.run()
-    # At 110 thread 6 is busy; cores 0 (domain 0) and 2 (domain 1) are fully idle: core 2 wins.
-    assert threads == [6, 4, 4]
+    # At 110 thread 6 is busy. Its LLC (threads 4-7) in Linux numbering is 4, 6, 5, 7; the
+    # idle-core scan from 6 meets 5 (core 2, idle since 50) first; core 0 (other LLC) is not
+    # considered. At 220 the previous thread 5 is idle again.
+    assert threads == [6, 5, 5]
     assert task.migrations == 1
     assert calls == [("t", 3, 2, 110.0)]
 
 
-@pytest.mark.parametrize(("b_stops", "expected_thread"), [(50.0, 2), (1000.0, 1)])
-def test_wakeup_falls_back_to_any_idle_core_then_lowest_idle_thread(
-    b_stops: float, expected_thread: int
-) -> None:
+def test_wakeup_takes_an_idle_thread_of_its_llc_before_an_idle_core_elsewhere() -> None:
     env, sched = make((1, 2, 2, 2))
     task = sched.new_task("t")
     env.process(hold(env, sched.new_task("a"), 0, 1000))  # thread 0
-    env.process(hold(env, sched.new_task("b"), 0, b_stops))  # thread 2
+    env.process(hold(env, sched.new_task("b"), 0, 50))  # thread 2
     placed: list[int | None] = []
 
     def proc() -> ProcessGenerator:
@@ -390,10 +389,100 @@ def test_wakeup_falls_back_to_any_idle_core_then_lowest_idle_thread(
     env.process(hold(env, sched.new_task("c"), 20, 1000))  # thread 4 (lowest fully idle core 2)
     env.process(hold(env, sched.new_task("d"), 30, 1000))  # thread 6 (core 3)
     env.run()
-    # Domain 1 has no fully idle core at 100. If b left, core 1 is fully idle (thread 2);
-    # otherwise every core is partly busy and the lowest idle thread is 1.
-    assert placed == [4, expected_thread]
-    assert task.migrations == 1
+    # At 100 core 1 (other LLC) is fully idle, but the LLC of thread 4 has idle threads: the
+    # scan after 4 (order 4, 6, 5, 7) finds 5.
+    assert placed == [4, 5]
+
+
+@pytest.mark.parametrize(("b_stops", "expected"), [(50.0, (1, 0.0)), (1000.0, (1, 900.0))])
+def test_wakeup_with_its_llc_full_takes_an_idle_core_elsewhere_or_queues(
+    b_stops: float, expected: tuple[int, float]
+) -> None:
+    env, sched = make((1, 2, 2, 1), context_switch_ns=0.0)
+    task = sched.new_task("t")
+    env.process(hold(env, sched.new_task("a"), 0, 2000))  # thread 0
+    env.process(hold(env, sched.new_task("b"), 0, b_stops))  # thread 1
+    placed: list[int | None] = []
+
+    def proc() -> ProcessGenerator:
+        yield env.timeout(0)
+        yield from task.run(10)  # thread 2
+        yield from task.block_until(env.timeout(90))  # wakes at 100
+        yield from task.run(0)
+        placed.append(task.thread)
+
+    env.process(proc())
+    env.process(hold(env, sched.new_task("c"), 20, 2000))  # thread 2
+    env.process(hold(env, sched.new_task("d"), 30, 2000))  # thread 3
+    env.run()
+    # LLC 1 (threads 2, 3) is full at 100: thread 1 (the other LLC) if b has left, otherwise
+    # the run queue until b leaves at 1000.
+    assert (placed[0], task.runqueue_wait_ns) == expected
+
+
+def test_sync_wakeup_keeps_the_waker_on_its_thread_and_takes_the_wakees_previous() -> None:
+    env, sched = make((1, 1, 2, 2))
+    client, server = sched.new_task("client"), sched.new_task("server")
+    inbox, answer = env.event(), env.event()
+    seen: dict[str, int | None] = {}
+
+    def serve() -> ProcessGenerator:
+        yield from server.run(10)  # thread 0 (first placement)
+        yield from server.block_until(inbox)
+        seen["server"] = server.thread
+        yield from server.run(10)
+        server.wakes(client)
+        answer.succeed()
+        server.release()
+
+    def ask() -> ProcessGenerator:
+        yield env.timeout(20)
+        yield from client.run(10)  # thread 0: the server's old thread, idle since 10
+        seen["client"] = client.thread
+        client.wakes(server)
+        inbox.succeed()
+        yield from client.block_until(answer)
+        seen["client again"] = client.thread
+
+    env.process(serve())
+    env.process(ask())
+    env.run()
+    # The waker holds thread 0 while it wakes the server, whose previous thread is 0: the scan
+    # from 0 finds the idle core 1 (thread 2). The answer wakes the client on 0, its previous.
+    assert seen == {"client": 0, "server": 2, "client again": 0}
+
+
+def test_sync_wakeup_with_no_idle_thread_in_the_llc_switches_to_the_wakee_on_the_wakers_thread(
+) -> None:
+    env, sched = make((1, 1, 1, 1), context_switch_ns=3.0, wakeup_ns=50.0)
+    client, server = sched.new_task("client"), sched.new_task("server")
+    inbox, answer = env.event(), env.event()
+    seen: list[tuple[str, int | None, float]] = []
+
+    def serve() -> ProcessGenerator:
+        yield from server.block_until(inbox)
+        seen.append(("server", server.thread, env.now))
+        yield from server.run(10)
+        server.wakes(client)
+        answer.succeed()
+        server.release()
+
+    def ask() -> ProcessGenerator:
+        yield from client.run(10)  # thread 0 after its first wake-up (50)
+        client.wakes(server)
+        inbox.succeed()
+        yield from client.block_until(answer)
+        seen.append(("client", client.thread, env.now))
+
+    env.process(serve())
+    env.process(ask())
+    env.run()
+    # One thread: each wakee waits for its waker to give the thread up, then pays a context
+    # switch (3 ns), not a wake-up from idle (50 ns).
+    assert seen == [("server", 0, 63.0), ("client", 0, 76.0)]
+    assert (server.context_switches, server.wakeup_ns, server.context_switch_ns) == (1, 0.0, 3.0)
+    assert client.context_switches == 1
+    assert sched.stats.idle_exits == 1  # the client's first placement only
 
 
 # -- determinism and errors ------------------------------------------------------------------------

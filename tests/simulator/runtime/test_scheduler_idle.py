@@ -172,3 +172,36 @@ def test_stats_since_is_the_difference_of_two_copies() -> None:
     assert before == SchedulerStats(before.idle_exits, before.idle_exit_ns,
                                     before.exits_by_state, before.ipis, before.private_flushes,
                                     before.migrations)
+
+
+@pytest.mark.parametrize(("event_at_us", "happened"), [(3.0, True), (50.0, False)])
+def test_wait_returns_at_the_event_or_the_timeout_with_the_timer_seen_by_the_governor(
+        event_at_us: float, happened: bool) -> None:
+    env, sched = scheduler()
+    task = sched.new_task("t")
+    event = env.event()
+    got: list[tuple[bool, float]] = []
+
+    def body() -> ProcessGenerator:
+        yield from task.run(1 * US)  # woken from C6 at 0: runs from 97 us to 98 us
+        start = env.now
+        happened = yield from task.wait(event, 20 * US)
+        got.append((happened, (env.now - start) / US))
+
+    def fire() -> ProcessGenerator:
+        yield env.timeout(98 * US + event_at_us * US)
+        event.succeed()
+
+    env.process(body())
+    env.process(fire())
+    env.run()
+    # The 20 us timer is below C6's residency, so the governor takes C1: the task is back 5 us
+    # (wake-up) + 2 us (C1 exit) after the event (3 us) or the timeout (20 us).
+    assert [flag for flag, _ in got] == [happened]
+    assert got[0][1] == pytest.approx(min(event_at_us, 20.0) + 7.0)
+
+
+def test_wait_rejects_a_negative_timeout() -> None:
+    env, sched = scheduler()
+    with pytest.raises(ValueError, match="timeout must be >= 0"):
+        sched.new_task("t").wait(env.event(), -1.0)
