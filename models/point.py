@@ -281,6 +281,7 @@ class _Processes:
         sleep = self.config.costs.mostly_idle_sleep_ns
         select1 = workload("select1")
         (statements,) = select1.round_trips
+        client_ns = self.config.costs.client_cycles / connections[0].backend.clock_ghz
         due = [(phase, index) for index, phase in enumerate(phases_ns)]
         heapq.heapify(due)
         started = [0.0] * len(connections)
@@ -308,8 +309,7 @@ class _Processes:
             while due and due[0][0] <= now:
                 sending.append(heapq.heappop(due)[1])
             if done or sending:
-                yield from task.run((len(done) + len(sending)) * self.config.costs.client_cycles
-                                    / connections[0].backend.clock_ghz)
+                yield from task.run((len(done) + len(sending)) * client_ns)
             for index in sending:
                 backend = connections[index].backend
                 assert backend.task is not None

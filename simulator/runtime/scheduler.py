@@ -627,6 +627,7 @@ class Task:
             if own < floor:
                 self._vruntime_offset += floor - own
         reserved = self._reserved
+        switch = False
         if reserved is not None:  # placed by its waker (wakes)
             self._reserved = None
             thread, cost = reserved
@@ -637,16 +638,12 @@ class Task:
                 return
             thread, cost, switch = placed
             sched._occupy(thread, self)
-            if switch:  # behind its waker on the waker's thread
-                if cost > 0.0 and not sched.env.fast_forward(cost):
-                    yield sched.env.timeout(cost)
-                self.context_switches += 1
-                self.context_switch_ns += cost
-                self._start_on_cpu()
-                return
-        if cost > 0.0:
-            if not sched.env.fast_forward(cost):
-                yield sched.env.timeout(cost)
+        if cost > 0.0 and not sched.env.fast_forward(cost):
+            yield sched.env.timeout(cost)
+        if switch:  # queued behind its waker on the waker's thread
+            self.context_switches += 1
+            self.context_switch_ns += cost
+        else:
             self.wakeup_ns += cost
         self._start_on_cpu()
 
@@ -882,8 +879,7 @@ class CpuScheduler:
         previous = task._last_thread
         if target is not None:
             if self._holder[target] is None and self._idle_since[target] == self.env.now:
-                self._idle_choice[target] = 0  # it never idled
-                return target, self.config.context_switch_ns, True
+                return target, self.config.context_switch_ns, True  # it never idled
             thread = None
         elif previous is not None:
             thread = self._select_idle_sibling(task, previous, previous)

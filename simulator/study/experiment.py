@@ -371,11 +371,11 @@ def solve_work_scale(inverse_tps: Callable[[float], float], target_tps: float) -
     best_scale, best_value = min(samples, key=lambda item: abs(item[1] / target - 1))
     if close(best_value, 2 * CALIBRATION_TOLERANCE):
         return best_scale
-    below = dict(samples)
+    by_scale = dict(samples)
     raise ConfigError("single_client_tps",
                       f"could not reach {target_tps:,.0f} TPS: the model gives "
-                      f"{1 / below[low]:,.0f} TPS at work scale {low:.4f} and "
-                      f"{1 / below[high]:,.0f} at {high:.4f} (a jump, e.g. an idle state's "
+                      f"{1 / by_scale[low]:,.0f} TPS at work scale {low:.4f} and "
+                      f"{1 / by_scale[high]:,.0f} at {high:.4f} (a jump, e.g. an idle state's "
                       "residency threshold, lies between)")
 
 
