@@ -257,6 +257,31 @@ class MlpConfig:
 SCHEDULER_POLICIES = ("cfs", "fifo")
 """Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
 
+RUN_QUEUE_KINDS = ("per_cpu", "global")
+"""``per_cpu``: one run queue per hardware thread with wake-up preemption and load balancing, as
+Linux; ``global``: one machine-wide queue that balances perfectly (an ablation)."""
+
+DEFAULT_WAKEUP_GRANULARITY_NS = 4e6
+"""How much less virtual runtime a waking task needs than the running one to preempt it (ns).
+
+Linux CFS before 6.6, ``sysctl_sched_wakeup_granularity`` in kernel/sched/fair.c: 1 ms scaled
+by ``1 + ilog2(min(CPUs, 8))`` (the default logarithmic tunable scaling), 4 ms on every machine
+with 8 or more CPUs."""
+
+DEFAULT_MIGRATION_COST_NS = 0.5e6
+"""``sysctl_sched_migration_cost`` of Linux (kernel/sched/fair.c), 0.5 ms: a CPU whose average
+idle period is shorter does not pull work from other run queues when it goes idle
+(``newidle_balance``)."""
+
+DEFAULT_BALANCE_INTERVAL_NS = 4e6
+"""Interval of the periodic load balancing that moves a queued task to an idle CPU (ns).
+
+ASSUMPTION, range 1-8 ms: Linux balances idle CPUs from the scheduler tick of a CPU with two or
+more runnable tasks (``nohz_balancer_kick`` in kernel/sched/fair.c), so within about a tick;
+4 ms is the tick of ``CONFIG_HZ=250``, the setting of the Debian and Ubuntu generic kernels
+(1 ms with ``HZ=1000``). The domains' own intervals (their CPU count in ms) are longer and
+are not modelled."""
+
 DEFAULT_SLEEPER_CREDIT_NS = 12e6
 """How far before the queue's minimum virtual runtime a waking task may be placed (ns).
 
@@ -274,8 +299,10 @@ class SchedulerConfig:
     ``smt_throughput`` is the combined throughput of two busy SMT siblings relative to one thread
     alone (1.0 = no gain, each runs at half speed; 2.0 = no interference). ``policy`` orders the
     run queue: ``cfs`` by virtual runtime, a waking task placed at most ``sleeper_credit_ns``
-    before the queue's minimum (Linux CFS before 6.6), or ``fifo`` (see
-    :mod:`simulator.runtime.scheduler`).
+    before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
+    ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
+    by ``migration_cost_ns``, periodic balancing every ``balance_interval_ns``) or ``global``
+    (see :mod:`simulator.runtime.scheduler`).
     """
 
     time_slice_ns: float
@@ -285,6 +312,10 @@ class SchedulerConfig:
     smt_throughput: float = 1.0
     policy: str = "cfs"
     sleeper_credit_ns: float = DEFAULT_SLEEPER_CREDIT_NS
+    run_queues: str = "per_cpu"
+    wakeup_granularity_ns: float = DEFAULT_WAKEUP_GRANULARITY_NS
+    migration_cost_ns: float = DEFAULT_MIGRATION_COST_NS
+    balance_interval_ns: float = DEFAULT_BALANCE_INTERVAL_NS
 
     def __post_init__(self) -> None:
         _require_positive("scheduler.time_slice", self.time_slice_ns)
@@ -292,6 +323,12 @@ class SchedulerConfig:
         _require_non_negative("scheduler.wakeup", self.wakeup_ns)
         _require_non_negative("scheduler.ipi_exit", self.ipi_exit_ns)
         _require_non_negative("scheduler.sleeper_credit", self.sleeper_credit_ns)
+        _require_non_negative("scheduler.wakeup_granularity", self.wakeup_granularity_ns)
+        _require_non_negative("scheduler.migration_cost", self.migration_cost_ns)
+        _require_positive("scheduler.balance_interval", self.balance_interval_ns)
+        if self.run_queues not in RUN_QUEUE_KINDS:
+            raise _fail("scheduler.run_queues", f"unknown value {self.run_queues!r} (choose one "
+                                                f"of: {', '.join(RUN_QUEUE_KINDS)})")
         if self.policy not in SCHEDULER_POLICIES:
             raise _fail("scheduler.policy", f"unknown value {self.policy!r} (choose one of: "
                                             f"{', '.join(SCHEDULER_POLICIES)})")

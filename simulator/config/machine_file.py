@@ -22,7 +22,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
               invalidation_per_extra_sharer (optional, default 0 ns)}
     mlp: {stream, indirect}
     scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
-                sleeper_credit (the last four optional)}
+                sleeper_credit, run_queues (per_cpu or global), wakeup_granularity,
+                migration_cost, balance_interval (all but the first three optional)}
     idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
@@ -92,7 +93,8 @@ _SCALAR_LATENCIES = ("smt_sibling", "atomic_local", "local_hit", "local_hitm", "
 _KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm")
 _RELATIONS = tuple(relation.value for relation in HomeRelation)
 _SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
-                   "sleeper_credit")
+                   "sleeper_credit", "run_queues", "wakeup_granularity", "migration_cost",
+                   "balance_interval")
 _IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
 _IDLE_STATE_KEYS = ("name", "exit_latency", "target_residency", "wake_latency", "scope")
 _IDLE_SCOPES = ("thread", "core")
@@ -358,16 +360,20 @@ def _mlp(value: object) -> MlpConfig:
 
 def _scheduler(value: object, clock: float) -> SchedulerConfig:
     data = expect_section(value, "scheduler", _SCHEDULER_KEYS,
-                    optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit"})
+                    optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit",
+                              "run_queues", "wakeup_granularity", "migration_cost",
+                              "balance_interval"})
     settings: dict[str, Any] = {
         f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
-        for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit")
+        for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit",
+                    "wakeup_granularity", "migration_cost", "balance_interval")
         if key in data}
     if "smt_throughput" in data:
         settings["smt_throughput"] = expect_number("scheduler.smt_throughput",
                                                    data["smt_throughput"])
-    if "policy" in data:  # its value is checked by SchedulerConfig
-        settings["policy"] = expect_str("scheduler.policy", data["policy"])
+    for key in ("policy", "run_queues"):  # their values are checked by SchedulerConfig
+        if key in data:
+            settings[key] = expect_str(f"scheduler.{key}", data[key])
     return SchedulerConfig(**settings)
 
 

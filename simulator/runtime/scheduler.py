@@ -18,21 +18,43 @@ releases it or is preempted). Otherwise the thread is *idle*. Busy time per thre
 utilisation (:meth:`CpuScheduler.busy_ns`, :meth:`CpuScheduler.utilisation`); it includes the
 wake-up and context-switch costs.
 
-**One global run queue.** Runnable tasks without a thread wait in a single machine-wide queue.
-This simplifies Linux, which has one queue per CPU plus periodic and idle load balancing: here a
-freed thread always takes the first waiting task of the whole machine, so no thread idles while a
-task waits (perfect balancing). Invariant: the queue is not empty only when no thread is idle.
-Its order is the machine's ``scheduler.policy``:
+**Run queues.** Runnable tasks without a thread wait in a run queue. With the machine's
+``scheduler.run_queues: per_cpu`` (the default) each hardware thread has its own, as in Linux:
+
+* a waking task that finds no idle thread (*Placement*, below) joins its target's queue (the
+  waker's thread for a synchronous wake-up, else its previous thread; a first placement, the
+  shortest queue) and may preempt the target's running task (``check_preempt_wakeup``): when the
+  running task's virtual runtime exceeds the wakee's by more than ``wakeup_granularity_ns``
+  (4 ms, Linux's default on 8 or more CPUs), it yields at the start of its next run segment
+  (Linux preempts at the next preemption point, here at most one segment later), and a
+  reschedule IPI is counted when the target is not the wakee's previous thread;
+* a thread given up takes the head of its own queue; with none there it pulls the head of the
+  longest queue of its LLC, else of the machine (``newidle_balance``), but only while its
+  average idle period (``rq->avg_idle``: 1/8 of each idle period into a running average, capped
+  at twice the migration cost, starting there) is at least ``migration_cost_ns`` (0.5 ms); a
+  thread with shorter idle periods idles;
+* while tasks are queued and threads idle, the periodic balancing at the next multiple of
+  ``balance_interval_ns`` (the tick: 4 ms) lets every idle thread, lowest first, pull the head
+  of the longest queue (of its LLC first); the pulled task pays the thread's idle exit on top of
+  the context switch.
+
+With ``global`` (an ablation) all threads share one machine-wide queue: a freed thread always
+takes the first waiting task of the machine, so no thread idles while a task waits (perfect
+balancing), there is no wake-up preemption, and a waking task whose LLC is full takes any idle
+thread of the machine at once. Either way the queue order is the machine's
+``scheduler.policy``:
 
 * ``cfs`` (the default), Linux's Completely Fair Scheduler before 6.6 with equal weights: the
   task of least *virtual runtime* goes first, a task's virtual runtime being the on-CPU time it
   has used (``cpu_ns + stall_ns``). A waking task is placed no earlier than
-  ``sleeper_credit_ns`` before the queue's minimum virtual runtime (``place_entity`` with
+  ``sleeper_credit_ns`` before the minimum virtual runtime (``place_entity`` with
   ``GENTLE_FAIR_SLEEPERS``), so a task that slept long does not monopolise the CPUs afterwards,
   while one that slept briefly, like a client that waited for its answer, keeps its lead. The
-  queue's minimum is the virtual runtime of the last task dispatched (kept monotonic), where
-  Linux takes the smaller of the running and the leftmost task's. Ties go in arrival order.
-* ``fifo``: first come, first served.
+  minimum is the virtual runtime of the last task dispatched (kept monotonic), one for the
+  machine, where Linux keeps one per queue (the smaller of the running and the leftmost task's)
+  and renormalises a migrating task's virtual runtime. Ties go in arrival order. The running
+  task's virtual runtime includes the part of its current segment run so far.
+* ``fifo``: first come, first served (no wake-up preemption).
 
 With many more runnable tasks than threads the order decides the dynamics. Under ``fifo`` every
 runnable task waits a full turn of the queue for each step it takes, so closed-loop clients keep
@@ -42,8 +64,8 @@ of the process serving it, each pair waits once per request, and throughput is s
 few requests per client.
 
 **Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
-used ``time_slice_ns`` and the run queue is not empty it is preempted at that instant, in the middle
-of a ``run`` if need be: its thread goes to the first task of the queue, which pays
+used ``time_slice_ns`` and its thread's run queue is not empty it is preempted at that instant,
+in the middle of a ``run`` if need be: its thread goes to the first task of the queue, which pays
 ``context_switch_ns`` on that thread before it runs, and the preempted task joins the queue (at
 its virtual runtime, or the tail under ``fifo``) with the rest of its work; it resumes later,
 possibly on another thread. If the queue is empty
@@ -51,42 +73,40 @@ the slice is renewed. A new slice starts each time a task gets a thread. Preempt
 while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
 waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
 is preempted at the start of the next ``run`` (or loses its thread anyway if it blocks). There
-are no priorities or nice values (all tasks weigh the same), slices do not shrink with the number
-of runnable tasks, and there is no wake-up preemption: a waking task never preempts a running
-one, whatever its virtual runtime.
+are no priorities or nice values (all tasks weigh the same) and slices do not shrink with the
+number of runnable tasks.
 
-**Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of the run queue with
+**Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of its run queue with
 a context switch, or goes idle) and waits for the event; ``sleep(ns)`` does the same on a timer
 armed on the thread it leaves. On wake-up the task is placed on an idle thread if one exists,
 after a wake-up cost: ``wakeup_ns``, plus the exit latency of the idle state the thread is in
 (``wake_latency_ns`` of the machine's ``idle`` table, below), plus ``ipi_exit_ns`` on a
 virtualized machine when the wake-up needs an IPI (a halted vCPU: the IPI exits to the
-hypervisor); the thread is reserved for it meanwhile. Without an idle thread it joins the run
+hypervisor); the thread is reserved for it meanwhile. Without an idle thread it joins a run
 queue (no wake-up cost; it pays the context switch when dispatched). A task starts blocked, and its
 first ``run`` places it exactly like a wake-up (it pays the wake-up cost on an idle thread): a
 server process's first work follows a connection or a client message.
 
 **Placement** of a waking task (deterministic), after ``select_task_rq_fair`` and
-``select_idle_sibling`` of Linux 5.8 (``kernel/sched/fair.c``). A *synchronous* wake-up, declared
-by the waker with :meth:`Task.wakes` before it triggers the event (a socket message it will wait
-for the answer to: ``WF_SYNC``), is placed at that instant, while the waker still holds its
-thread, as ``try_to_wake_up`` runs on the waker's CPU: ``wake_affine`` makes the waker's thread
-the target, and the chosen thread is reserved for the wakee. Any other wake-up (a timer, an
-event without a declared waker) has its previous thread as the target. ``select_idle_sibling``
-then takes, within the target's LLC domain: the target if idle; the previous thread if idle; the
-task's recently used thread (the thread it last woke another task from) if idle; the first
-thread of a fully idle core, scanning the LLC in Linux's CPU numbering (first threads of every
-core, then the second ones) from the target; the first idle thread after the target. With no
-idle thread in the LLC, a synchronous wakee takes its waker's thread once the waker gives it
-up, paying a context switch instead of a wake-up (it was queued behind the waker; the thread
-never idles); otherwise, and for other wake-ups, the lowest fully idle core of the machine (of
-the previous LLC first), else the lowest idle thread, stands for the idle balancing that would
-pull the task there; with no idle thread the task queues. A task's first placement without a
-waker takes the lowest fully idle core, else the lowest idle thread (fork balancing's spread,
-simplified). Left out: ``wake_wide`` (it needs both tasks to switch wakees more often than the
-LLC has CPUs; a background pgbench thread does, the backends it wakes do not), the
-``SIS_PROP`` bound on the idle-CPU scan (the whole LLC is scanned) and the load comparison of
-``wake_affine_weight``.
+``select_idle_sibling`` of Linux 5.8 (``kernel/sched/fair.c``). A *synchronous* wake-up, declared by
+the waker with :meth:`Task.wakes` before it triggers the event (a socket message it will wait for
+the answer to: ``WF_SYNC``), is placed at that instant, while the waker still holds its thread, as
+``try_to_wake_up`` runs on the waker's CPU: ``wake_affine`` makes the waker's thread the target, and
+the chosen thread is reserved for the wakee. Any other wake-up (a timer, an event without a declared
+waker) has its previous thread as the target. ``select_idle_sibling`` then takes, within the
+target's LLC domain: the target if idle; the previous thread if idle; the task's recently used
+thread (the thread it last woke another task from) if idle; the first thread of a fully idle core,
+scanning the LLC in Linux's CPU numbering (first threads of every core, then the second ones) from
+the target; the first idle thread after the target. With no idle thread in the LLC, a synchronous
+wakee takes its waker's thread once the waker gives it up, paying a context switch instead of a
+wake-up (it was queued behind the waker; the thread never idles); otherwise, and for other wake-ups,
+the task joins its target's queue (per-CPU queues; load balancing may move it), or, with one global
+queue, takes the lowest fully idle core of the machine (of the previous LLC first), else the lowest
+idle thread, else queues. A task's first placement without a waker takes the lowest fully idle core,
+else the lowest idle thread (fork balancing's spread, simplified). Left out: ``wake_wide`` (it needs
+both tasks to switch wakees more often than the LLC has CPUs; a background pgbench thread does, the
+backends it wakes do not), the ``SIS_PROP`` bound on the idle-CPU scan (the whole LLC is scanned)
+and the load comparison of ``wake_affine_weight``.
 
 **Idle states** (when the machine has an ``idle`` section). A thread that goes idle enters the
 state its governor chooses (:mod:`simulator.runtime.idle`: Linux's menu governor, from the
@@ -122,17 +142,21 @@ stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wake
 ``block_until``, the sum of the five times plus its blocked time is its elapsed time; the last
 three are its scheduling time (:attr:`Task.scheduling_ns`).
 
-Left out: per-CPU run queues and load balancing (the one queue balances perfectly),
-priorities, CPU affinity, NUMA balancing, interrupts and softirq time, the cost of the
-scheduler's own code beyond the configured switch and wake-up costs, the waker's own cost of
-sending an IPI (charged to the woken task), reschedule IPIs to busy threads (there is no wake-up
-preemption), the tick's re-evaluation of a too-shallow idle state, turbo frequencies, the refill
-of a flushed core's untracked working set, hypervisor steal time, and interrupting a process
-inside ``run``/``block_until`` (SimPy ``Interrupt`` is not supported there).
+Left out: the scheduling domains' own balance intervals and imbalance rules (a balance moves one
+task to an idle thread; busy threads never balance among themselves), task cache-hotness in
+balancing, ``wake_wide``, priorities, CPU affinity, NUMA balancing, interrupts and softirq time, the
+cost of the scheduler's own code beyond the configured switch and wake-up costs, the waker's own
+cost of sending an IPI (charged to the woken task), the cost of a reschedule IPI (counted only), the
+tick's re-evaluation of a too-shallow idle state, turbo frequencies, the refill of a flushed core's
+untracked working set, hypervisor steal time, and interrupting a process inside
+``run``/``block_until`` (SimPy ``Interrupt`` is not supported there).
 
 **Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
 table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
-``on_cpu`` (starts running on the thread), ``preempt``, ``block`` and ``release`` (leaves it).
+``on_cpu`` (starts running on the thread), ``preempt``, ``block`` and ``release`` (leaves it);
+and one row per idle period in the ``idle`` table, written when the thread is woken:
+``time_ns, thread, core, state`` (the state left), ``idle_ns`` (how long it idled),
+``exit_latency_ns`` (what the woken task paid for the exit, with a hypervisor's IPI cost).
 """
 
 from __future__ import annotations
@@ -140,7 +164,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -158,7 +182,8 @@ from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.idle import POLL, MenuGovernor, wake_state
 
-__all__ = ["BusySnapshot", "CpuScheduler", "FlushHook", "MigrateHook", "SchedulerStats", "Task"]
+__all__ = ["IDLE_TRACE_COLUMNS", "IDLE_TRACE_TABLE", "TRACE_COLUMNS", "TRACE_TABLE",
+           "BusySnapshot", "CpuScheduler", "FlushHook", "MigrateHook", "SchedulerStats", "Task"]
 
 MigrateHook = Callable[["Task", int, int], None]
 """``on_migrate(task, old_core, new_core)``: called when a task starts running on a new core."""
@@ -169,16 +194,19 @@ FlushHook = Callable[[int], None]
 
 @dataclass(slots=True)
 class SchedulerStats:
-    """Machine-wide counts of the idle and wake-up events since the start.
+    """Machine-wide counts of the idle, wake-up and balancing events since the start.
 
     Attributes:
         idle_exits: wake-ups of a task on an idle thread (each leaves an idle state).
         idle_exit_ns: the exit latencies those wake-ups paid, summed.
         exits_by_state: ``idle_exits`` by the state left (``POLL`` for a polling thread).
-        ipis: wake-ups that needed an inter-processor interrupt (the target halted, not
-            monitoring its run-queue flags: ``idle.wake: hlt``, or a VM without idle states).
+        ipis: inter-processor interrupts: wake-ups of a halted thread (``idle.wake: hlt``, or
+            a VM without idle states) and reschedule IPIs of wake-up preemptions.
         private_flushes: times a core entered a core-level state (its private caches flushed).
         migrations: times a task started running on another core than its previous one.
+        wakeup_preemptions: waking tasks that preempted a thread's running task.
+        newidle_pulls: tasks a thread pulled from another run queue as it went idle.
+        balance_pulls: tasks an idle thread pulled at the periodic balancing.
     """
 
     idle_exits: int = 0
@@ -187,27 +215,40 @@ class SchedulerStats:
     ipis: int = 0
     private_flushes: int = 0
     migrations: int = 0
+    wakeup_preemptions: int = 0
+    newidle_pulls: int = 0
+    balance_pulls: int = 0
 
     def copy(self) -> SchedulerStats:
         """An independent copy (to difference a window's counts)."""
-        return SchedulerStats(self.idle_exits, self.idle_exit_ns, dict(self.exits_by_state),
-                              self.ipis, self.private_flushes, self.migrations)
+        return replace(self, exits_by_state=dict(self.exits_by_state))
 
     def since(self, before: SchedulerStats) -> SchedulerStats:
         """The counts added since ``before`` (an earlier :meth:`copy`)."""
         states = {name: count - before.exits_by_state.get(name, 0)
                   for name, count in self.exits_by_state.items()}
-        return SchedulerStats(self.idle_exits - before.idle_exits,
-                              self.idle_exit_ns - before.idle_exit_ns, states,
-                              self.ipis - before.ipis,
-                              self.private_flushes - before.private_flushes,
-                              self.migrations - before.migrations)
+        counts = {f.name: getattr(self, f.name) - getattr(before, f.name)
+                  for f in fields(self) if f.name != "exits_by_state"}
+        return SchedulerStats(exits_by_state=states, **counts)
 
 TRACE_TABLE = "scheduler"
-"""Name of the recorder table written when tracing is on."""
+"""Name of the recorder table of scheduling transitions written when tracing is on."""
+
+TRACE_COLUMNS = ("time_ns", "task", "thread", "core", "event")
+"""Columns of :data:`TRACE_TABLE`."""
+
+IDLE_TRACE_TABLE = "idle"
+"""Name of the recorder table of idle periods written when tracing is on."""
+
+IDLE_TRACE_COLUMNS = ("time_ns", "thread", "core", "state", "idle_ns", "exit_latency_ns")
+"""Columns of :data:`IDLE_TRACE_TABLE`."""
 
 _EPS_NS = 1e-9
 """Work below this many ns left after a slice boundary is rounding noise, not another segment."""
+
+_WAKE, _SWITCH, _QUEUE = 0, 1, 2
+"""How a waking task gets a thread (:meth:`CpuScheduler._place`): an idle thread after the
+wake-up cost, its waker's just-freed thread after a context switch, or a run queue."""
 
 
 class BusySnapshot(NamedTuple):
@@ -243,11 +284,14 @@ class Task:
         "_active",
         "_blocked",
         "_grant",
+        "_grant_extra",
         "_granted_at",
         "_last_thread",
         "_recent_thread",
+        "_resched",
         "_reserved",
         "_sched",
+        "_segment_start",
         "_siblings",
         "_slice_used",
         "_sync_target",
@@ -282,6 +326,9 @@ class Task:
         self._active = False
         self._grant: simpy.Event | None = None
         self._granted_at = 0.0
+        self._grant_extra = 0.0
+        self._resched = False
+        self._segment_start = -1.0
         self._vruntime_offset = 0.0
         self._slice_used = 0.0
         self.cpu_ns = 0.0
@@ -373,7 +420,7 @@ class Task:
             scheduler (a wake-up, a slice end or a run-queue wait): nothing was charged, use
             :meth:`run_mixed`.
         """
-        if self.thread is None or self._active:
+        if self.thread is None or self._active or self._resched:
             return None
         sched = self._sched
         left = sched._slice_ns - self._slice_used
@@ -454,7 +501,7 @@ class Task:
     def release(self) -> None:
         """Give up the thread without waiting (e.g. when the task's process ends).
 
-        The thread takes the head of the run queue, or goes idle. No effect if the task holds no
+        The thread takes the head of its run queue, or goes idle. No effect if the task holds no
         thread. The next ``run`` places the task like a wake-up.
 
         Raises:
@@ -485,7 +532,7 @@ class Task:
             fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
-                if left <= 0.0:
+                if left <= 0.0 or self._resched:
                     yield from self._end_slice()
                     continue
                 rate = 1.0
@@ -497,7 +544,9 @@ class Task:
                 wall = work_ns / rate
                 if wall <= left:
                     if wall > 0.0 and not fast_forward(wall):
+                        self._segment_start = sched.env.now
                         yield timeout(wall)
+                        self._segment_start = -1.0
                     self._slice_used += wall  # inlined _charge()
                     if smt_scaled:
                         self.cpu_ns += wall
@@ -505,7 +554,9 @@ class Task:
                         self.stall_ns += wall
                     return
                 if not fast_forward(left):
+                    self._segment_start = sched.env.now
                     yield timeout(left)
+                    self._segment_start = -1.0
                 self._charge(left, smt_scaled)
                 work_ns -= left * rate
                 if work_ns <= _EPS_NS:
@@ -527,7 +578,7 @@ class Task:
             fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
-                if left <= 0.0:
+                if left <= 0.0 or self._resched:
                     yield from self._end_slice()
                     continue
                 rate = 1.0
@@ -539,13 +590,17 @@ class Task:
                 wall = stall_ns + work_wall
                 if wall <= left:
                     if not fast_forward(wall):
+                        self._segment_start = sched.env.now
                         yield timeout(wall)
+                        self._segment_start = -1.0
                     self._slice_used += wall
                     self.stall_ns += stall_ns
                     self.cpu_ns += work_wall
                     return
                 if not fast_forward(left):
+                    self._segment_start = sched.env.now
                     yield timeout(left)
+                    self._segment_start = -1.0
                 stalled = min(stall_ns, left)
                 self._charge(stalled, False)
                 stall_ns -= stalled
@@ -609,13 +664,20 @@ class Task:
             self.stall_ns += wall
 
     def _end_slice(self) -> ProcessGenerator:
-        """Slice used up: preempt if tasks are waiting, else renew the slice."""
-        if not self._sched._queue:
-            self._slice_used = 0.0
+        """Slice used up, or a wake-up preemption asked for: yield to a task queued here.
+
+        With nothing queued on this thread the task goes on (with a new slice if it was used up).
+        """
+        self._resched = False
+        thread = self.thread
+        assert thread is not None
+        if not self._sched._rq[thread]:
+            if self._slice_used >= self._sched._slice_ns:
+                self._slice_used = 0.0
             return
         self.preemptions += 1
         self._leave_cpu("preempt")
-        yield from self._wait_in_queue()
+        yield from self._wait_in_queue(thread)
 
     def _wake(self) -> ProcessGenerator:
         """Become runnable: take an idle thread after the wake-up cost, or queue."""
@@ -632,11 +694,12 @@ class Task:
             self._reserved = None
             thread, cost = reserved
         else:
-            placed = sched._place(self)
-            if placed is None:
-                yield from self._wait_in_queue()
+            thread, cost, how = sched._place(self)
+            if how == _QUEUE:
+                sched._check_preempt_wakeup(self, thread)
+                yield from self._wait_in_queue(thread)
                 return
-            thread, cost, switch = placed
+            switch = how == _SWITCH
             sched._occupy(thread, self)
         if cost > 0.0 and not sched.env.fast_forward(cost):
             yield sched.env.timeout(cost)
@@ -647,18 +710,24 @@ class Task:
             self.wakeup_ns += cost
         self._start_on_cpu()
 
-    def _wait_in_queue(self) -> ProcessGenerator:
-        """Wait in the run queue for a thread, then pay the context switch on it."""
+    def _wait_in_queue(self, thread: int) -> ProcessGenerator:
+        """Wait in ``thread``'s run queue for a thread, then pay the context switch on it.
+
+        A task pulled to an idle thread by load balancing also pays that thread's idle exit
+        (counted as wake-up time).
+        """
         sched = self._sched
         env = sched.env
         queued_at = env.now
         grant = env.event()
         self._grant = grant
-        sched._enqueue(self)
-        yield grant  # triggered at the end of the context switch (CpuScheduler._free)
+        sched._enqueue(self, thread)
+        yield grant  # triggered at the end of the context switch (CpuScheduler._dispatch)
         self.runqueue_wait_ns += self._granted_at - queued_at
         self.context_switches += 1
         self.context_switch_ns += sched.config.context_switch_ns
+        self.wakeup_ns += self._grant_extra
+        self._grant_extra = 0.0
         self._start_on_cpu()
 
     # -- thread bookkeeping -------------------------------------------------------------------
@@ -668,6 +737,7 @@ class Task:
         sched = self._sched
         thread, core = self.location()
         self._slice_used = 0.0
+        self._resched = False
         self._last_thread = thread
         old_core = self.last_core
         self.last_core = core
@@ -693,7 +763,7 @@ class Task:
 
 
 class CpuScheduler:
-    """Hardware threads of a machine and one global run queue (see the module docstring).
+    """Hardware threads of a machine and their run queues (see the module docstring).
 
     Args:
         env: the simulation environment.
@@ -764,8 +834,16 @@ class CpuScheduler:
         self._idle_cores: list[list[int]] = [[] for _ in range(topology.n_domains)]
         for core, domain in enumerate(self._core_domain):
             self._idle_cores[domain].append(core)
-        self._queue: list[tuple[float, int, Task]] = []
-        """Heap of (virtual runtime, or 0 under fifo; arrival number; task)."""
+        self._per_cpu = config.run_queues == "per_cpu"
+        shared: list[tuple[float, int, Task]] = []
+        self._rq: list[list[tuple[float, int, Task]]] = (
+            [[] for _ in range(n)] if self._per_cpu else [shared] * n)
+        """Per thread, its run queue: a heap of (virtual runtime, or 0 under fifo; arrival
+        number; task). Under ``global`` every thread holds the same list."""
+        self._queued = 0
+        self._avg_idle_ns = [2.0 * config.migration_cost_ns] * n
+        """Per thread, Linux's ``rq->avg_idle``: the running average of its idle periods."""
+        self._balance_pending = False
         self._cfs = config.policy == "cfs"
         self._arrivals = 0
         self._min_vruntime = 0.0
@@ -803,7 +881,9 @@ class CpuScheduler:
         for task in self._tasks:
             task._grant = None
         self._tasks.clear()
-        self._queue.clear()
+        for queue in self._rq:
+            queue.clear()
+        self._queued = 0
         self._holder = [None] * len(self._holder)
 
     @property
@@ -818,8 +898,12 @@ class CpuScheduler:
 
     @property
     def run_queue_length(self) -> int:
-        """Number of runnable tasks waiting for a thread."""
-        return len(self._queue)
+        """Number of runnable tasks waiting for a thread, in all run queues."""
+        return self._queued
+
+    def queue_length(self, thread: int) -> int:
+        """Number of runnable tasks waiting in ``thread``'s run queue (all of them, ``global``)."""
+        return len(self._rq[thread])
 
     @property
     def n_idle_threads(self) -> int:
@@ -862,34 +946,39 @@ class CpuScheduler:
 
     # -- internals used by Task ---------------------------------------------------------------
 
-    def _place(self, task: Task) -> tuple[int, float, bool] | None:
-        """Thread, cost and whether a switch, for a wake-up without a reserved thread, or None.
+    def _place(self, task: Task) -> tuple[int, float, int]:
+        """Thread, cost and how (``_WAKE``, ``_SWITCH``, ``_QUEUE``) for an unreserved wake-up.
 
         A timer or an unknown waker: ``select_idle_sibling`` with its previous thread as the
         target. A synchronous wake-up whose waker found no idle thread in its LLC: the waker's
         thread if the waker has just given it up (the wakee was queued behind it there: a
-        context switch, no idle exit). Either way, failing those, any idle thread of the
-        machine (lowest fully idle core, of the previous LLC first) stands for the idle
-        balancing that would pull the task there; with no idle thread, the run queue.
+        context switch, no idle exit). Failing those, with per-CPU run queues the task joins the
+        target's queue (the waker's thread, else the previous one; a first placement: the
+        shortest queue), where load balancing may move it; with one global queue any idle
+        thread of the machine (lowest fully idle core, of the previous LLC first) takes it, else
+        the queue. A first placement takes the lowest fully idle core, else an idle thread.
         """
         target = task._sync_target
         task._sync_target = None
-        if not self._idle_threads:
-            return None
         previous = task._last_thread
         if target is not None:
             if self._holder[target] is None and self._idle_since[target] == self.env.now:
-                return target, self.config.context_switch_ns, True  # it never idled
+                return target, self.config.context_switch_ns, _SWITCH  # it never idled
             thread = None
-        elif previous is not None:
+        elif previous is not None and self._idle_threads:
             thread = self._select_idle_sibling(task, previous, previous)
         else:
             thread = None
         if thread is None:
+            home = target if target is not None else previous
+            if self._per_cpu and home is not None:
+                return home, 0.0, _QUEUE
+            if not self._idle_threads:
+                return self._shortest_queue(), 0.0, _QUEUE
             core = self._idle_core(previous)
             thread = (self.topology.threads_of_core(core).start if core is not None
                       else self._idle_threads[0])
-        return thread, self.wakeup_cost_ns + self._leave_idle(thread), False
+        return thread, self.wakeup_cost_ns + self._leave_idle(thread), _WAKE
 
     def _place_sync(self, wakee: Task, waker_thread: int) -> None:
         """A synchronous wake-up by the task on ``waker_thread``: reserve the wakee's thread.
@@ -964,15 +1053,117 @@ class CpuScheduler:
                 return cores[0]
         return None
 
-    def _enqueue(self, task: Task) -> None:
-        """A runnable task without a thread joins the run queue (policy order)."""
+    def _shortest_queue(self) -> int:
+        """The thread with the fewest waiting tasks (the lowest on a tie)."""
+        if not self._per_cpu:
+            return 0
+        lengths = [len(queue) for queue in self._rq]
+        return lengths.index(min(lengths))
+
+    def _enqueue(self, task: Task, thread: int) -> None:
+        """A runnable task without a thread joins ``thread``'s run queue (policy order)."""
         self._arrivals += 1
         key = task.vruntime_ns if self._cfs else 0.0
-        heapq.heappush(self._queue, (key, self._arrivals, task))
+        heapq.heappush(self._rq[thread], (key, self._arrivals, task))
+        self._queued += 1
+        if self._per_cpu and self._idle_threads:
+            self._schedule_balance()
 
-    def _occupy(self, thread: int, task: Task) -> None:
-        """An idle thread becomes held by ``task``."""
+    def _schedule_balance(self) -> None:
+        """Arm the periodic balancing at the next tick (a multiple of the balance interval).
+
+        A busy CPU with queued tasks kicks the idle CPUs' balancing from its tick.
+        """
+        if self._balance_pending:
+            return
+        self._balance_pending = True
+        interval = self.config.balance_interval_ns
+        delay = interval - self.env.now % interval
+        self.env.timeout(delay if delay > 0.0 else interval).callbacks.append(
+            self._periodic_balance)
+
+    def _check_preempt_wakeup(self, wakee: Task, thread: int) -> None:
+        """``check_preempt_wakeup``: a task queued on ``thread`` may preempt its holder.
+
+        It does (``cfs``, per-CPU queues) when it has used more than ``wakeup_granularity_ns``
+        less virtual runtime than the holder.
+        The holder yields the thread at the start of its next run segment (Linux preempts at
+        the next preemption point); a reschedule IPI is counted when the thread is not the
+        waker's own (its cost is not charged).
+        """
+        if not (self._per_cpu and self._cfs):
+            return
+        holder = self._holder[thread]
+        if holder is None or holder._resched:
+            return
+        current = holder.vruntime_ns  # update_curr: with the part of its segment run so far
+        if holder._segment_start >= 0.0:
+            current += self.env.now - holder._segment_start
+        if current - wakee.vruntime_ns > self.config.wakeup_granularity_ns:
+            holder._resched = True
+            self.stats.wakeup_preemptions += 1
+            if wakee._last_thread != thread:
+                self.stats.ipis += 1
+
+    def _busiest(self, thread: int) -> int | None:
+        """``find_busiest_queue``: the longest non-empty run queue's thread, or ``None``.
+
+        In ``thread``'s LLC first, then in the machine; the lowest thread on a tie.
+        """
+        queues = self._rq
+        best = None
+        best_length = 0
+        for candidate in self._llc_order[self._thread_domain[thread]]:
+            length = len(queues[candidate])
+            if length > best_length:
+                best, best_length = candidate, length
+        if best is not None:
+            return best
+        for candidate, queue in enumerate(queues):
+            if len(queue) > best_length:
+                best, best_length = candidate, len(queue)
+        return best
+
+    def _dispatch(self, thread: int, queue: list[tuple[float, int, Task]],
+                  extra_ns: float = 0.0) -> None:
+        """Give ``thread`` (held, or just occupied) to the head of ``queue``.
+
+        The task runs once the context switch and ``extra_ns`` (an idle exit) are paid.
+        """
+        key, _, task = heapq.heappop(queue)
+        self._queued -= 1
+        if key > self._min_vruntime:
+            self._min_vruntime = key
         self._assign(thread, task)
+        grant = task._grant
+        task._grant = None
+        assert grant is not None, "queued task without a grant event"
+        task._granted_at = self.env.now
+        task._grant_extra = extra_ns
+        # The thread is the task's from now; it runs once the switch is paid.
+        self.env.succeed_after(grant, self.config.context_switch_ns + extra_ns)
+
+    def _periodic_balance(self, _event: object = None) -> None:
+        """Periodic (idle) balancing at the tick: idle threads pull queued tasks.
+
+        Each idle thread, lowest first, pulls the head of the busiest run queue (of its LLC
+        first); the task pays the thread's idle exit on top of the context switch.
+        """
+        self._balance_pending = False
+        for thread in list(self._idle_threads):
+            if not self._queued:
+                return
+            source = self._busiest(thread)
+            if source is None:
+                return
+            self.stats.balance_pulls += 1
+            self._occupy(thread, None)
+            self._dispatch(thread, self._rq[source], self._leave_idle(thread))
+
+    def _occupy(self, thread: int, task: Task | None) -> None:
+        """An idle thread becomes held by ``task`` (``None``: by a task dispatched next)."""
+        if task is not None:
+            self._assign(thread, task)
         self._busy_since[thread] = self.env.now
         self._idle_threads.remove(thread)
         core = self._thread_core[thread]
@@ -981,19 +1172,23 @@ class CpuScheduler:
         self._core_busy[core] += 1
 
     def _free(self, thread: int) -> None:
-        """A thread was given up: hand it to the run-queue head, or make it idle."""
-        if self._queue:
-            key, _, task = heapq.heappop(self._queue)
-            if key > self._min_vruntime:
-                self._min_vruntime = key
-            self._assign(thread, task)
-            grant = task._grant
-            task._grant = None
-            assert grant is not None, "queued task without a grant event"
-            task._granted_at = self.env.now
-            # The thread is the task's from now; it runs once the switch is paid.
-            self.env.succeed_after(grant, self.config.context_switch_ns)
+        """A thread was given up: it takes the head of its run queue, pulls one, or idles.
+
+        With per-CPU queues and none waiting there, it pulls the head of the busiest queue
+        (``newidle_balance``) when its average idle period reaches ``migration_cost_ns``.
+        """
+        queue = self._rq[thread]
+        if queue:
+            self._dispatch(thread, queue)
             return
+        if self._queued and self._per_cpu:
+            if self._avg_idle_ns[thread] >= self.config.migration_cost_ns:
+                source = self._busiest(thread)
+                if source is not None:
+                    self.stats.newidle_pulls += 1
+                    self._dispatch(thread, self._rq[source])
+                    return
+            self._schedule_balance()
         self._holder[thread] = None
         self._busy_acc[thread] += self.env.now - self._busy_since[thread]
         self._enter_idle(thread)
@@ -1043,8 +1238,13 @@ class CpuScheduler:
         core = self._thread_core[thread]
         chosen = self._idle_choice[thread]
         states = self._idle_states
+        idle_ns = self.env.now - self._idle_since[thread]
         if self._menu:
-            self._governors[thread].reflect(self.env.now - self._idle_since[thread])
+            self._governors[thread].reflect(idle_ns)
+        max_avg = 2.0 * self.config.migration_cost_ns  # update_avg of rq->avg_idle, capped
+        average = self._avg_idle_ns[thread]
+        self._avg_idle_ns[thread] = (max_avg if idle_ns > max_avg
+                                     else average + (idle_ns - average) / 8.0)
         index = wake_state(states, chosen, self._core_entered[core])
         self._core_entered[core] = False
         stats = self.stats
@@ -1056,6 +1256,11 @@ class CpuScheduler:
         if self._wake_ipi:
             stats.ipis += 1
             latency += self._ipi_ns
+        if self.trace:
+            self.env.recorder.record(
+                IDLE_TRACE_TABLE, time_ns=float(self.env.now), thread=thread, core=core,
+                state=states[index].name, idle_ns=float(idle_ns),
+                exit_latency_ns=float(latency))
         return latency
 
     def _assign(self, thread: int, task: Task) -> None:

@@ -14,7 +14,11 @@ from simulator.runtime.scheduler import CpuScheduler, Task
 
 
 def test_migrated_task_rereads_its_lines_from_the_old_core() -> None:
-    config = replace(load_machine("gold5215-2s"), idle=None)  # wake-ups without idle exits
+    gold = load_machine("gold5215-2s")
+    # Wake-ups without idle exits; one global run queue, so the woken backend, its LLC full,
+    # takes the idle thread left on the other socket at once (per-CPU queues would keep it on
+    # its previous thread until its holder's slice ends).
+    config = replace(gold, idle=None, scheduler=replace(gold.scheduler, run_queues="global"))
     machine = Machine(config, np.arange(64) * 64)
     env = SimEnvironment(seed=0)
     sched = CpuScheduler.from_machine(env, config)

@@ -27,6 +27,10 @@ def make(
     trace: bool = False,
     policy: str = "cfs",
     sleeper_credit_ns: float = 12 * MS,
+    run_queues: str = "per_cpu",
+    wakeup_granularity_ns: float = 4 * MS,
+    migration_cost_ns: float = 0.5 * MS,
+    balance_interval_ns: float = 4 * MS,
 ) -> tuple[SimEnvironment, CpuScheduler]:
     sockets, domains, cores, threads = shape
     topology = Topology.from_config(
@@ -45,6 +49,10 @@ def make(
         smt_throughput=smt_throughput,
         policy=policy,
         sleeper_credit_ns=sleeper_credit_ns,
+        run_queues=run_queues,
+        wakeup_granularity_ns=wakeup_granularity_ns,
+        migration_cost_ns=migration_cost_ns,
+        balance_interval_ns=balance_interval_ns,
     )
     env = SimEnvironment(seed=0)
     return env, CpuScheduler(env, topology, config, virtualized, trace=trace)
@@ -163,8 +171,9 @@ def test_queued_wakeup_pays_the_switch_not_the_wakeup() -> None:
 
 
 def toy(trace: bool = True) -> tuple[SimEnvironment, CpuScheduler, list[Task]]:
+    """Three spinning tasks on two threads sharing one global run queue."""
     env, sched = make((1, 1, 2, 1), time_slice_ns=MS, context_switch_ns=10 * US,
-                      wakeup_ns=5 * US, trace=trace)
+                      wakeup_ns=5 * US, trace=trace, run_queues="global")
     tasks = [sched.new_task(name) for name in "ABC"]
     for task in tasks:
         env.process(spin(task))
@@ -394,11 +403,13 @@ def test_wakeup_takes_an_idle_thread_of_its_llc_before_an_idle_core_elsewhere() 
     assert placed == [4, 5]
 
 
-@pytest.mark.parametrize(("b_stops", "expected"), [(50.0, (1, 0.0)), (1000.0, (1, 900.0))])
+@pytest.mark.parametrize(("run_queues", "b_stops", "expected"), [
+    ("global", 50.0, (1, 0.0)), ("global", 1000.0, (1, 900.0)),
+    ("per_cpu", 50.0, (0, 1900.0)), ("per_cpu", 1000.0, (1, 900.0))])
 def test_wakeup_with_its_llc_full_takes_an_idle_core_elsewhere_or_queues(
-    b_stops: float, expected: tuple[int, float]
+    run_queues: str, b_stops: float, expected: tuple[int, float]
 ) -> None:
-    env, sched = make((1, 2, 2, 1), context_switch_ns=0.0)
+    env, sched = make((1, 2, 2, 1), context_switch_ns=0.0, run_queues=run_queues)
     task = sched.new_task("t")
     env.process(hold(env, sched.new_task("a"), 0, 2000))  # thread 0
     env.process(hold(env, sched.new_task("b"), 0, b_stops))  # thread 1
@@ -415,8 +426,10 @@ def test_wakeup_with_its_llc_full_takes_an_idle_core_elsewhere_or_queues(
     env.process(hold(env, sched.new_task("c"), 20, 2000))  # thread 2
     env.process(hold(env, sched.new_task("d"), 30, 2000))  # thread 3
     env.run()
-    # LLC 1 (threads 2, 3) is full at 100: thread 1 (the other LLC) if b has left, otherwise
-    # the run queue until b leaves at 1000.
+    # LLC 1 (threads 2, 3) is full at 100. One global queue: thread 1 (the other LLC) if b has
+    # left, otherwise the queue until b leaves at 1000. Per-CPU queues: the task waits on its
+    # previous thread's queue (2) until a thread of the other LLC goes idle and pulls it
+    # (new-idle balance: b at 1000, else a at 2000), well before the 4 ms periodic balance.
     assert (placed[0], task.runqueue_wait_ns) == expected
 
 
