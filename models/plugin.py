@@ -50,8 +50,9 @@ class PostgresModel:
             entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
             costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
             pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
-            mix=options.mix, background_threads=options.background_threads))
-        return PointOutput(row=result.row, lines=result.lines)
+            mix=options.mix, background_threads=options.background_threads,
+            trace=spec.trace))
+        return PointOutput(row=result.row, lines=result.lines, traces=result.traces)
 
 
 MODEL = PostgresModel()

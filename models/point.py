@@ -49,7 +49,15 @@ from simulator.hardware.fields import describe_masks
 from simulator.hardware.machine import Implementation
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
-from simulator.runtime.scheduler import CpuScheduler, SchedulerStats, Task
+from simulator.runtime.scheduler import (
+    IDLE_TRACE_COLUMNS,
+    IDLE_TRACE_TABLE,
+    TRACE_COLUMNS,
+    TRACE_TABLE,
+    CpuScheduler,
+    SchedulerStats,
+    Task,
+)
 
 from .backend import CATEGORIES, Backend, Category
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
@@ -108,6 +116,8 @@ class PointConfig:
     """The ``mix`` workload's scripts and weights."""
     background_threads: int = DEFAULT_BACKGROUND_THREADS
     """Threads (``-j``) of the pgbench process driving the mostly-idle connections (0: none)."""
+    trace: bool = False
+    """Record the scheduler's and the idle states' traces of the whole run (warm-up included)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -142,11 +152,16 @@ class PointConfig:
 
 @dataclass(slots=True)
 class PointResult:
-    """The outcome of one point: one curve row, the per-line table, the transactions."""
+    """The outcome of one point: one curve row, the per-line table, the transactions.
+
+    ``traces``: with ``PointConfig.trace``, the scheduler's tables by name (``scheduler``,
+    ``idle``: :mod:`simulator.runtime.scheduler`), else empty.
+    """
 
     row: dict[str, object]
     lines: pd.DataFrame
     transactions: pd.DataFrame
+    traces: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 class _Processes:
@@ -339,7 +354,10 @@ class _Processes:
 
 def _run(config: PointConfig) -> PointResult:
     env = SimEnvironment(seed=config.seed)
-    scheduler = CpuScheduler.from_machine(env, config.machine)
+    scheduler = CpuScheduler.from_machine(env, config.machine, trace=config.trace)
+    if config.trace:
+        env.recorder.declare(TRACE_TABLE, TRACE_COLUMNS)
+        env.recorder.declare(IDLE_TRACE_TABLE, IDLE_TRACE_COLUMNS)
     population = build_population(
         env, scheduler, config.machine, algorithm=config.algorithm, clients=config.clients,
         idle_clients=config.idle_clients, mostly_idle=config.idle_kind == "mostly-idle",
@@ -366,8 +384,12 @@ def _run(config: PointConfig) -> PointResult:
     try:
         env.run(until=config.warmup_ns + config.duration_ns)
         utilisation = scheduler.utilisation(busy_before)
-        return _summarise(config, population, utilisation, scheduler.stats.since(stats_before),
-                          time.perf_counter() - wall)
+        result = _summarise(config, population, utilisation, scheduler.stats.since(stats_before),
+                            time.perf_counter() - wall)
+        if config.trace:
+            result.traces.update({name: env.recorder.to_frame(name)
+                                  for name in (TRACE_TABLE, IDLE_TRACE_TABLE)})
+        return result
     finally:
         # Break the model's reference cycles: a point's objects are freed at once (no GC).
         processes.close()

@@ -35,6 +35,7 @@ from simulator.cli import (
     regress,
     report,
     run,
+    trace,
     validate,
 )
 from simulator.cli.check_config import CONFIG_KINDS, ConfigKind
@@ -76,6 +77,8 @@ COMMANDS: dict[str, Command] = {
                             check_config.add_arguments, check_config.main),
     "run": Command("run an experiment (default: the shipped experiment 'default')",
                    run.add_arguments, run.main),
+    "trace": Command("one point with the scheduler's and idle states' traces",
+                     trace.add_arguments, trace.main),
     "plot": Command("draw the plots of a run's output directory again", plot.add_arguments,
                     plot.main),
     "regress": Command("re-run a baseline's experiment; exit 1 if its curve moved",

@@ -39,14 +39,21 @@ class PointSpec:
     """The model's options as returned by :meth:`WorkloadModel.resolve_options`."""
     work_scale: float = 1.0
     """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
+    trace: bool = False
+    """Record the scheduler's and the idle states' traces (``snapsim trace``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class PointOutput:
-    """What a model returns for one point: one curve row and its per-line table."""
+    """What a model returns for one point: one curve row and its per-line table.
+
+    ``traces`` holds the scheduler's recorder tables by name (``scheduler``, ``idle``; see
+    :mod:`simulator.runtime.scheduler`) when the spec asked for them, else nothing.
+    """
 
     row: dict[str, object]
     lines: pd.DataFrame
+    traces: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
 class WorkloadModel(Protocol):

@@ -1,0 +1,110 @@
+"""``snapsim trace``: one point with the scheduler's and the idle states' traces.
+
+``snapsim trace [EXPERIMENT] [flags]`` takes the experiment and flags of ``snapsim run`` but
+simulates exactly one point (one algorithm, one client count, one idle count, one seed), with
+tracing on, and writes into ``--out`` (default ``./snapsim-trace``):
+
+* ``scheduler.csv``: one row per scheduling transition: ``time_ns, task, thread, core, event``
+  (``on_cpu``: the task starts running on the hardware thread; ``preempt``, ``block``,
+  ``release``: it leaves it);
+* ``idle.csv``: one row per idle period of a hardware thread, written when it is woken:
+  ``time_ns, thread, core, state`` (the idle state left), ``idle_ns``, ``exit_latency_ns``
+  (what the woken task paid for the exit, a hypervisor's IPI cost included);
+* ``point.csv``: the point's curve row (the columns of ``curve.csv``).
+
+Times are simulated nanoseconds from the start, warm-up included (the measured window starts
+at ``warmup_ms``). The files are written atomically; existing ones are replaced. A summary of
+the idle periods by state is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.cli.common import EXIT_OK, log, prepare_kernel
+from simulator.cli.run import load_experiment
+from simulator.errors import ConfigError
+from simulator.study.experiment import plan, single_client_work_scale
+from simulator.study.outputs import atomic_write
+
+DEFAULT_OUT = "snapsim-trace"
+
+TRACE_FILES = {"scheduler": "scheduler.csv", "idle": "idle.csv"}
+"""Trace table name -> file written."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim trace``."""
+    parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
+                        help="experiment file or shipped experiment name (default: default)")
+    parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
+    parser.add_argument("--algorithms", metavar="NAME", help="the algorithm")
+    parser.add_argument("--workload", metavar="NAME", help="workload name")
+    parser.add_argument("--clients", metavar="N", help="active clients")
+    parser.add_argument("--idle-clients", metavar="N", help="idle connections")
+    parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
+    parser.add_argument("--single-client-tps", type=float, metavar="TPS",
+                        help="measured single-client TPS of the machine (rescales base work)")
+    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time")
+    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
+    parser.add_argument("--seed", type=int, metavar="N", help="root seed")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an experiment key")
+    parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Simulate one traced point and write its traces."""
+    experiment, _, source = load_experiment(args)
+    model = experiment.validate()
+    grid = experiment.grid()
+    if len(grid) != 1:
+        raise ConfigError("--clients", f"trace simulates one point, the experiment has "
+                          f"{len(grid)}: give one algorithm (--algorithms), one --clients, "
+                          f"one --idle-clients and one --seed")
+    options = model.resolve_options(experiment.options, source)
+    machine = experiment.machine_config()
+    prepare_kernel(machine)
+    scale = 1.0
+    if experiment.single_client_tps is not None:
+        scale = single_client_work_scale(experiment, machine, options,
+                                         experiment.single_client_tps, log=log)
+    task = plan(experiment, machine, options, scale)[0]
+    spec = task.spec
+    output = model.run_point(replace(spec, trace=True))
+    if not output.traces:
+        raise ConfigError("model", f"the model {experiment.model!r} records no traces")
+    out = Path(args.out or DEFAULT_OUT)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, file_name in TRACE_FILES.items():
+        frame = output.traces[name]
+        written.append(atomic_write(out / file_name,
+                                    lambda path, f=frame: f.to_csv(path, index=False)))
+    row = pd.DataFrame([output.row])
+    written.append(atomic_write(out / "point.csv", lambda path: row.to_csv(path, index=False)))
+    for line in idle_summary(output.traces["idle"]):
+        print(line)
+    log(f"wrote {out}/: {', '.join(path.name for path in written)} "
+        f"({spec.algorithm}, {spec.clients} clients, {spec.idle_clients} idle, "
+        f"{len(output.traces['scheduler']):,} scheduling rows, "
+        f"{len(output.traces['idle']):,} idle periods)")
+    return EXIT_OK
+
+
+def idle_summary(idle: pd.DataFrame) -> list[str]:
+    """Lines of a table of the idle periods by state: count, mean idle time, mean exit cost."""
+    if idle.empty:
+        return ["no idle period ended"]
+    table = idle.groupby("state", sort=False).agg(
+        periods=("idle_ns", "size"), mean_idle_us=("idle_ns", "mean"),
+        mean_exit_us=("exit_latency_ns", "mean"))
+    lines = [f"{'state':<8} {'periods':>9} {'mean idle us':>13} {'mean exit us':>13}"]
+    for state, entry in table.iterrows():
+        lines.append(f"{state!s:<8} {int(entry['periods']):>9,} "
+                     f"{entry['mean_idle_us'] / 1e3:>13.1f} {entry['mean_exit_us'] / 1e3:>13.2f}")
+    return lines
