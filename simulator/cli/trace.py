@@ -20,6 +20,7 @@ the idle periods by state is printed.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,9 +83,7 @@ def main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, file_name in TRACE_FILES.items():
-        frame = output.traces[name]
-        written.append(atomic_write(out / file_name,
-                                    lambda path, f=frame: f.to_csv(path, index=False)))
+        written.append(atomic_write(out / file_name, _csv_writer(output.traces[name])))
     row = pd.DataFrame([output.row])
     written.append(atomic_write(out / "point.csv", lambda path: row.to_csv(path, index=False)))
     for line in idle_summary(output.traces["idle"]):
@@ -94,6 +93,11 @@ def main(args: argparse.Namespace) -> int:
         f"{len(output.traces['scheduler']):,} scheduling rows, "
         f"{len(output.traces['idle']):,} idle periods)")
     return EXIT_OK
+
+
+def _csv_writer(frame: pd.DataFrame) -> Callable[[Path], object]:
+    """A writer of ``frame`` as CSV into a path (for :func:`atomic_write`)."""
+    return lambda path: frame.to_csv(path, index=False)
 
 
 def idle_summary(idle: pd.DataFrame) -> list[str]:

@@ -24,7 +24,8 @@ def test_trace_writes_the_scheduler_and_idle_tables_of_one_point(
     point = pd.read_csv(out / "point.csv")
     assert tuple(scheduler.columns) == TRACE_COLUMNS
     assert tuple(idle.columns) == IDLE_TRACE_COLUMNS
-    assert len(point) == 1 and point.loc[0, "clients"] == 2
+    assert len(point) == 1
+    assert point.loc[0, "clients"] == 2
     assert set(scheduler["event"]) <= {"on_cpu", "preempt", "block", "release"}
     # Both active pairs (after the 50 mostly-idle connections) and the background pgbench
     # threads appear; times cover the whole run.
@@ -40,7 +41,7 @@ def test_trace_writes_the_scheduler_and_idle_tables_of_one_point(
     assert (c6["exit_latency_ns"] == 92_000.0).all()
     # Idle exits in the window agree with the curve's count per transaction.
     window = idle[(idle["time_ns"] >= 1e6) & (idle["time_ns"] < 4e6)]
-    per_txn = point.loc[0, "idle_exits_per_txn"] * point.loc[0, "transactions"]
+    per_txn = float(point["idle_exits_per_txn"].iloc[0]) * int(point["transactions"].iloc[0])
     assert len(window) == pytest.approx(per_txn, abs=1.0)
     printed = capsys.readouterr().out
     assert printed.splitlines()[0].split() == ["state", "periods", "mean", "idle", "us", "mean",
@@ -53,5 +54,6 @@ def test_trace_refuses_more_than_one_point(tmp_path: Path,
                  str(tmp_path / "t")])
     assert code == 2
     err = capsys.readouterr().err
-    assert "--clients" in err and "one point" in err
+    assert "--clients" in err
+    assert "one point" in err
     assert not (tmp_path / "t").exists()
