@@ -75,19 +75,7 @@ _FLAG_KEYS = {  # flag attribute -> experiment key
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``snapsim run``."""
-    parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
-                        help="experiment file or shipped experiment name (default: default)")
-    parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
-    parser.add_argument("--algorithms", metavar="A,B,...", help="comma-separated algorithms")
-    parser.add_argument("--workload", metavar="NAME", help="workload name")
-    parser.add_argument("--clients", metavar="LIST", help="active clients, e.g. 1,48")
-    parser.add_argument("--idle-clients", metavar="LIST", help="idle connections, e.g. 0,1000")
-    parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
-    parser.add_argument("--single-client-tps", type=float, metavar="TPS",
-                        help="measured single-client TPS of the machine (rescales base work)")
-    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
-    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
-    parser.add_argument("--seed", type=int, metavar="N", help="root seed (one replication)")
+    add_experiment_arguments(parser)
     parser.add_argument("--jobs", type=int, metavar="N",
                         help=f"local worker processes (default: the CPUs, here {default_jobs()})")
     parser.add_argument("--scheduler", metavar="ADDRESS",
@@ -103,6 +91,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run even when a point's memory estimate exceeds the available "
                              "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
+    """The experiment and the flags that change it, but ``--set`` (:func:`load_experiment`)."""
+    parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
+                        help="experiment file or shipped experiment name (default: default)")
+    parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
+    parser.add_argument("--algorithms", metavar="A,B,...", help="comma-separated algorithms")
+    parser.add_argument("--workload", metavar="NAME", help="workload name")
+    parser.add_argument("--clients", metavar="LIST", help="active clients, e.g. 1,48")
+    parser.add_argument("--idle-clients", metavar="LIST", help="idle connections, e.g. 0,1000")
+    parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
+    parser.add_argument("--single-client-tps", type=float, metavar="TPS",
+                        help="measured single-client TPS of the machine (rescales base work)")
+    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
+    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
+    parser.add_argument("--seed", type=int, metavar="N", help="root seed (one replication)")
 
 
 def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, object], str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.cli.common import EXIT_OK, log, prepare_kernel
-from simulator.cli.run import load_experiment
+from simulator.cli.run import add_experiment_arguments, load_experiment
 from simulator.errors import ConfigError
 from simulator.study.experiment import plan, single_client_work_scale
 from simulator.study.outputs import atomic_write
@@ -39,20 +39,8 @@ TRACE_FILES = {"scheduler": "scheduler.csv", "idle": "idle.csv"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``snapsim trace``."""
-    parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
-                        help="experiment file or shipped experiment name (default: default)")
-    parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
-    parser.add_argument("--algorithms", metavar="NAME", help="the algorithm")
-    parser.add_argument("--workload", metavar="NAME", help="workload name")
-    parser.add_argument("--clients", metavar="N", help="active clients")
-    parser.add_argument("--idle-clients", metavar="N", help="idle connections")
-    parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
-    parser.add_argument("--single-client-tps", type=float, metavar="TPS",
-                        help="measured single-client TPS of the machine (rescales base work)")
-    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time")
-    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
-    parser.add_argument("--seed", type=int, metavar="N", help="root seed")
+    """Options of ``snapsim trace``: those of ``snapsim run`` that make the experiment."""
+    add_experiment_arguments(parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override an experiment key")
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")

@@ -60,6 +60,12 @@ def _fail(key: str, message: str) -> ConfigError:
     return ConfigError(key, message)
 
 
+def _require_choice(key: str, value: str, choices: tuple[str, ...]) -> None:
+    """Fail with ``key`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise _fail(key, f"unknown value {value!r} (choose one of: {', '.join(choices)})")
+
+
 def _require_positive(key: str, value: float) -> None:
     if not value > 0:
         raise _fail(key, f"must be positive, got {value!r}")
@@ -326,12 +332,8 @@ class SchedulerConfig:
         _require_non_negative("scheduler.wakeup_granularity", self.wakeup_granularity_ns)
         _require_non_negative("scheduler.migration_cost", self.migration_cost_ns)
         _require_positive("scheduler.balance_interval", self.balance_interval_ns)
-        if self.run_queues not in RUN_QUEUE_KINDS:
-            raise _fail("scheduler.run_queues", f"unknown value {self.run_queues!r} (choose one "
-                                                f"of: {', '.join(RUN_QUEUE_KINDS)})")
-        if self.policy not in SCHEDULER_POLICIES:
-            raise _fail("scheduler.policy", f"unknown value {self.policy!r} (choose one of: "
-                                            f"{', '.join(SCHEDULER_POLICIES)})")
+        _require_choice("scheduler.run_queues", self.run_queues, RUN_QUEUE_KINDS)
+        _require_choice("scheduler.policy", self.policy, SCHEDULER_POLICIES)
         if not 1.0 <= self.smt_throughput <= 2.0:
             raise _fail(
                 "scheduler.smt_throughput",
@@ -394,12 +396,8 @@ class IdleConfig:
     timer_horizon_ns: float = DEFAULT_IDLE_TIMER_HORIZON_NS
 
     def __post_init__(self) -> None:
-        if self.wake not in IDLE_WAKE_PATHS:
-            raise _fail("idle.wake", f"unknown value {self.wake!r} (choose one of: "
-                                     f"{', '.join(IDLE_WAKE_PATHS)})")
-        if self.governor not in IDLE_GOVERNORS:
-            raise _fail("idle.governor", f"unknown value {self.governor!r} (choose one of: "
-                                         f"{', '.join(IDLE_GOVERNORS)})")
+        _require_choice("idle.wake", self.wake, IDLE_WAKE_PATHS)
+        _require_choice("idle.governor", self.governor, IDLE_GOVERNORS)
         _require_positive("idle.timer_horizon", self.timer_horizon_ns)
         names: set[str] = set()
         for index, state in enumerate(self.states):
