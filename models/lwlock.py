@@ -166,17 +166,18 @@ class LWLock:
             if self.exclusive_holder is not backend:
                 raise RuntimeError(f"{self.name}: exclusive release by a non-holder")
             self.exclusive_holder = None
-        woken = self._hand_off()
+        woken = self._hand_off(backend)
         yield from self._word_atomics(backend, self._release, category)
         if woken:
             yield from self._word_atomics(backend, self._release_queue_lock, Category.LOCK_WAIT)
             yield from backend.compute(WAKE_CYCLES * woken, category)
 
-    def _hand_off(self) -> int:
+    def _hand_off(self, releaser: Backend) -> int:
         """Grant the lock to the head waiter, and to every shared waiter behind a shared head.
 
         PostgreSQL wakes waiters to retry; granting them directly is the same order without a
         window where the lock is free while sleepers wait (a newcomer never overtakes them).
+        The releaser posts each one's semaphore from its own thread (an asynchronous wake-up).
         """
         woken = 0
         while self.waiters:
@@ -185,6 +186,8 @@ class LWLock:
                 break
             self.waiters.popleft()
             self._grant(backend, mode)
+            if releaser.task is not None and backend.task is not None:
+                releaser.task.wakes(backend.task, sync=False)
             event.succeed()
             woken += 1
             if mode is LockMode.EXCLUSIVE:

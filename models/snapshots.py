@@ -458,6 +458,8 @@ class _GroupClear:
             yield from backend.flush()  # the followers wake at the leader's logical time
         for member in followers:
             yield from backend.ops(algorithm.own(member, "group_member"), Category.COMMIT)
+            if backend.task is not None and member.task is not None:
+                backend.task.wakes(member.task, sync=False)
             self.done.pop(member.connection).succeed()
         if followers:
             yield from backend.compute(WAKE_CYCLES * len(followers), Category.COMMIT)

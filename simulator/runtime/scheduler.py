@@ -27,7 +27,9 @@ wake-up and context-switch costs.
   running task's virtual runtime exceeds the wakee's by more than ``wakeup_granularity_ns``
   (4 ms, Linux's default on 8 or more CPUs), it yields at the start of its next run segment
   (Linux preempts at the next preemption point, here at most one segment later), and a
-  reschedule IPI is counted when the target is not the wakee's previous thread;
+  reschedule IPI is counted when the waker runs on another thread: not for a synchronous
+  wake-up (queued on the waker's own thread) nor for a timer (it fires on the thread it was
+  armed on, the one the wakee left);
 * a thread given up takes the head of its own queue; with none there it pulls the head of the
   longest queue of its LLC, else of the machine (``newidle_balance``), but only while its
   average idle period (``rq->avg_idle``: 1/8 of each idle period into a running average, capped
@@ -296,6 +298,7 @@ class Task:
         "_slice_used",
         "_sync_target",
         "_vruntime_offset",
+        "_waker_thread",
         "context_switch_ns",
         "context_switches",
         "core",
@@ -321,6 +324,7 @@ class Task:
         self._recent_thread: int | None = None
         self._reserved: tuple[int, float] | None = None
         self._sync_target: int | None = None
+        self._waker_thread: int | None = None  # a declared waker's thread (wakes(sync=False))
         self._blocked = False
         self._siblings: tuple[int, ...] = ()
         self._active = False
@@ -483,17 +487,23 @@ class Task:
             raise ValueError(f"task {self.name!r}: timeout must be >= 0 ns, got {timeout_ns!r}")
         return self._timed_block(event, float(timeout_ns))
 
-    def wakes(self, wakee: Task) -> None:
-        """Declare a synchronous wake-up of ``wakee`` by this task, which holds its thread.
+    def wakes(self, wakee: Task, *, sync: bool = True) -> None:
+        """Declare a wake-up of ``wakee`` by this task, which holds its thread.
 
-        Call it just before triggering the event ``wakee`` is blocked on, when this task is
-        about to wait for ``wakee``'s answer (a socket message: Linux's ``WF_SYNC``). The wakee's
-        thread is chosen now, while this task still holds its own, as ``try_to_wake_up`` does on
-        the waker's CPU (module docstring, *Placement*), and reserved for the wakee. No effect
-        unless this task holds a thread and ``wakee`` is blocked in ``block_until``.
+        Call it just before triggering the event ``wakee`` is blocked on. ``sync``: this task
+        is about to wait for ``wakee``'s answer (a socket message: Linux's ``WF_SYNC``); the
+        wakee's thread is chosen now, while this task still holds its own, as
+        ``try_to_wake_up`` does on the waker's CPU (module docstring, *Placement*), and
+        reserved for the wakee. Otherwise (a semaphore post) only the waker's thread is
+        recorded: a wake-up preemption sends a reschedule IPI when the wakee queues on another
+        thread. No effect unless this task holds a thread and ``wakee`` is blocked in
+        ``block_until``.
         """
         thread = self.thread
         if thread is None or not wakee._blocked or wakee._reserved is not None:
+            return
+        if not sync:
+            wakee._waker_thread = thread
             return
         self._recent_thread = thread  # select_task_rq_fair: current->recent_used_cpu = cpu
         self._sched._place_sync(wakee, thread)
@@ -614,7 +624,13 @@ class Task:
         finally:
             self._active = False
 
-    def _block_until(self, event: simpy.Event) -> ProcessGenerator:
+    def _block_until(self, event: simpy.Event,
+                     waker_event: simpy.Event | None = None) -> ProcessGenerator:
+        """Block until ``event``, then wake.
+
+        The waker is remote when ``waker_event`` (default: ``event`` unless it is a timer) has
+        triggered.
+        """
         if self._active:
             raise self._busy_error()
         self._active = True
@@ -629,7 +645,11 @@ class Task:
                 raise
             finally:
                 self._blocked = False
-            yield from self._wake()
+            if waker_event is None:
+                remote = not isinstance(event, simpy.Timeout)
+            else:
+                remote = waker_event.triggered
+            yield from self._wake(remote)
         finally:
             self._active = False
         return value
@@ -643,8 +663,10 @@ class Task:
             bisect.insort(sched._timers[thread], deadline)
         timer = sched.env.timeout(duration_ns)
         try:
-            yield from self._block_until(timer if event is None
-                                         else sched.env.any_of([event, timer]))
+            if event is None:
+                yield from self._block_until(timer)
+            else:
+                yield from self._block_until(sched.env.any_of([event, timer]), event)
         finally:
             if thread is not None:
                 sched._timers[thread].remove(deadline)
@@ -679,8 +701,12 @@ class Task:
         self._leave_cpu("preempt")
         yield from self._wait_in_queue(thread)
 
-    def _wake(self) -> ProcessGenerator:
-        """Become runnable: take an idle thread after the wake-up cost, or queue."""
+    def _wake(self, remote_waker: bool = False) -> ProcessGenerator:
+        """Become runnable: take an idle thread after the wake-up cost, or queue.
+
+        ``remote_waker``: the wake-up comes from an event another task triggered, not from a
+        timer or the task's own start; a waker declared with :meth:`wakes` says which thread.
+        """
         sched = self._sched
         self.wakeups += 1
         if sched._cfs:  # place_entity: a sleeper gets at most the credit before the minimum
@@ -689,14 +715,20 @@ class Task:
             if own < floor:
                 self._vruntime_offset += floor - own
         reserved = self._reserved
+        waker_thread, self._waker_thread = self._waker_thread, None
         switch = False
         if reserved is not None:  # placed by its waker (wakes)
             self._reserved = None
             thread, cost = reserved
         else:
+            sync = self._sync_target is not None
             thread, cost, how = sched._place(self)
             if how == _QUEUE:
-                sched._check_preempt_wakeup(self, thread)
+                if sync:  # queued on the waker's own thread
+                    remote_waker = False
+                elif waker_thread is not None:
+                    remote_waker = waker_thread != thread
+                sched._check_preempt_wakeup(self, thread, remote_waker)
                 yield from self._wait_in_queue(thread)
                 return
             switch = how == _SWITCH
@@ -1082,14 +1114,15 @@ class CpuScheduler:
         self.env.timeout(delay if delay > 0.0 else interval).callbacks.append(
             self._periodic_balance)
 
-    def _check_preempt_wakeup(self, wakee: Task, thread: int) -> None:
+    def _check_preempt_wakeup(self, wakee: Task, thread: int, remote_waker: bool) -> None:
         """``check_preempt_wakeup``: a task queued on ``thread`` may preempt its holder.
 
         It does (``cfs``, per-CPU queues) when it has used more than ``wakeup_granularity_ns``
         less virtual runtime than the holder.
         The holder yields the thread at the start of its next run segment (Linux preempts at
-        the next preemption point); a reschedule IPI is counted when the thread is not the
-        waker's own (its cost is not charged).
+        the next preemption point); a reschedule IPI is counted when ``remote_waker`` (the
+        waker runs on another thread; ``resched_curr`` on the local thread sends none). Its
+        cost is not charged.
         """
         if not (self._per_cpu and self._cfs):
             return
@@ -1102,7 +1135,7 @@ class CpuScheduler:
         if current - wakee.vruntime_ns > self.config.wakeup_granularity_ns:
             holder._resched = True
             self.stats.wakeup_preemptions += 1
-            if wakee._last_thread != thread:
+            if remote_waker:
                 self.stats.ipis += 1
 
     def _busiest(self, thread: int) -> int | None:

@@ -60,7 +60,7 @@ def test_a_waking_task_preempts_past_the_wakeup_granularity(
     assert ran == [pytest.approx(runs_at_ns)]
     assert sched.stats.wakeup_preemptions == int(preempted)
     assert spinner.preemptions == 1  # by the sleeper, or at its slice end
-    assert sched.stats.ipis == 0  # the sleeper's own thread: no reschedule IPI
+    assert sched.stats.ipis == 0  # a timer fires on the thread it was armed on: no IPI
 
 
 def test_no_wakeup_preemption_with_one_global_queue() -> None:
@@ -71,6 +71,52 @@ def test_no_wakeup_preemption_with_one_global_queue() -> None:
     env.run(until=110 * MS)
     assert ran == [pytest.approx(100.01 * MS)]
     assert sched.stats.wakeup_preemptions == 0
+
+
+@pytest.mark.parametrize(("threads", "waker", "ipis"), [
+    # One thread: the waker runs where the wakee queues. A synchronous wake-up, or a declared
+    # asynchronous one, reschedules locally; an undeclared waker is taken to be elsewhere.
+    (1, "sync", 0),
+    (1, "declared", 0),
+    (1, "undeclared", 1),
+    # Two threads: the waker on thread 0 wakes a task that queues on thread 1 (its previous
+    # thread, now held by another spinner): a reschedule IPI.
+    (2, "declared", 1),
+])
+def test_a_wakeup_preemption_sends_an_ipi_only_from_another_thread(
+        threads: int, waker: str, ipis: int) -> None:
+    env, sched = scheduler(threads)
+    sleeper_task = sched.new_task("sleeper")
+    waker_task = sched.new_task("waker")
+    event = env.event()
+
+    def sleeper() -> ProcessGenerator:
+        yield from sleeper_task.run(10 * US)  # thread 0 with one thread, else thread 1
+        yield from sleeper_task.block_until(event)
+        yield from sleeper_task.run(0)
+
+    def waking() -> ProcessGenerator:
+        yield from waker_task.run(6.05 * MS)  # 6 ms more virtual runtime than the sleeper
+        if waker != "undeclared":
+            waker_task.wakes(sleeper_task, sync=waker == "sync")
+        event.succeed()
+        yield from chunks(waker_task)
+
+    if threads == 2:
+        env.process(waking())  # thread 0
+        env.process(sleeper())  # thread 1
+        other = sched.new_task("other")
+
+        def late_spinner() -> ProcessGenerator:  # takes thread 1 once the sleeper left it
+            yield env.timeout(20 * US)
+            yield from chunks(other)
+        env.process(late_spinner())
+    else:
+        env.process(sleeper())
+        env.process(waking())
+    env.run(until=10 * MS)
+    assert sched.stats.wakeup_preemptions == 1
+    assert sched.stats.ipis == ipis
 
 
 # -- new-idle and periodic balancing ---------------------------------------------------------
