@@ -49,10 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", action="append", metavar="NAME",
                         help="validate only this dataset (repeatable)")
     parser.add_argument("--duration-ms", type=float, metavar="MS",
-                        help="simulated time per point (default: the manifest's run settings)")
+                        help="simulated time per point (default: the manifest's run settings, "
+                        "a dataset's own where it has them)")
     parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override an experiment key for every point")
+    parser.add_argument("--machine-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a machine-file key of every machine "
+                        "(e.g. scheduler.run_queues=global, idle.states=[])")
     parser.add_argument("--jobs", type=int, metavar="N",
                         help=f"local worker processes (default: the CPUs, here {default_jobs()})")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster")
@@ -80,8 +84,10 @@ def main(args: argparse.Namespace) -> int:
         table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
                          seed=int(settings["seed"]), overrides=args.set,
                          jobs=jobs, client=client, progress=show_progress(args.no_progress),
-                         log=log,
-                         datasets=args.dataset)
+                         log=log, datasets=args.dataset, machine_overrides=args.machine_set,
+                         fixed=[key for key, value in (("duration_ms", args.duration_ms),
+                                                       ("warmup_ms", args.warmup_ms))
+                                if value is not None])
     finally:
         if client is not None:
             client.close()

@@ -32,7 +32,7 @@ Schema of a machine file (every key shown is required unless marked optional)::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,6 +54,7 @@ from simulator.config.machine import (
     SchedulerConfig,
     TopologyConfig,
 )
+from simulator.config.overrides import parse_override, set_dotted
 from simulator.config.units import parse_frequency_ghz, parse_size_bytes, parse_time_ns
 from simulator.config.values import (
     check_keys,
@@ -73,6 +74,7 @@ from simulator.errors import ConfigError
 
 __all__ = [
     "MACHINE_KEYS",
+    "MACHINE_SET_FLAG",
     "load_machine",
     "machine_from_dict",
     "machines_dir",
@@ -86,6 +88,8 @@ _TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology
              "caches", "memory", "latency", "mlp", "scheduler", "idle")
 MACHINE_KEYS = tuple(key for key in _TOP_KEYS if key not in ("name", "description"))
 """Top-level keys found only in a machine file."""
+MACHINE_SET_FLAG = "--machine-set"
+"""The command-line flag of machine-file overrides (named in their errors)."""
 _TOPOLOGY_KEYS = ("sockets", "domains_per_socket", "cores_per_domain", "threads_per_core")
 _CACHE_LEVELS = ("l1d", "l2", "l3")
 _CACHE_KEYS = ("size", "ways", "latency")
@@ -117,17 +121,32 @@ def shipped_machines() -> list[str]:
     return sorted(path.stem for path in machines_dir().glob("*.yaml"))
 
 
-def load_machine(name_or_path: str | Path) -> MachineConfig:
+def load_machine(name_or_path: str | Path, overrides: Sequence[str] = ()) -> MachineConfig:
     """Load a shipped machine by name (``"gold5215-2s"``) or a machine file by path.
 
     A string without a directory separator and without a ``.yaml``/``.yml`` suffix is looked up
-    among the shipped machines first, then as a file.
+    among the shipped machines first, then as a file. ``overrides`` are ``--machine-set``
+    items, ``key=value`` with a dotted key of the file and a YAML value (``scheduler.wakeup=5
+    us``, ``idle.states=[]``), applied to the file's contents before they are checked.
 
     Raises:
-        ConfigError: no such machine, or the file is not a valid machine file.
+        ConfigError: no such machine, the file is not a valid machine file, or an override is
+            malformed or names an unknown key.
     """
     path = resolve_machine_path(name_or_path)
-    return _machine_from_document(read_yaml(path), str(path))
+    data = read_yaml(path)
+    if overrides:
+        if not isinstance(data, Mapping):
+            raise ConfigError("", f"the top level must be a mapping, got {describe_kind(data)}",
+                              str(path))
+        for item in overrides:
+            parts, value = parse_override(item, MACHINE_SET_FLAG)
+            if parts[0] == "name":
+                raise ConfigError("name", "a machine's name cannot be overridden",
+                                  MACHINE_SET_FLAG)
+            data = set_dotted(data, parts, value, MACHINE_SET_FLAG)
+        return _machine_from_document(data, f"{path} with {MACHINE_SET_FLAG}")
+    return _machine_from_document(data, str(path))
 
 
 def resolve_machine_path(name_or_path: str | Path) -> Path:

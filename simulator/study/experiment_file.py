@@ -26,6 +26,7 @@ import yaml
 
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import machines_dir
+from simulator.config.overrides import parse_override, set_dotted
 from simulator.config.values import (
     check_keys,
     describe_kind,
@@ -35,7 +36,7 @@ from simulator.config.values import (
     expect_number,
     expect_str,
 )
-from simulator.config.yaml_io import parse_yaml, read_yaml
+from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, experiments_dir
 from simulator.version import __version__
@@ -174,32 +175,18 @@ def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict
         ConfigError: a malformed override, an unknown top-level key, or a dotted key into a
             value that is not a mapping.
     """
-    result = copy.deepcopy(dict(document))
+    result = dict(document)
     for item in sets:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError("--set", f"expected key=value, got {item!r}")
-        parts = key.split(".")
+        parts, value = parse_override(item, "--set")
+        key = ".".join(parts)
         if parts[0] not in EXPERIMENT_KEYS or parts[0] in ("extends", "computed"):
             choices = ", ".join(k for k in EXPERIMENT_KEYS if k not in ("extends", "computed"))
             raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
-        value = parse_yaml(text, "--set") if text.strip() else ""
         if len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
             value = [part.strip() for part in str(value).split(",") if part.strip()]
             if _LIST_KEYS[parts[0]] is int:
                 value = parse_int_list(key, ",".join(value))
-        target = result
-        for depth, part in enumerate(parts[:-1]):
-            child = target.get(part)
-            if child is None:
-                child = {}
-                target[part] = child
-            if not isinstance(child, dict):
-                raise ConfigError(".".join(parts[:depth + 1]),
-                                  f"is {describe_kind(child)}, cannot set {key}", "--set")
-            target = child
-        target[parts[-1]] = value
+        result = set_dotted(result, parts, value, "--set")
     return result
 
 

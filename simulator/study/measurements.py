@@ -47,7 +47,8 @@ MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets")
 """Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
-                 "idle_clients", "series")
+                 "idle_clients", "series", "run")
+_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
 _SERIES_KEYS = ("algorithm", "expected", "reason")
@@ -76,6 +77,8 @@ class Dataset:
     """TPS column → algorithm."""
     known_gaps: Mapping[str, str] = field(default_factory=dict)
     """TPS column → why the model is expected to fail it (``expected: fail``)."""
+    run: Mapping[str, float] = field(default_factory=dict)
+    """The dataset's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``."""
 
     def table(self) -> pd.DataFrame:
         """Tidy measured rows (:data:`MEASURED_COLUMNS`), one per CSV row and series.
@@ -267,7 +270,15 @@ def _build(data: object, path: Path) -> Manifest:
 def _dataset(name: str, value: object, base: Path) -> Dataset:
     key = f"datasets.{name}"
     data = expect_mapping(key, value)
-    check_keys(data, key, _DATASET_KEYS, optional=("description",))
+    check_keys(data, key, _DATASET_KEYS, optional=("description", "run"))
+    run_section = expect_mapping(f"{key}.run", data.get("run") or {})
+    check_keys(run_section, f"{key}.run", _DATASET_RUN_KEYS, optional=_DATASET_RUN_KEYS)
+    run = {name: (_fraction(f"{key}.run.{name}", value) if name == "duration_ms"
+                  else expect_number(f"{key}.run.{name}", value))
+           for name, value in run_section.items()}
+    if run.get("warmup_ms", 0.0) < 0:
+        raise ConfigError(f"{key}.run.warmup_ms",
+                          f"must not be negative, got {run['warmup_ms']}")
     series = {}
     known_gaps = {}
     for column, value in expect_mapping(f"{key}.series", data["series"]).items():
@@ -301,6 +312,7 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
         idle_clients=_column_or_count(f"{key}.idle_clients", data["idle_clients"]),
         series=series,
         known_gaps=known_gaps,
+        run=run,
     )
 
 

@@ -3,13 +3,14 @@
 A measurement manifest (:mod:`simulator.study.measurements`) maps every measured TPS to a point:
 machine, algorithm, workload, active and idle clients, idle kind. :func:`validate` simulates each
 distinct point once (two series measuring the same point, e.g. PostgreSQL 12 and the pre-14 tree,
-share a simulation), with the manifest's run settings and, where the manifest gives a machine's
+share a simulation), with the manifest's run settings (a dataset's own ``run`` overrides them for
+its points, unless the caller fixes the window for all) and, where the manifest gives a machine's
 single-client TPS, the work scale that reproduces it (that measured point is then excluded from
 the errors: it was fitted, so it matches by construction). It returns the point-by-point
 table::
 
     dataset, series, algorithm, machine, clients, idle_clients, measured_tps, predicted_tps,
-    rel_error, calibration_point
+    rel_error, calibration_point, error, duration_ms, warmup_ms
 
 and :func:`summarise` gives, per dataset and series, the median and maximum absolute relative
 error against the manifest's thresholds (:data:`SUMMARY_COLUMNS`); :func:`plot_validation` draws
@@ -23,7 +24,7 @@ the mark is removed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,48 +56,64 @@ OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
 FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
-                      "calibration_point", "error")
+                      "calibration_point", "error", "duration_ms", "warmup_ms")
 
 
 def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
              warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0,
              overrides: Sequence[str] = (), jobs: int = 1, client: Any = None,
              progress: bool = False, log: Callable[[str], None] | None = None,
-             datasets: Sequence[str] | None = None) -> pd.DataFrame:
+             datasets: Sequence[str] | None = None, fixed: Collection[str] = (),
+             machine_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """Simulate every measured point of the manifest; return the point-by-point table.
 
     ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
-    (e.g. ``options.costs.client=12000 cycles``); ``datasets`` restricts the run.
+    (e.g. ``options.costs.client=12000 cycles``); ``datasets`` restricts the run. A dataset's
+    own ``run`` replaces ``duration_ms`` / ``warmup_ms`` for its points, except the ones named
+    in ``fixed`` (the caller chose them for every point). A point measured by two datasets with
+    different windows is simulated once per window. ``machine_overrides`` (``--machine-set``
+    items) change every machine's file, for ablations (``scheduler.run_queues=global``).
     """
     measured = _measured(manifest, datasets)
+    given = {"duration_ms": duration_ms, "warmup_ms": warmup_ms}
+    for key, value in given.items():
+        own = {name: manifest.dataset(name).run.get(key, value) for name in
+               measured["dataset"].unique()}
+        measured[key] = [value if key in fixed else own[name] for name in measured["dataset"]]
     machines: dict[str, MachineConfig] = {}
     tasks: dict[tuple[object, ...], PointTask] = {}
     scales: dict[str, float] = {}
-    for (machine_name, workload, idle_kind), group in measured.groupby(
-            ["machine", "workload", "idle_kind"], sort=False):
-        machine = machines.get(str(machine_name)) or load_machine(str(machine_name))
+    for machine_name in measured["machine"].unique():
+        machine = load_machine(str(machine_name), machine_overrides)
         machines[str(machine_name)] = machine
-        experiment = _experiment(machine, str(workload), str(idle_kind), group, duration_ms,
-                                 warmup_ms, seed, overrides)
+        scales[str(machine_name)] = _work_scale(manifest, machine, duration_ms, warmup_ms,
+                                                seed, overrides, log)
+    for (machine_name, workload, idle_kind, duration_value, warmup_value), group in \
+            measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms"],
+                             sort=False):
+        machine = machines[str(machine_name)]
+        duration, warmup = float(str(duration_value)), float(str(warmup_value))
+        experiment = _experiment(machine, str(workload), str(idle_kind), group, duration,
+                                 warmup, seed, overrides)
         model = experiment.validate()
         options = model.resolve_options(experiment.options)
-        if str(machine_name) not in scales:
-            scales[str(machine_name)] = _work_scale(manifest, experiment, machine, options, log)
         wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
         for task in plan(experiment, machine, options, scales[str(machine_name)]):
             spec = task.spec
             point = (spec.algorithm, spec.clients, spec.idle_clients)
-            key = (machine_name, workload, idle_kind, *point)
-            if point in wanted and key not in tasks:
-                tasks[key] = replace(task, key=f"{machine_name}-{workload}-{idle_kind}-{task.key}",
-                                     index=len(tasks))
+            point_key = (machine_name, workload, idle_kind, duration, warmup, *point)
+            if point in wanted and point_key not in tasks:
+                tasks[point_key] = replace(
+                    task, key=f"{machine_name}-{workload}-{idle_kind}-{duration:g}ms-{task.key}",
+                    index=len(tasks))
     if log is not None:
         log(f"validate: {len(measured)} measured points, {len(tasks)} simulations")
     records = run_tasks(list(tasks.values()), jobs=jobs, client=client, progress=progress)
     predicted = dict(zip(tasks, records, strict=True))
     rows = []
     for row in measured.to_dict("records"):
-        record = predicted[(row["machine"], row["workload"], row["idle_kind"], row["algorithm"],
+        record = predicted[(row["machine"], row["workload"], row["idle_kind"],
+                            row["duration_ms"], row["warmup_ms"], row["algorithm"],
                             row["clients"], row["idle_clients"])]
         tps = float("nan") if record.failed else float(str(record.row["tps"]))
         rows.append({**row, "predicted_tps": tps,
@@ -129,14 +146,21 @@ def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd
     return replace(experiment, machine=machine)
 
 
-def _work_scale(manifest: Manifest, experiment: Experiment, machine: MachineConfig,
-                options: Mapping[str, object], log: Callable[[str], None] | None) -> float:
+def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
+                warmup_ms: float, seed: int, overrides: Sequence[str],
+                log: Callable[[str], None] | None) -> float:
+    """The machine's work scale, calibrated with the run's window on its calibration point."""
     target = manifest.single_client_tps(machine.name)
     if target is None:
         return 1.0
     point = manifest.calibration[machine.name]
-    algorithm = manifest.dataset(point.dataset).series[point.series]
-    probe = replace(experiment, algorithms=(algorithm,))
+    dataset = manifest.dataset(point.dataset)
+    algorithm = dataset.series[point.series]
+    group = pd.DataFrame({"algorithm": [algorithm], "clients": [point.clients],
+                          "idle_clients": [point.idle_clients]})
+    probe = _experiment(machine, dataset.workload, dataset.idle_kind, group, duration_ms,
+                        warmup_ms, seed, overrides)
+    options = probe.validate().resolve_options(probe.options)
     return single_client_work_scale(probe, machine, options, target, log)
 
 

@@ -73,6 +73,52 @@ def test_points_measured_twice_are_simulated_once(tmp_path: Path) -> None:
     assert list(tiny["predicted_tps"]) == list(twin_rows["predicted_tps"])
 
 
+def test_a_dataset_window_applies_to_its_points_unless_the_caller_fixes_it(
+        tmp_path: Path) -> None:
+    longer = """  longer:
+    file: m.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    run: {duration_ms: 0.8}
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps_pre14: pre14}
+"""
+    manifest = load_manifest(write_manifest(tmp_path, extra=longer))
+    assert manifest.dataset("longer").run == {"duration_ms": 0.8}
+    messages: list[str] = []
+    table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, log=messages.append)
+    assert "6 measured points, 6 simulations" in messages[-1]  # same points, other window
+    tiny = table[(table["dataset"] == "tiny") & (table["series"] == "tps_pre14")]
+    own = table[table["dataset"] == "longer"]
+    assert set(tiny["duration_ms"]) == {0.4}
+    assert set(own["duration_ms"]) == {0.8}
+    assert set(table["warmup_ms"]) == {0.2}
+    messages.clear()
+    fixed = validate(manifest, duration_ms=0.4, warmup_ms=0.2, log=messages.append,
+                     fixed=("duration_ms",))
+    assert "6 measured points, 4 simulations" in messages[-1]
+    assert set(fixed["duration_ms"]) == {0.4}
+    assert list(fixed[fixed["dataset"] == "longer"]["predicted_tps"]) == list(
+        tiny["predicted_tps"])
+
+
+@pytest.mark.parametrize(("run", "key"), [
+    ("{duration_ms: 0}", "datasets.tiny.run.duration_ms"),
+    ("{warmup_ms: -1}", "datasets.tiny.run.warmup_ms"),
+    ("{seed: 3}", "datasets.tiny.run"),
+])
+def test_a_bad_dataset_window_names_its_key(tmp_path: Path, run: str, key: str) -> None:
+    path = write_manifest(tmp_path)
+    text = path.read_text(encoding="utf-8").replace(
+        "    idle_kind: idle\n", f"    idle_kind: idle\n    run: {run}\n", 1)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_manifest(path)
+    assert error.value.key.startswith(key)
+
+
 def test_single_client_calibration_point_is_excluded(tmp_path: Path) -> None:
     machines = ("{gold5215-2s: {single_client_tps: {dataset: tiny, series: tps_pre14, "
                 "clients: 1, idle_clients: 0}}}")
