@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from simulator.config.values import check_keys, describe_kind
 from simulator.errors import ConfigError
@@ -89,6 +89,7 @@ MAX_NATURAL_ALIGNMENT = 8
 class Move:
     """``{move: target, to: own_line | array}``: a field to its own line or its own array."""
 
+    kind: ClassVar[str] = "move"
     key: str
     """Dotted key of the edit in its configuration (``options.layout[0]``), for errors."""
     target: str
@@ -100,6 +101,7 @@ class Move:
 class Pad:
     """``{pad: target, to: size_bytes}``: the distance between elements."""
 
+    kind: ClassVar[str] = "pad"
     key: str
     target: str
     size_bytes: int
@@ -109,6 +111,7 @@ class Pad:
 class Align:
     """``{align: target, to: alignment_bytes}``: the region's start alignment."""
 
+    kind: ClassVar[str] = "align"
     key: str
     target: str
     alignment_bytes: int
@@ -118,6 +121,7 @@ class Align:
 class Reorder:
     """``{reorder: target, fields: [...]}``: the listed fields packed in that order."""
 
+    kind: ClassVar[str] = "reorder"
     key: str
     target: str
     fields: tuple[str, ...]
