@@ -33,6 +33,19 @@ Keys (all optional):
 * ``background_threads``: threads (``-j``) of the pgbench process that drives the
   ``mostly-idle`` connections (default 4; ASSUMPTION: the published runs do not give it; 0
   drops that process, and each connection's client side costs no CPU).
+* ``layout``: layout what-ifs, a list of edits applied in order to the shared memory of every
+  version (default none). Each names a struct or array by its region name, as the per-line table
+  labels it (``PGXACT``, ``PGPROC``, ``VariableCache``, ``xids``, ``MainLWLockArray``,
+  ``BufferDescriptors``, ...), and a field as ``region.field``:
+  ``{move: PGXACT.xmin, to: own_line}`` (the field alone on a new line of each element, the
+  element 64-aligned), ``{move: PGXACT.xmin, to: array}`` (the field in a dense array of its
+  own, ``PGXACT.xmin``, allocated after ``PGXACT``; every access to it goes there),
+  ``{pad: PGXACT, to: 64}`` (elements 64 B apart), ``{align: PGXACT, to: 64}`` (the start
+  address), ``{reorder: PGXACT, fields: [xid, vacuumFlags, overflowed, nxids]}`` (those fields
+  packed in that order). Exact rules in :mod:`simulator.hardware.layout_edits`. An edit applies
+  to each version that has its struct and fields and is skipped by the others (``PGXACT`` is
+  pre14's only); one that fits no version is an error. Example: ``--set
+  'options.layout=[{move: PGXACT.xmin, to: own_line}]'``.
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
@@ -51,16 +64,17 @@ from pathlib import Path
 from simulator.config.units import parse_time_ns
 from simulator.config.values import check_keys, describe_kind, expect_int, join_key
 from simulator.errors import ConfigError
+from simulator.hardware.layout_edits import LayoutEdit, parse_layout_edits
 
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from .procarray import ATOMIC_USERS
-from .shmem.build import MAX_INNER_PAGES
+from .shmem.build import MAX_INNER_PAGES, check_layout_edits
 from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
-               "pin", "mix", "run_ahead", "background_threads")
+               "pin", "mix", "run_ahead", "background_threads", "layout")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
@@ -84,6 +98,8 @@ class PgOptions:
     pin_protocol: str = "atomic"
     mix: tuple[tuple[str, float], ...] = ()
     background_threads: int = DEFAULT_BACKGROUND_THREADS
+    layout: tuple[LayoutEdit, ...] = ()
+    """Layout what-ifs, in order (``options.layout``)."""
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -124,9 +140,15 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if background < 0:
         raise ConfigError("options.background_threads", f"must not be negative, got {background}",
                           source)
+    layout = options.get("layout", [])
+    try:
+        check_layout_edits(parse_layout_edits(layout, "options.layout"))
+    except ConfigError as exc:
+        raise ConfigError(exc.key, exc.message, source) from None
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
-            "run_ahead": run_ahead, "background_threads": background}
+            "run_ahead": run_ahead, "background_threads": background,
+            "layout": copy.deepcopy(layout)}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -147,7 +169,8 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      fused_atomics=frozenset(user for user, mode in atomics.items()
                                              if mode == "fused"),
                      pgbench_scale=scale, pin_protocol=str(full["pin"]),
-                     mix=_mix_pairs(full["mix"]), background_threads=background)
+                     mix=_mix_pairs(full["mix"]), background_threads=background,
+                     layout=parse_layout_edits(full["layout"], "options.layout"))
 
 
 def _mix_pairs(value: object) -> tuple[tuple[str, float], ...]:

@@ -51,7 +51,7 @@ class PostgresModel:
             costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
             pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
             mix=options.mix, background_threads=options.background_threads,
-            trace=spec.trace))
+            layout_edits=options.layout, trace=spec.trace))
         return PointOutput(row=result.row, lines=result.lines, traces=result.traces)
 
 

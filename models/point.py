@@ -46,6 +46,7 @@ import simpy
 from simulator.config.machine import MachineConfig
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
+from simulator.hardware.layout_edits import LayoutEdit
 from simulator.hardware.machine import Implementation
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS
@@ -116,6 +117,8 @@ class PointConfig:
     """The ``mix`` workload's scripts and weights."""
     background_threads: int = DEFAULT_BACKGROUND_THREADS
     """Threads (``-j``) of the pgbench process driving the mostly-idle connections (0: none)."""
+    layout_edits: tuple[LayoutEdit, ...] = ()
+    """Layout what-ifs applied to the version's shared memory (``options.layout``)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces of the whole run (warm-up included)."""
 
@@ -365,7 +368,7 @@ def _run(config: PointConfig) -> PointResult:
         run_ahead_ns=config.run_ahead_ns, implementation=config.implementation,
         fused_atomics=config.fused_atomics,
         btree_inner_pages=inner_level_pages(config.pgbench_scale),
-        pin_protocol=config.pin_protocol)
+        pin_protocol=config.pin_protocol, layout_edits=config.layout_edits)
     scheduler.on_private_flush = population.machine.flush_private
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from simulator.config.machine import MachineConfig
+from simulator.hardware.layout_edits import LayoutEdit
 from simulator.hardware.machine import Implementation, Machine
 from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import SimEnvironment
@@ -74,7 +75,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      implementation: Implementation,
                      fused_atomics: frozenset[str] = frozenset(),
                      btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
-                     pin_protocol: str = "atomic") -> Population:
+                     pin_protocol: str = "atomic",
+                     layout_edits: Sequence[LayoutEdit] = ()) -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -96,10 +98,13 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
             (:func:`~snapsim_models.btree.inner_level_pages`).
         pin_protocol: how pins update a buffer header
             (:data:`~snapsim_models.buffers.PIN_PROTOCOLS`).
+        layout_edits: layout what-ifs of the shared memory
+            (:mod:`simulator.hardware.layout_edits`).
     """
     n_connections = idle_clients + clients
     shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3,
-                                btree_inner_pages=btree_inner_pages)
+                                btree_inner_pages=btree_inner_pages,
+                                layout_edits=layout_edits)
     connections: list[Connection] = []
     for k in range(n_connections):
         active = k >= idle_clients

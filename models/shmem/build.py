@@ -31,6 +31,12 @@ after the LWLock array depends on allocations not modelled; each such region is 
 ASSUMPTION phase
 (see :func:`build_shared_memory`).
 
+Layout what-ifs: ``layout_edits`` (:mod:`simulator.hardware.layout_edits`, the experiment's
+``options.layout``) change the structs and arrays as they are allocated, by region name (the
+names above and in the per-line labels: ``PGXACT``, ``PGPROC``, ``VariableCache``, ``xids``,
+``MainLWLockArray``, ...); an edit whose region or field a version lacks is skipped for that
+version, and :func:`check_layout_edits` rejects one that fits no version.
+
 Ordering facts: pre14 and 14 keep the procArray sorted by pgprocno (``ProcArrayAdd`` inserts in
 order, pa:~300-317@13, pa:499-513@14; ``ProcArrayRemove`` memmoves down); 9.1 appends (pa:274@9.1)
 and removes by swapping the last entry in (pa:323@9.1). pgprocnos come from a LIFO freelist
@@ -44,7 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from simulator.errors import ConfigError
-from simulator.hardware.layout import Region, SharedMemory, Struct
+from simulator.hardware.layout import Region, Struct
+from simulator.hardware.layout_edits import EditedSharedMemory, LayoutEdit, Move
 
 from ..btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from . import structs as st
@@ -57,7 +64,7 @@ from .memory import (
     ProcCounts,
 )
 
-__all__ = ["build_shared_memory"]
+__all__ = ["build_shared_memory", "check_layout_edits"]
 
 
 MAXALIGN = 8
@@ -200,9 +207,9 @@ def _pinned_page(layout: Layout, slot: _PageSlot, descs: Region, lwlocks: Region
 
 
 def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int,
-                inner_pages: Sequence[int]) -> PgSharedMemory:
+                inner_pages: Sequence[int], edits: Sequence[LayoutEdit]) -> PgSharedMemory:
     slots = _btree_slots("pg91", inner_pages)
-    shm = SharedMemory(base)
+    shm = EditedSharedMemory(base, edits)
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)
     shm.reserve(MAXALIGN - 1)  # MAXALIGN(sizeof(slock_t)) (shmem.c:138-153@9.2)
@@ -251,9 +258,9 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int,
 
 
 def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
-                  inner_pages: Sequence[int]) -> PgSharedMemory:
+                  inner_pages: Sequence[int], edits: Sequence[LayoutEdit]) -> PgSharedMemory:
     slots = _btree_slots(layout, inner_pages)
-    shm = SharedMemory(base)
+    shm = EditedSharedMemory(base, edits)
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
     shm.alloc("ShmemLock", _SPINLOCK, align=MAXALIGN)  # ShmemAllocUnlocked
     # InitShmemAllocation then rounds the free offset up to a cache line (128), and ShmemAlloc
@@ -319,7 +326,8 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
                    csn_log_control_lock=csn_log_control_lock)
 
 
-def _shared_memory(version: str, layout: Layout, procs: ProcCounts, shm: SharedMemory, *,
+def _shared_memory(version: str, layout: Layout, procs: ProcCounts,
+                   shm: EditedSharedMemory, *,
                    variable_cache: Region, lwlocks: Region, proc_hdr: Region, pgproc: Region,
                    procarray: Region, pgprocnos: Region, descs: Region,
                    slots: list[list[_PageSlot]]) -> PgSharedMemory:
@@ -353,6 +361,7 @@ def build_shared_memory(
     base: int = 0,
     pg91_pgproc_phase: int = 0,
     btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
+    layout_edits: Sequence[LayoutEdit] = (),
 ) -> PgSharedMemory:
     """Lay out the shared memory of a PostgreSQL version.
 
@@ -367,12 +376,15 @@ def build_shared_memory(
             4 straddle a line in its hot bytes 32..57, a phase = 8 (mod 16) 2 in 4.
         btree_inner_pages: pages of each inner level of ``pgbench_accounts_pkey``, top-down
             (:func:`snapsim_models.btree.inner_level_pages`; default: scale 100).
+        layout_edits: layout what-ifs applied in order (:mod:`simulator.hardware.layout_edits`);
+            an edit naming a region or field this version lacks is skipped.
 
     Returns:
         The regions of that version.
 
     Raises:
-        ConfigError: unknown version or bad counts (names the offending key).
+        ConfigError: unknown version, bad counts or a layout edit that cannot be made (names
+            the offending key).
     """
     layout = LAYOUT_OF_VERSION.get(version)
     if layout is None:
@@ -390,5 +402,45 @@ def build_shared_memory(
             raise ConfigError(
                 "pg91_pgproc_phase", f"must be 0, 8, ..., 56; got {pg91_pgproc_phase}"
             )
-        return _build_pg91(version, procs, base, pg91_pgproc_phase, btree_inner_pages)
-    return _build_modern(version, layout, procs, base, btree_inner_pages)
+        return _build_pg91(version, procs, base, pg91_pgproc_phase, btree_inner_pages,
+                           layout_edits)
+    return _build_modern(version, layout, procs, base, btree_inner_pages, layout_edits)
+
+
+def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
+    """Check layout edits against every version's shared memory.
+
+    Each edit must fit at least one layout family (its region, and the fields it names, exist
+    there) and be possible wherever it fits.
+
+    Raises:
+        ConfigError: an edit that fits no version (an unknown struct, array or field) or cannot
+            be made in a version (a pad below the element size, overlapping fields), named by
+            the edit's key.
+    """
+    if not edits:
+        return
+    applied: set[int] = set()
+    reasons: dict[int, str] = {}
+    names: set[str] = set()
+    for version in ("pg91", "pre14", "post14", "csn"):  # one version per layout family
+        try:
+            memory = build_shared_memory(version, 1, layout_edits=edits)
+        except ConfigError as exc:
+            raise ConfigError(exc.key, f"{exc.message} (version {version})") from None
+        shm = memory.memory
+        assert isinstance(shm, EditedSharedMemory)
+        applied |= shm.applied
+        for index, reason in shm.unapplied.items():
+            if reason:
+                reasons.setdefault(index, f"{reason} (version {version})")
+        names.update(region.name for region in shm.regions)
+    for index, edit in enumerate(edits):
+        if index in applied:
+            continue
+        if index in reasons:  # the region exists, a field does not
+            field_key = "fields" if edit.kind == "reorder" else edit.kind
+            raise ConfigError(f"{edit.key}.{field_key}", reasons[index])
+        stem = edit.target.split(".", 1)[0] if isinstance(edit, Move) else edit.target
+        raise ConfigError(f"{edit.key}.{edit.kind}", f"no version's shared memory has a struct or "
+                          f"array named {stem!r} (names: {', '.join(sorted(names))})")

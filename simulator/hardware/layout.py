@@ -11,6 +11,11 @@ with it (the PostgreSQL model's is ``snapsim_models.shmem.build``). The vocabula
 * :class:`SharedMemory`: places regions one after another, each start rounded up to the requested
   alignment, like a bump allocator, and labels cache lines for reports.
 
+A region may keep some fields *out of line* (:attr:`Region.detached`): each such field lives in a
+parallel region of the same count (structure of arrays), and every address, span and scan of that
+field through the region goes there. :mod:`simulator.hardware.layout_edits` produces such regions
+(a field moved into its own array); a region without detached fields behaves as before.
+
 Addresses are byte addresses; a *line number* is ``address // LINE_BYTES`` (the machine's tracked
 line of that number has byte address ``line * LINE_BYTES``). A *mask* is the set of bytes of one
 line an access touches, bit i = byte i, as an unsigned Python int (``Machine.access`` accepts that;
@@ -171,6 +176,9 @@ class Region:
         base: byte address of element 0.
         stride: distance between elements (>= element size; larger when padded).
         element_names: optional names of single elements, used in labels.
+        detached: fields kept out of line: field name -> a region of the same count whose
+            element has that field (under the same name, with its nested fields); element ``i``'s
+            field is element ``i`` of that region. The field is not in :attr:`element`.
     """
 
     name: str
@@ -179,6 +187,7 @@ class Region:
     base: int
     stride: int
     element_names: Mapping[int, str] = field(default_factory=dict, hash=False)
+    detached: Mapping[str, Region] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -193,6 +202,27 @@ class Region:
         for index in names:
             self._check_index(index)
         object.__setattr__(self, "element_names", MappingProxyType(names))
+        detached = dict(self.detached)
+        for fname, side in detached.items():
+            if side.count != self.count or fname not in side.element.fields:
+                raise ValueError(f"region {self.name}: detached field {fname} needs a region of "
+                                 f"{self.count} elements with that field, got {side.name}")
+            if fname in self.element.fields:
+                raise ValueError(f"region {self.name}: field {fname} is both in line and detached")
+        object.__setattr__(self, "detached", MappingProxyType(detached))
+
+    def home(self, field_name: str | None) -> Region:
+        """The region that holds a field.
+
+        This one, or the parallel region of a detached field (or of the detached field it is
+        nested in).
+        """
+        if field_name is None or not self.detached:
+            return self
+        for fname, side in self.detached.items():
+            if field_name == fname or field_name.startswith(fname + "."):
+                return side
+        return self
 
     # ------------------------------------------------------------------ geometry
 
@@ -217,21 +247,24 @@ class Region:
 
     def address(self, index: int, field_name: str | None = None) -> int:
         """Byte address of a field of element ``index`` (``None``: the element itself)."""
-        offset, _ = self.element.field(field_name)
-        return self.element_address(index) + offset
+        home = self.home(field_name)
+        offset, _ = home.element.field(field_name)
+        return home.element_address(index) + offset
 
     def field_span(self, index: int, field_name: str | None = None) -> list[LinePart]:
         """The lines and byte masks a field of element ``index`` covers (two parts if it straddles).
 
         Args:
             index: element index.
-            field_name: field name, or ``None`` for the whole element (padding excluded).
+            field_name: field name, or ``None`` for the whole element (padding and detached
+                fields excluded).
 
         Returns:
             ``[(line, mask), ...]`` in address order.
         """
-        offset, size = self.element.field(field_name)
-        return line_parts(self.element_address(index) + offset, size)
+        home = self.home(field_name)
+        offset, size = home.element.field(field_name)
+        return line_parts(home.element_address(index) + offset, size)
 
     def fields_span(self, index: int, field_names: Iterable[str]) -> list[LinePart]:
         """Union of :meth:`field_span` over several fields of one element, one part per line."""
@@ -277,6 +310,9 @@ class Region:
 
         This is the set of lines a scan of that field over those elements reads.
         """
+        home = self.home(field_name)
+        if home is not self:
+            return home.lines_touched(start, stop, field_name)
         offset, size = self.element.field(field_name)
         addresses = self.base + self._indices(start, stop) * self.stride + offset
         first = addresses // LINE_BYTES
@@ -323,12 +359,15 @@ class Region:
     def view(self, index: int, name: str | None = None, count: int = 1) -> Region:
         """A region over elements ``index..index+count-1`` (same stride), e.g. one named lock.
 
-        Views are for addressing; register only allocations with :class:`SharedMemory`.
+        Views are for addressing; register only allocations with :class:`SharedMemory`. A view
+        keeps the detached fields (views of their regions over the same elements).
         """
         self._check_index(index)
         self._check_index(index + count - 1)
         label = name if name is not None else self.element_label(index)
-        return Region(label, self.element, count, self.element_address(index), self.stride)
+        detached = {fname: side.view(index, count=count) for fname, side in self.detached.items()}
+        return Region(label, self.element, count, self.element_address(index), self.stride,
+                      detached=detached)
 
     def label_for_line(self, line: int) -> str:
         """Label of the part of ``line`` that belongs to this region (see the module docstring).
@@ -409,8 +448,6 @@ class SharedMemory:
         Returns:
             The placed region; the free pointer moves to its end.
         """
-        if name in self:
-            raise ValueError(f"a region named {name!r} already exists")
         struct = Struct.scalar(name, element) if isinstance(element, int) else element
         region = Region(
             name,
@@ -420,12 +457,23 @@ class SharedMemory:
             struct.size if stride is None else stride,
             element_names if element_names is not None else _EMPTY_NAMES,
         )
-        if self._bases and region.base < self._bases[-1]:
-            raise ValueError(f"region {name!r} starts below the previous region")
+        self.register(region)
+        return region
+
+    def register(self, region: Region) -> None:
+        """Register a region placed by the caller at or above the free pointer.
+
+        The free pointer moves to its end. :meth:`alloc` places and registers in one step; an
+        allocator that lays regions out itself (:mod:`simulator.hardware.layout_edits`) registers
+        them here, in address order.
+        """
+        if region.name in self:
+            raise ValueError(f"a region named {region.name!r} already exists")
+        if region.base < self.free:
+            raise ValueError(f"region {region.name!r} starts below the free pointer")
         self._regions.append(region)
         self._bases.append(region.base)
         self.free = region.end
-        return region
 
     def reserve(self, nbytes: int, align: int = 1) -> int:
         """Skip ``nbytes`` of unmodelled memory at the next ``align``-aligned address.

@@ -1,11 +1,12 @@
-"""The ``options.atomics`` switch and ``options.pgbench_scale``: defaults, parsing, and bad values
-named by key."""
+"""The ``options.atomics`` switch, ``options.pgbench_scale`` and ``options.layout``: defaults,
+parsing, and bad values named by key."""
 
 from __future__ import annotations
 
 import pytest
 
 from simulator.errors import ConfigError
+from simulator.hardware.layout_edits import Move, Pad
 from snapsim_models.options import parse_options, resolve_options
 
 
@@ -48,3 +49,45 @@ def test_pin_defaults_to_atomic_and_spinlock_is_parsed() -> None:
     with pytest.raises(ConfigError) as raised:
         resolve_options({"pin": "mutex"})
     assert raised.value.key == "options.pin"
+
+
+def test_layout_defaults_to_no_edit_and_is_parsed() -> None:
+    assert resolve_options({})["layout"] == []
+    assert parse_options(resolve_options({})).layout == ()
+    edits = [{"move": "PGXACT.xmin", "to": "own_line"}, {"pad": "xids", "to": 64}]
+    resolved = resolve_options({"layout": edits})
+    assert resolved["layout"] == edits
+    assert resolve_options(resolved) == resolved
+    assert parse_options(resolved).layout == (
+        Move("options.layout[0]", "PGXACT.xmin", "own_line"), Pad("options.layout[1]", "xids", 64))
+
+
+def test_layout_edit_of_one_version_only_is_accepted() -> None:
+    """PGPROC.xmin exists in 9.1 and 14, not in 13 (where it is in PGXACT): accepted."""
+    resolved = resolve_options({"layout": [{"move": "PGPROC.xmin", "to": "array"}]})
+    assert len(parse_options(resolved).layout) == 1
+
+
+@pytest.mark.parametrize(("layout", "key", "message"), [
+    ([{"move": "PGXAC.xmin", "to": "own_line"}], "options.layout[0].move",
+     "no version's shared memory has a struct or array named 'PGXAC'"),
+    ([{"move": "PGXACT.xmax", "to": "own_line"}], "options.layout[0].move",
+     "PGXACT has no field 'xmax' (fields: xid, xmin"),
+    ([{"reorder": "PGXACT", "fields": ["nxids", "xid"]}], "options.layout[0].fields",
+     "overlap after the edit"),
+    ([{"pad": "PGXACT", "to": 8}], "options.layout[0].to",
+     "8 B is smaller than PGXACT's element (12 B) (version pre14)"),
+    ([{"pad": "PGXACT", "to": -64}], "options.layout[0].to", "positive"),
+    ([{"align": "PGXACT", "to": 96}], "options.layout[0].to", "power of two"),
+    ([{"align": "PGXACT", "to": 0}], "options.layout[0].to", "power of two"),
+    ([{"shrink": "PGXACT", "to": 8}], "options.layout[0]", "exactly one edit kind"),
+    ([{"move": "PGXACT.xmin", "to": "own_line"}, {"pad": "PGXACT.xmin", "to": 64}],
+     "options.layout[1].pad", "named 'PGXACT.xmin'"),
+    ({"move": "PGXACT.xmin"}, "options.layout", "a list of edits"),
+])
+def test_bad_layouts_name_the_key(layout: object, key: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve_options({"layout": layout}, "exp.yaml")
+    assert raised.value.key == key
+    assert message in raised.value.message
+    assert raised.value.source == "exp.yaml"

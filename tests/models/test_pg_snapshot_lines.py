@@ -37,6 +37,7 @@ from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import Op
 from simulator.hardware.fields import describe_masks
 from simulator.hardware.layout import Region
+from simulator.hardware.layout_edits import LayoutEdit
 from simulator.hardware.machine import Machine
 from simulator.hardware.topology import Topology
 from simulator.hardware.tracked import Ops, ScanPlan, TrackedMemory
@@ -202,18 +203,19 @@ class PgHarness:
 
 
 def build_harness(algorithm: str, connections: int, active: Sequence[int] | None = None,
-                  machine: MachineConfig = GOLD, pg91_pgproc_phase: int = 0) -> PgHarness:
+                  machine: MachineConfig = GOLD, pg91_pgproc_phase: int = 0,
+                  layout_edits: Sequence[LayoutEdit] = ()) -> PgHarness:
     """``connections`` clients connected in order; ``active`` (default: the last) can run.
 
     The layout follows :mod:`snapsim_models.population`: ``max_connections = connections + 3``,
     connection k gets pgprocno ``max_connections - 1 - k`` and the launchers are added after the
-    clients.
+    clients. ``layout_edits`` are layout what-ifs (``options.layout``).
     """
     active = (connections - 1,) if active is None else tuple(active)
     env = SimEnvironment(seed=0)
     scheduler = CpuScheduler.from_machine(env, machine)
     shmem = build_shared_memory(algorithm, max_connections=connections + 3,
-                                pg91_pgproc_phase=pg91_pgproc_phase)
+                                pg91_pgproc_phase=pg91_pgproc_phase, layout_edits=layout_edits)
     log: list[tuple[int, int, Op, str]] = []
     backends: list[RecordingBackend] = []
     for k in range(connections):
@@ -591,7 +593,7 @@ def test_select_only_takes_two_snapshots(algorithm: str) -> None:
 # ---------------------------------------------------------- test 5: false sharing of PGXACT
 
 
-def _cross_socket_pair(algorithm: str) -> PgHarness:
+def cross_socket_pair(algorithm: str, layout_edits: Sequence[LayoutEdit] = ()) -> PgHarness:
     """Two active backends with adjacent pgprocnos, placed on different sockets.
 
     The scheduler places deterministically (previous thread, else the lowest fully idle core, see
@@ -600,7 +602,7 @@ def _cross_socket_pair(algorithm: str) -> PgHarness:
     placed first (core 0, socket 0); then nine filler tasks that spin for the whole run take the
     other cores of socket 0, so backend B lands on the lowest fully idle core, on socket 1.
     """
-    h = build_harness(algorithm, 2, active=(0, 1))
+    h = build_harness(algorithm, 2, active=(0, 1), layout_edits=layout_edits)
     a, b = h.running
     fillers = [h.scheduler.new_task(f"filler{i}")
                for i in range(GOLD.topology.cores_per_domain - 1)]
@@ -622,7 +624,7 @@ def _cross_socket_pair(algorithm: str) -> PgHarness:
     return h
 
 
-def _run_pair(h: PgHarness, transactions: int) -> pd.DataFrame:
+def run_pair(h: PgHarness, transactions: int) -> pd.DataFrame:
     statements = transaction_statements("select-only")
 
     def loop(backend: Backend) -> ProcessGenerator:
@@ -640,7 +642,7 @@ def _run_pair(h: PgHarness, transactions: int) -> pd.DataFrame:
     return table
 
 
-def _sockets(h: PgHarness) -> list[int]:
+def sockets(h: PgHarness) -> list[int]:
     topology = Topology.from_config(GOLD)
     return [topology.socket_of(b.task.location()[0]) for b in h.running]  # type: ignore[union-attr]
 
@@ -652,13 +654,13 @@ def test_pre14_pgxact_false_sharing_across_sockets() -> None:
     while the other's snapshots read the whole line (xid, xmin, vacuumFlags): the line shows remote
     HITM, some of it false sharing (a store to one entry's xmin finding the line dirty with the
     other entry's bytes), ``xmin`` among the fields written and ``xid`` among the fields read."""
-    h = _cross_socket_pair("pre14")
+    h = cross_socket_pair("pre14")
     a, b = h.running
     line = h.line(h.shmem.pgxact, a.pgprocno, "xmin")
     assert h.lines_of(h.shmem.pgxact, [a.pgprocno, b.pgprocno], None) == {line}
-    assert len(set(_sockets(h))) == 2
-    table = _run_pair(h, 20)
-    assert len(set(_sockets(h))) == 2  # nobody migrated
+    assert len(set(sockets(h))) == 2
+    table = run_pair(h, 20)
+    assert len(set(sockets(h))) == 2  # nobody migrated
     row = table.loc[table["line"] == line].iloc[0]
     assert row["remote_hitm"] > 0
     assert row["false_sharing_hitm"] > 0
@@ -672,10 +674,10 @@ def test_pg14_xids_lines_never_hitm_across_sockets(algorithm: str) -> None:
     """14 (proc.h:315-360@14: an entry is 4 read-only bytes in xids[]): the same cross-socket pair
     shows no HITM on the ``xids[]`` lines (written only at xid assignment and commit) and no HITM
     at all on the backends' xmin lines (private PGPROC)."""
-    h = _cross_socket_pair(algorithm)
-    assert len(set(_sockets(h))) == 2
-    table = _run_pair(h, 20)
-    assert len(set(_sockets(h))) == 2
+    h = cross_socket_pair(algorithm)
+    assert len(set(sockets(h))) == 2
+    table = run_pair(h, 20)
+    assert len(set(sockets(h))) == 2
     xids = h.lines_of(h.shmem.xids, range(len(h.procarray)), None)
     rows = table.loc[table["line"].isin(xids)]
     assert len(rows) == len(xids)

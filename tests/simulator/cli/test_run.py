@@ -187,6 +187,21 @@ BAD_INPUTS = [
      "options.costs.backend.select_onlyy: unknown key (expected one of: select_only"),
     ("bad --set key", "{}\n", ["--set", "durationms=1"], "durationms: unknown key"),
     ("negative jobs", "{}\n", ["--jobs", "0"], "--jobs: must be at least 1"),
+    ("layout: unknown struct", "{}\n", ["--set", "options.layout=[{pad: PGXAC, to: 64}]"],
+     "options.layout[0].pad: no version's shared memory has a struct or array named 'PGXAC'"),
+    ("layout: unknown field", "{}\n", ["--set", "options.layout=[{move: PGXACT.x, to: array}]"],
+     "options.layout[0].move: PGXACT has no field 'x'"),
+    ("layout: overlap", "{}\n",
+     ["--set", "options.layout=[{reorder: PGXACT, fields: [nxids, xid]}]"],
+     "options.layout[0].fields: fields xid and xmin of PGXACT overlap after the edit"),
+    ("layout: pad below the struct", "{}\n", ["--set", "options.layout=[{pad: PGXACT, to: 8}]"],
+     "options.layout[0].to: 8 B is smaller than PGXACT's element (12 B)"),
+    ("layout: zero pad", "{}\n", ["--set", "options.layout=[{pad: PGXACT, to: 0}]"],
+     "options.layout[0].to: must be a positive number of bytes"),
+    ("layout: alignment", "{}\n", ["--set", "options.layout=[{align: PGXACT, to: 48}]"],
+     "options.layout[0].to: must be a power of two"),
+    ("layout: unknown edit", "{}\n", ["--set", "options.layout=[{split: PGXACT, to: 2}]"],
+     "options.layout[0]: expected exactly one edit kind of move, pad, align, reorder"),
 ]
 
 
