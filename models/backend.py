@@ -56,6 +56,8 @@ class TxnRecord:
     """Snapshots computed by a full GetSnapshotData."""
     reused_snapshots: int = 0
     """Snapshots taken from the backend's snapshot cache (14 and later)."""
+    copied_snapshots: int = 0
+    """Snapshots copied from a snapshot shared by all backends (``post14_shared_cache``)."""
     script: str = ""
     """The workload script the transaction ran (the ``mix`` workload's per-script columns)."""
 

@@ -553,6 +553,7 @@ def _per_transaction(active: list[Completed]) -> dict[str, float]:
         result[f"{category.value}_us"] = totals[category] / 1e3 / n
     result["full_snapshots"] = sum(r.full_snapshots for r in unique) / n
     result["reused_snapshots"] = sum(r.reused_snapshots for r in unique) / n
+    result["copied_snapshots"] = sum(r.copied_snapshots for r in unique) / n
     return result
 
 

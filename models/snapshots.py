@@ -15,6 +15,9 @@ experiment:
   ProcArrayLock.
 * ``post14_lockfree``: a what-if, post14 with the reuse check made without the lock (suggested by
   the commit that added the cache, 623a9ba79b; see :class:`Post14Lockfree`).
+* ``post14_shared_cache``: a what-if, post14 plus one snapshot shared by all backends, copied
+  instead of scanned while ``xactCompletionCount`` is unchanged (a next step listed in 623a9ba79b's
+  discussion; see :class:`Post14SharedCache`).
 * ``csn``: commit sequence numbers (Heikki Linnakangas' csn-v8 patch, as applied in
   ``github:hackorum-dev/postgres`` d880c47d8a): a snapshot reads one counter line; commit
   increments it and writes the CSN log.
@@ -26,6 +29,7 @@ subtransactions in pgbench).
 
 from __future__ import annotations
 
+import bisect
 import weakref
 from collections.abc import Sequence
 
@@ -276,6 +280,128 @@ class Post14Lockfree(Post14):
         yield from PgxactSplit.get_snapshot(self, backend)  # the lock shared, the full path
 
 
+class Post14SharedCache(Post14):
+    """What-if: post14 plus one snapshot cache shared by all backends.
+
+    PostgreSQL has no such code (the author of the 14 snapshot cache, 623a9ba79b, lists a shared
+    cache as a possible next step); the design is an ASSUMPTION, one safe variant built on
+    ``GetSnapshotDataReuse`` (pa:2122-2169@14) and ``GetSnapshotData`` (pa:2205-2555@14). Shared
+    memory gains a header line (``SharedSnapshot``: the ``count`` it was built at, a ``claim``
+    word, xmin, xmax, xcnt) and an xid array of ``GetMaxSnapshotXidCount()`` =
+    ``procArray->maxProcs`` entries (procarray.c@14), see :mod:`snapsim_models.shmem.build`.
+    Everything below runs under ProcArrayLock held shared, as post14's snapshot; commits take it
+    exclusive, so ``xactCompletionCount`` cannot move meanwhile and every snapshot built at one
+    count has the same contents (xids assigned later are >= xmax).
+
+    1. The own cache, as post14: R ``xactCompletionCount``; equal to the cached count: reuse.
+    2. Else R ``SharedSnapshot.count``. Equal to ``xactCompletionCount``: R xmin, xmax, xcnt and
+       the ``ceil(4 xcnt / 64)`` array lines (a memcpy), W own xmin if unset (private), and the
+       copy becomes the own cache.
+    3. Else R ``claim``, build in full as post14, then publish unless ``claim`` already equals
+       the count: CAS ``claim`` from the value read to the count (one publisher per count; a
+       failed CAS skips publishing), W the array lines, W xmin, xmax, xcnt and last ``count``
+       (x86 keeps store order; ``pg_write_barrier`` is a compiler barrier there). The published
+       array also holds the publisher's own xid if it is < xmax (``GetSnapshotData`` skips it,
+       pa:2323-2340@14; a reader's own xid in its snapshot is harmless, its own changes are
+       recognised as its own before the snapshot is consulted).
+
+    Left out: the memcpy's CPU cycles (at most ``maxProcs`` 4-B words; only its lines are
+    charged), subtransaction xids (none in pgbench, as everywhere here) and the statusFlags
+    filter of the xids (pgbench has no vacuum or logical-decoding backends). Transaction end is
+    post14's.
+    """
+
+    name = "post14_shared_cache"
+
+    def prepare(self, backends: Sequence[Backend]) -> None:
+        """Register the shared snapshot's header fields and one access per array line."""
+        header, xids = self.shmem.shared_snapshot, self.shmem.shared_snapshot_xids
+        assert header is not None
+        assert xids is not None
+        tracked = self.tracked
+
+        def fields(op: Op, *names: str) -> Ops:
+            return Ops((access for name in names
+                        for access in tracked.access(header, 0, name, op)), tracked)
+
+        self.read_count = fields(Op.LOAD, "count")
+        self.read_claim = fields(Op.LOAD, "claim")
+        self.read_scalars = fields(Op.LOAD, "xmin", "xmax", "xcnt")
+        self.claim_cas = fields(Op.RMW, "claim")
+        self.write_header = fields(Op.STORE, "xmin", "xmax", "xcnt", "count")
+        first_of_line: dict[int, int] = {}
+        for index in range(xids.count):
+            first_of_line.setdefault(xids.line_of(index, None), index)
+        self._line_end = sorted({*(index for index in first_of_line.values()), xids.count})[1:]
+        """Exclusive end index of each array line's xids, in line order."""
+        self._xid_loads = [tracked.access(xids, index, None, Op.LOAD)
+                           for index in sorted(first_of_line.values())]
+        self._xid_stores = [ops.with_op(Op.STORE) for ops in self._xid_loads]
+        self._array_ops: dict[tuple[int, Op], Ops] = {}
+        self.shared_count = 0
+        """``SharedSnapshot.count``: the completion count of the published snapshot (0: none)."""
+        self.shared_claim = 0
+        """``SharedSnapshot.claim``: the count a publisher has claimed."""
+        self.shared_xcnt = 0
+        """``SharedSnapshot.xcnt``: xids in the published array."""
+        super().prepare(backends)
+
+    def _array(self, xcnt: int, op: Op) -> Ops:
+        """Loads or stores of the array lines holding the first ``xcnt`` xids."""
+        key = (xcnt, op)
+        ops = self._array_ops.get(key)
+        if ops is None:
+            lines = bisect.bisect_left(self._line_end, xcnt) + 1 if xcnt else 0
+            source = self._xid_loads if op is Op.LOAD else self._xid_stores
+            ops = Ops((access for line in source[:lines] for access in line), self.tracked)
+            self._array_ops[key] = ops
+        return ops
+
+    def _published_xcnt(self) -> int:
+        """Xids of the snapshot built now: every holder's xid below xmax, the builder's too."""
+        xmax = self.procarray.latest_completed_xid + 1
+        return sum(1 for holder in self.procarray.xid_holders.values() if holder.xid < xmax)
+
+    def get_snapshot(self, backend: Backend) -> ProcessGenerator:
+        """Own cache, else the shared copy, else post14's full path and a publish; lock shared."""
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from backend.ops(self.reuse_check, GET)  # R xactCompletionCount
+        count = self.procarray.completion_count
+        own_xmin = NO_OPS if backend.xmin_set else self.own(backend, "xmin")
+        if backend.snapshot_completion_count == count:
+            yield from backend.ops(own_xmin, GET)
+            backend.record.reused_snapshots += 1
+        else:
+            yield from backend.ops(self.read_count, GET)
+            if self.shared_count == count:
+                xcnt = self.shared_xcnt
+                yield from backend.ops(self.read_scalars + self._array(xcnt, Op.LOAD) + own_xmin,
+                                       GET)
+                backend.snapshot_completion_count = count
+                backend.record.copied_snapshots += 1
+            else:
+                yield from backend.ops(self.read_claim, GET)
+                seen = self.shared_claim
+                yield from self._full_snapshot(backend)
+                if seen != count:
+                    yield from self._publish(backend, seen, count)
+        backend.xmin_set = True
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+
+    def _publish(self, backend: Backend, seen: int, count: int) -> ProcessGenerator:
+        """CAS ``claim`` from ``seen`` to ``count``; the winner writes the array, then header."""
+        yield from backend.ops(self.claim_cas, GET)
+        yield from backend.sync()
+        if self.shared_claim != seen:
+            return  # another backend claimed this count first: the CAS failed
+        self.shared_claim = count
+        xcnt = self._published_xcnt()
+        yield from backend.ops(self._array(xcnt, Op.STORE) + self.write_header, GET)
+        yield from backend.sync()
+        assert self.procarray.completion_count == count, "a commit under ProcArrayLock shared"
+        self.shared_count, self.shared_xcnt = count, xcnt
+
+
 class Pg91(SnapshotAlgorithm):
     """PostgreSQL 9.1: the snapshot reads every PGPROC (pa:1225-1443@9.1); spinlock LWLocks."""
 
@@ -466,6 +592,7 @@ class _GroupClear:
 
 
 ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {
-    cls.name: cls for cls in (Pg91, Pre14, PgxactSplit, Post14, Post14Lockfree, Csn)
+    cls.name: cls
+    for cls in (Pg91, Pre14, PgxactSplit, Post14, Post14Lockfree, Csn, Post14SharedCache)
 }
 """Snapshot algorithms by their contract name."""

@@ -19,6 +19,9 @@ version             layout    shared memory
 ``csn``             csn       14 plus the csn-v8 patch's VariableCache, CSN log and two LWLocks
 ==================  ========  ===============================================================
 
+``post14_shared_cache`` (layout pg14) is post14's memory plus, at the end, one shared snapshot (a
+what-if: a header line and an xid array of ``procArray->maxProcs`` entries).
+
 Allocation rules: 9.1's ``ShmemAlloc`` MAXALIGNs (8 B) and BUFFERALIGNs (32 B) requests of at
 least BLCKSZ (shmem.c:167-208@9.2); 9.6+ CACHELINEALIGN (128 B = ``PG_CACHE_LINE_SIZE``,
 pg_config_manual.h:260@13) every allocation (shmem.c:190@9.6, :212@13; commit 09adc9a8c0).
@@ -57,6 +60,7 @@ from ..btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from . import structs as st
 from .memory import (
     LAYOUT_OF_VERSION,
+    SHARED_SNAPSHOT_VERSIONS,
     VERSIONS,
     Layout,
     PgSharedMemory,
@@ -317,13 +321,24 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
         csn_log = shm.alloc("CSNLog", 8, CSN_LOG_ENTRIES, align=CACHELINEALIGN)
         commit_seq_no_lock = lwlocks.view(COMMIT_SEQ_NO_LOCK)
         csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
+    shared_snapshot: Region | None = None
+    shared_snapshot_xids: Region | None = None
+    if version in SHARED_SNAPSHOT_VERSIONS:
+        # ASSUMPTION (a what-if, no PostgreSQL version): allocated last, as a patch would from
+        # CreateSharedProcArray after the procArray, so every other region keeps post14's address.
+        # The xid array holds GetMaxSnapshotXidCount() = procArray->maxProcs entries (procarray.c
+        # @14), the size of a snapshot's xip[]; each ShmemAlloc is CACHELINEALIGNed.
+        shared_snapshot = shm.alloc("SharedSnapshot", st.SHARED_SNAPSHOT, align=CACHELINEALIGN)
+        shared_snapshot_xids = shm.alloc("sharedSnapshotXids", 4, procs.procarray_max_procs,
+                                         align=CACHELINEALIGN)
     memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
                             proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
                             pgprocnos=pgprocnos, descs=descs, slots=slots)
     return replace(memory, pgxact=pgxact, xids=xids, subxid_states=subxid_states,
                    status_flags=status_flags, csn_log=csn_log,
                    commit_seq_no_lock=commit_seq_no_lock,
-                   csn_log_control_lock=csn_log_control_lock)
+                   csn_log_control_lock=csn_log_control_lock, shared_snapshot=shared_snapshot,
+                   shared_snapshot_xids=shared_snapshot_xids)
 
 
 def _shared_memory(version: str, layout: Layout, procs: ProcCounts,
@@ -423,7 +438,8 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
     applied: set[int] = set()
     reasons: dict[int, str] = {}
     names: set[str] = set()
-    for version in ("pg91", "pre14", "post14", "csn"):  # one version per layout family
+    # one version per layout family, and the one with the optional shared snapshot
+    for version in ("pg91", "pre14", "post14", "csn", "post14_shared_cache"):
         try:
             memory = build_shared_memory(version, 1, layout_edits=edits)
         except ConfigError as exc:

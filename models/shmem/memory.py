@@ -20,6 +20,7 @@ from simulator.hardware.layout import Region, SharedMemory
 __all__ = [
     "CSN_COUNTER_FIELD",
     "LAYOUT_OF_VERSION",
+    "SHARED_SNAPSHOT_VERSIONS",
     "VERSIONS",
     "Layout",
     "PgSharedMemory",
@@ -37,9 +38,13 @@ LAYOUT_OF_VERSION: dict[str, Layout] = {
     "post14": "pg14",
     "post14_lockfree": "pg14",
     "csn": "csn",
+    "post14_shared_cache": "pg14",
 }
 """Version key (algorithm family) to layout family; pgxact_split and the post14 variants share
-memory."""
+memory (``post14_shared_cache`` appends :data:`SHARED_SNAPSHOT_VERSIONS`' regions to it)."""
+
+SHARED_SNAPSHOT_VERSIONS: frozenset[str] = frozenset({"post14_shared_cache"})
+"""Versions whose shared memory ends with the one shared snapshot (a what-if, not PostgreSQL)."""
 
 VERSIONS: tuple[str, ...] = tuple(LAYOUT_OF_VERSION)
 
@@ -173,6 +178,8 @@ class PgSharedMemory:
         xids, subxid_states, status_flags: the 14 dense arrays indexed by pgxactoff.
         csn_log: CSN-log slots, 8 B per xid (csn only).
         commit_seq_no_lock, csn_log_control_lock: their LWLocks (csn only).
+        shared_snapshot, shared_snapshot_xids: the one shared snapshot's header and xid array
+            (``post14_shared_cache`` only, a what-if).
     """
 
     version: str
@@ -198,6 +205,8 @@ class PgSharedMemory:
     csn_log: Region | None = None
     commit_seq_no_lock: Region | None = None
     csn_log_control_lock: Region | None = None
+    shared_snapshot: Region | None = None
+    shared_snapshot_xids: Region | None = None
 
     @property
     def procarray_sorted(self) -> bool:

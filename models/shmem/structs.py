@@ -12,7 +12,8 @@ pointers aligned to their size, bool/uint8 1 B, ``slock_t`` 1 B on x86, ``pg_ato
 
 Field names follow the C names; nested members are dotted (``"subxids.xids"``,
 ``"content_lock.state"``). Structs are keyed by layout family: ``pg91`` (9.1), ``pg13`` (the
-9.2-13 family as of 13), ``pg14`` (14+), ``csn`` (14 plus the csn-v8 patch's variables).
+9.2-13 family as of 13), ``pg14`` (14+), ``csn`` (14 plus the csn-v8 patch's variables);
+:data:`SHARED_SNAPSHOT` belongs to no PostgreSQL version (the ``post14_shared_cache`` what-if).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "PROC_HDR_13",
     "PROC_HDR_14",
     "PROC_HDR_91",
+    "SHARED_SNAPSHOT",
     "VARIABLE_CACHE_13",
     "VARIABLE_CACHE_14",
     "VARIABLE_CACHE_91",
@@ -451,3 +453,22 @@ BUFFER_DESC_13 = Struct(
         "content_lock.state": (40, 4),  # its atomic word (LWLock.state at 4)
     },
 )
+
+# ------------------------------------------------------------------------------ SharedSnapshot
+
+SHARED_SNAPSHOT = Struct(
+    "SharedSnapshot",
+    32,
+    {
+        # ASSUMPTION: no PostgreSQL version has this struct (the post14_shared_cache what-if,
+        # snapsim_models.snapshots.Post14SharedCache). Fields chosen as a patch would: two u64
+        # counters (pg_atomic_uint64, 8-B aligned) then the snapshot's scalars; offsets by LP64
+        # alignment rules, 28 B padded to 32. The xids follow in their own allocation.
+        "count": (0, 8),  # xactCompletionCount the published snapshot was built at
+        "claim": (8, 8),  # CAS'd to a count by the one backend that publishes it
+        "xmin": (16, 4),
+        "xmax": (20, 4),
+        "xcnt": (24, 4),  # xids in the shared array
+    },
+)
+"""The header of the one shared snapshot (what-if): alone on its line when 128-aligned."""

@@ -84,6 +84,7 @@ _CURVE = {
     "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
     "full_snapshots": ("1/transaction", "snapshots computed in full"),
     "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
+    "copied_snapshots": ("1/transaction", "snapshots copied from a cache shared by all backends"),
     "duration_ms": ("ms", "simulated time measured"),
     "warmup_ms": ("ms", "simulated warm-up before the window"),
     TRANSACTIONS_PER_CLIENT: ("transactions", "window transactions per active client"),

@@ -26,7 +26,8 @@ from snapsim_models.point import PointConfig, PointResult, run_point
 
 GOLD: MachineConfig = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
-ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn")
+ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
+              "post14_shared_cache")
 LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
 
 
@@ -67,7 +68,7 @@ def test_select_only_two_snapshots_per_transaction(algorithm: str) -> None:
     (Bind and PortalStart)."""
     row = numbers(point(algorithm))
     assert row["transactions"] > 10
-    assert row["full_snapshots"] + row["reused_snapshots"] == 2
+    assert row["full_snapshots"] + row["reused_snapshots"] + row["copied_snapshots"] == 2
 
 
 @pytest.mark.parametrize("algorithm", LOCKED)
@@ -149,13 +150,13 @@ def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
     result = point(algorithm, workload="tpcb", clients=4)
     row = numbers(result)
     assert row["transactions"] > 10
-    assert row["full_snapshots"] + row["reused_snapshots"] == 10
+    assert row["full_snapshots"] + row["reused_snapshots"] + row["copied_snapshots"] == 10
     assert line_row(result, "XidGenLock")["rmws"] > 0
     vc = line_row(result, "VariableCache")
     written = fields(vc["fields_written"])
     assert written & {"nextXid", "nextFullXid"}
     assert "latestCompletedXid" in written
-    if algorithm in ("post14", "post14_lockfree", "pgxact_split"):
+    if algorithm in ("post14", "post14_lockfree", "pgxact_split", "post14_shared_cache"):
         assert "xactCompletionCount" in written
     if algorithm == "csn":
         assert "nextCommitSeqNo" in written
@@ -193,6 +194,7 @@ def test_post14_tpcb_other_backends_commits_invalidate_the_cache() -> None:
     ("pre14", {"clients": 4, "idle_clients": 50}),
     ("post14", {"workload": "tpcb", "clients": 4}),
     ("post14_lockfree", {"workload": "tpcb", "clients": 8}),
+    ("post14_shared_cache", {"workload": "tpcb", "clients": 8}),
     ("csn", {"clients": 2, "idle_clients": 20, "idle_kind": "mostly-idle"}),
 ])
 def test_run_point_is_deterministic(algorithm: str, overrides: dict[str, object]) -> None:

@@ -16,7 +16,7 @@ from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMem
 M = 100  # max_connections of most tests
 
 MODERN = ("pre14", "pgxact_split", "post14", "csn")
-V14 = ("pgxact_split", "post14", "post14_lockfree", "csn")
+V14 = ("pgxact_split", "post14", "post14_lockfree", "csn", "post14_shared_cache")
 
 
 def shm(version: str, max_connections: int = M, **kwargs: int) -> PgSharedMemory:
@@ -133,7 +133,8 @@ def test_csn_pgproc_extends_14() -> None:
 
 
 def test_versions() -> None:
-    assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn")
+    assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
+                        "post14_shared_cache")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -151,6 +152,8 @@ def test_regions_are_disjoint_and_present(version: str) -> None:
     assert (mem.csn_log is not None) == (version == "csn")
     assert (mem.csn_counter is not None) == (version == "csn")
     assert (mem.commit_seq_no_lock is not None) == (version == "csn")
+    assert (mem.shared_snapshot is not None) == (version == "post14_shared_cache")
+    assert (mem.shared_snapshot_xids is not None) == (version == "post14_shared_cache")
 
 
 @pytest.mark.parametrize("other", ["post14", "post14_lockfree"])
@@ -159,6 +162,27 @@ def test_pgxact_split_and_post14_share_memory(other: str) -> None:
     assert [(r.name, r.base, r.count, r.stride) for r in a.memory.regions] == [
         (r.name, r.base, r.count, r.stride) for r in b.memory.regions
     ]
+
+
+def test_shared_cache_appends_the_shared_snapshot_to_post14s_memory() -> None:
+    """post14_shared_cache: post14's regions at post14's addresses, then the header alone on a
+    128-aligned line (32 B) and the xid array from the next 128-B boundary, one 4-B slot per
+    procArray entry (maxProcs = 10 + 3 + 1 + 8 + 10 = 32 for max_connections 10: 128 B, 2
+    lines)."""
+    base, shared = shm("post14", 10), shm("post14_shared_cache", 10)
+    regions = [(r.name, r.base, r.count, r.stride) for r in shared.memory.regions]
+    assert regions[:-2] == [(r.name, r.base, r.count, r.stride) for r in base.memory.regions]
+    header, xids = shared.shared_snapshot, shared.shared_snapshot_xids
+    assert header is not None
+    assert xids is not None
+    names = [r.name for r in shared.memory.regions[-2:]]
+    assert names == ["SharedSnapshot", "sharedSnapshotXids"]
+    assert header.base % 128 == 0
+    assert xids.base == header.base + 128
+    assert xids.count == shared.procs.procarray_max_procs == 32
+    assert {header.line_of(0, name) for name in ("count", "claim", "xmin", "xmax", "xcnt")} == {
+        header.base // 64}
+    assert {xids.line_of(i, None) for i in range(32)} == {xids.base // 64, xids.base // 64 + 1}
 
 
 def test_bad_inputs_are_config_errors() -> None:
