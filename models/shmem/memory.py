@@ -37,9 +37,11 @@ LAYOUT_OF_VERSION: dict[str, Layout] = {
     "post14": "pg14",
     "post14_lockfree": "pg14",
     "csn": "csn",
+    "running_xids": "pg14",
 }
 """Version key (algorithm family) to layout family; pgxact_split and the post14 variants share
-memory."""
+memory. ``running_xids`` adds its two regions to the 14 layout (allocated last: nothing else
+moves)."""
 
 VERSIONS: tuple[str, ...] = tuple(LAYOUT_OF_VERSION)
 
@@ -173,6 +175,8 @@ class PgSharedMemory:
         xids, subxid_states, status_flags: the 14 dense arrays indexed by pgxactoff.
         csn_log: CSN-log slots, 8 B per xid (csn only).
         commit_seq_no_lock, csn_log_control_lock: their LWLocks (csn only).
+        running_hdr, running_xids: the count and the dense array of running xids (the
+            ``running_xids`` what-if only).
     """
 
     version: str
@@ -198,6 +202,8 @@ class PgSharedMemory:
     csn_log: Region | None = None
     commit_seq_no_lock: Region | None = None
     csn_log_control_lock: Region | None = None
+    running_hdr: Region | None = None
+    running_xids: Region | None = None
 
     @property
     def procarray_sorted(self) -> bool:
