@@ -171,7 +171,8 @@ def test_running_xids_adds_its_two_regions_after_14s() -> None:
     regions = [(r.name, r.base, r.count, r.stride) for r in what_if.memory.regions]
     assert regions[:-2] == [(r.name, r.base, r.count, r.stride) for r in base.memory.regions]
     hdr, entries = what_if.running_hdr, what_if.running_xids
-    assert hdr is not None and entries is not None
+    assert hdr is not None
+    assert entries is not None
     assert [name for name, *_ in regions[-2:]] == ["RunningXids", "runningXids"]
     assert hdr.base % 128 == 0
     assert entries.base == hdr.base + 8
