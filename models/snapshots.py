@@ -481,25 +481,30 @@ class RunningXids(PgxactSplit):
     * Shared memory: ``numRunning`` (own 128-aligned allocation) followed by 8-B entries
       ``{xid, pgxactoff}`` (:data:`~snapsim_models.shmem.structs.RUNNING_XIDS_ENTRY`): the
       count and entries 0..6 share a line, so K entries take ceil((8 + 8K)/64) lines.
-    * Assignment (``GetNewTransactionId``): 14 stores the xid in ``ProcGlobal->xids`` before
-      releasing XidGenLock (varsup.c, "every active XID older than latestCompletedXid is present
-      in the ProcArray"). The append must happen there too, and it must exclude the removal,
-      which runs under ProcArrayLock exclusive: XidGenLock exclusive (held), then ProcArrayLock
-      exclusive nested in it (the non-recovery paths never take XidGenLock under
-      ProcArrayLock), R ``numRunning``, W ``runningXids[K]``, W ``numRunning``. 14's own stores
-      (``PGPROC.xid``, ``xids[pgxactoff]``) stay: ``TransactionIdIsInProgress`` and
-      ``ComputeXidHorizons`` still read ``xids[]``.
-    * Commit/abort (``ProcArrayEndTransactionInternal``, pa:710@14, ProcArrayLock exclusive
-      already held, directly or by a group-clear leader): 14's stores, then R ``numRunning``,
-      a linear search of entries 0..pos for the xid, as 9.1's ``ProcArrayRemove`` searches
-      ``procs[]`` (pa:323@9.1), then swap-with-last: R ``runningXids[K-1]``,
-      W ``runningXids[pos]`` (skipped when pos = K-1), W ``numRunning``.
+    * Assignment (``GetNewTransactionId``, varsup.c@14): 14 stores the xid in
+      ``ProcGlobal->xids`` before releasing XidGenLock, so that "every active XID older than
+      latestCompletedXid is present in the ProcArray". The append goes there too, under
+      XidGenLock exclusive (already held, no new lock): R ``numRunning``, W ``runningXids[K]``,
+      then W ``numRunning`` (x86 keeps the two stores in order; ``pg_write_barrier`` is a
+      compiler barrier). A snapshot running meanwhile sees K or K + 1 entries, both correct:
+      the new xid is above its xmax (latestCompletedXid + 1, read first), as for 14's unlocked
+      ``xids[]`` store. 14's own stores (``PGPROC.xid``, ``xids[pgxactoff]``) stay:
+      ``TransactionIdIsInProgress`` and ``ComputeXidHorizons`` still read ``xids[]``.
+    * Commit/abort (``ProcArrayEndTransactionInternal``, procarray.c@14, ProcArrayLock
+      exclusive already held, directly or by a group-clear leader): 14's stores, then XidGenLock
+      exclusive to exclude appends (which write the count too), nested in ProcArrayLock in the
+      order 14's ``GetRunningTransactionData`` already uses (ProcArrayLock, then XidGenLock;
+      the reverse nesting, ProcArrayLock taken at assignment under XidGenLock, could deadlock
+      with it). Under it: R ``numRunning``, a linear search of entries 0..pos for the xid, as
+      9.1's ``ProcArrayRemove`` searches ``procs[]`` (pa:323@9.1), then swap-with-last:
+      R ``runningXids[K-1]``, W ``runningXids[pos]`` (skipped when pos = K-1),
+      W ``numRunning``. A group-clear leader takes XidGenLock once per member.
     * Snapshot (pa:2205-2446@14 with the loop over the K entries): ProcArrayLock shared; R the
       VariableCache line (latestCompletedXid, oldestXid, xactCompletionCount, as 14);
       R ``MyProc->xid`` (own PGPROC, to skip the own entry, pa:2323@14); R ``numRunning`` and
       the K entries; for each other entry with xid < xmax R ``statusFlags[pgxactoff]`` and
       ``subxidStates[pgxactoff]`` (vacuum and logical decoding are still skipped, subxids still
-      counted, pa:2341-2387@14); xmin is the minimum of those xids, computed in registers;
+      counted, pa:2303-2387@14); xmin is the minimum of those xids, computed in registers;
       R ``replication_slot_xmin`` (ProcArray header line); W own xmin if unset (private).
       14's ``numProcs`` and ``xids[]`` are not read.
 
@@ -554,26 +559,27 @@ class RunningXids(PgxactSplit):
         yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
 
     def assign_xid(self, backend: Backend) -> ProcessGenerator:
-        """14's ``GetNewTransactionId``, then the append under ProcArrayLock exclusive."""
+        """14's ``GetNewTransactionId`` with the append, all under XidGenLock exclusive."""
         yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
-        yield from backend.ops(self.own(backend, "assign_xid"), Category.OTHER)
+        append = self.count_load + self.slot_store[len(self.running)] + self.count_store
+        yield from backend.ops(self.own(backend, "assign_xid") + append, Category.OTHER)
         yield from backend.sync()
         backend.xid = self.procarray.next_xid
         self.procarray.next_xid += 1
         self.procarray.xid_holders[backend.index] = backend
-        yield from self.proc_array_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
-        append = self.count_load + self.slot_store[len(self.running)] + self.count_store
-        yield from backend.ops(append, Category.OTHER)
-        yield from backend.sync()
         self.running.append(backend)
-        yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.OTHER)
         yield from self.xid_gen_lock.release(backend, LockMode.EXCLUSIVE, Category.OTHER)
 
     def _clear_xid(self, actor: Backend, member: Backend) -> ProcessGenerator:
-        """14's clear of ``member``'s xid, then its removal by search and swap-with-last."""
+        """14's clear of ``member``'s xid, then its removal under XidGenLock.
+
+        The removal searches the entries for the xid and moves the last entry into its slot.
+        """
+        yield from actor.ops(self.own(member, "end_xid"), Category.COMMIT)
+        yield from self.xid_gen_lock.acquire(actor, LockMode.EXCLUSIVE, Category.COMMIT)
         running = self.running
         pos, last = running.index(member), len(running) - 1
-        yield from actor.ops(self.own(member, "end_xid") + self.count_load, Category.COMMIT)
+        yield from actor.ops(self.count_load, Category.COMMIT)
         yield from actor.scan(self._plan(pos + 1), self.scan_costs.dense, Category.COMMIT)
         move = self.slot_load[last] + self.slot_store[pos] if pos != last else NO_OPS
         yield from actor.ops(move + self.count_store, Category.COMMIT)
@@ -581,7 +587,7 @@ class RunningXids(PgxactSplit):
         running[pos] = running[last]
         running.pop()
         self._completed(member)
-
+        yield from self.xid_gen_lock.release(actor, LockMode.EXCLUSIVE, Category.COMMIT)
 
 ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {
     cls.name: cls for cls in (Pg91, Pre14, PgxactSplit, Post14, Post14Lockfree, Csn,

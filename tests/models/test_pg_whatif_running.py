@@ -2,7 +2,8 @@
 
 PostgreSQL has no such code; :class:`snapsim_models.snapshots.RunningXids` documents the assumed
 design (``numRunning`` and 8-B ``{xid, pgxactoff}`` entries, appended at xid assignment under
-ProcArrayLock exclusive nested in XidGenLock, removed at commit by a search and swap-with-last).
+XidGenLock, removed at commit under ProcArrayLock and XidGenLock by a search and
+swap-with-last).
 These tests pin its accesses down line by line with the harness of ``test_pg_snapshot_lines``,
 check whole runs, and check that undoing its distinctive steps makes them fail.
 
@@ -171,10 +172,10 @@ def test_own_and_newer_xids_cost_no_flags(holder: str) -> None:
 # --------------------------------------------------------------------------- maintenance
 
 
-def test_assignment_appends_under_both_locks() -> None:
+def test_assignment_appends_under_xid_gen_lock_only() -> None:
     """``GetNewTransactionId`` with K = 0 then K = 7, by hand:
 
-    * XidGenLock: 2 RMWs (exclusive acquire, release); ProcArrayLock: 2 RMWs (exclusive);
+    * XidGenLock: 2 RMWs (exclusive acquire, release); ProcArrayLock untouched;
     * 14's stores: ``nextXid`` (VariableCache line), ``xids[pgxactoff]``, own ``PGPROC.xid``;
     * the append: R ``numRunning``, W ``runningXids[K]``, W ``numRunning``. Slot 0 shares the
       count line (2 stores there); slot 7 starts the next line (1 store on each).
@@ -184,8 +185,8 @@ def test_assignment_appends_under_both_locks() -> None:
     xid_gen = h.line(h.shmem.xid_gen_lock, 0, h.shmem.lwlock_word)
     delta = h.measure(lambda: h.algorithm.assign_xid(first))
     assert delta.count(xid_gen, "rmws") == 2
-    assert delta.count(h.lock_line, "rmws") == 2
-    assert delta.rmw == {xid_gen, h.lock_line}
+    assert delta.rmw == {xid_gen}
+    assert h.lock_line not in delta.table["line"].tolist()
     assert delta.count(count_line(h), "loads") == 1
     assert delta.count(count_line(h), "stores") == 2
     assert delta.written - h.own_pgproc_lines(first) == {
@@ -200,47 +201,55 @@ def test_assignment_appends_under_both_locks() -> None:
     assert running(h)[7] is last
 
 
-def test_assignment_takes_proc_array_lock_exclusive_inside_xid_gen_lock() -> None:
-    """A shared holder of ProcArrayLock delays the append (exclusive mode) until it releases,
-    and the assigning backend keeps XidGenLock meanwhile: a second assigner waits for it."""
-    h = build_harness(NAME, 5, active=(2, 3, 4))
-    reader, a, b = h.running
+def test_append_does_not_wait_for_snapshots_but_removal_waits_for_assigners() -> None:
+    """Lock modes. A backend holding ProcArrayLock shared (a snapshot) does not delay an
+    append (XidGenLock only). A committer holding ProcArrayLock exclusive waits for XidGenLock
+    while an assigner holds it, and removes its entry only after the assigner's append."""
+    h = build_harness(NAME, 5, active=(1, 2, 3, 4))
+    reader, holder, assigner, committer = h.running
     alg = h.algorithm
+    h.run(alg.assign_xid(committer))
     release_at = 50_000.0
-    done: dict[int, float] = {}
-    held_xid_gen: list[bool] = []
+    done: dict[str, float] = {}
 
-    def holder() -> ProcessGenerator:
-        yield from alg.proc_array_lock.acquire(reader, LockMode.SHARED, Category.OTHER)
-        yield from reader.sleep(h.env.timeout(release_at), Category.OTHER)
-        held_xid_gen.append(alg.xid_gen_lock.held)
-        yield from alg.proc_array_lock.release(reader, LockMode.SHARED, Category.OTHER)
+    def hold(lock_backend: Backend, lock: str, mode: LockMode) -> ProcessGenerator:
+        lwlock = alg.proc_array_lock if lock == "ProcArrayLock" else alg.xid_gen_lock
+        yield from lwlock.acquire(lock_backend, mode, Category.OTHER)
+        yield from lock_backend.sleep(h.env.timeout(release_at), Category.OTHER)
+        yield from lwlock.release(lock_backend, mode, Category.OTHER)
 
-    def assigner(backend: Backend, delay: float) -> ProcessGenerator:
+    def step(name: str, process: ProcessGenerator, delay: float) -> ProcessGenerator:
         yield h.env.timeout(delay)
-        yield from alg.assign_xid(backend)
-        done[backend.connection] = h.env.now
+        yield from process
+        done[name] = h.env.now
 
-    h.run(holder(), assigner(a, 5_000.0), assigner(b, 10_000.0))
-    assert held_xid_gen == [True]
-    assert min(done.values()) >= release_at
-    assert [x.xid for x in running(h)] == [1000, 1001]
+    h.run(hold(reader, "ProcArrayLock", LockMode.SHARED),
+          step("assign", alg.assign_xid(assigner), 5_000.0))
+    assert done["assign"] < release_at
+    start = h.env.now
+    h.run(hold(holder, "XidGenLock", LockMode.EXCLUSIVE),
+          step("commit", alg.end_transaction_with_xid(committer), 5_000.0))
+    assert done["commit"] >= start + release_at
+    assert running(h) == [assigner]
 
 
 def test_commit_removes_by_search_and_swap_with_last() -> None:
     """K = 9 (slots 0..8; slot 8 on the line after the count's). The holder of slot 0 commits:
-    ProcArrayLock 2 RMWs (conditional exclusive acquire, release); R ``numRunning``; the search
-    stops at slot 0 (count line); R ``runningXids[8]`` (next line), W ``runningXids[0]`` and W
-    ``numRunning`` (count line: 2 stores); the former last holder now sits in slot 0.
-    Then the holder of the last slot commits: no move, 1 store (the count)."""
+    ProcArrayLock 2 RMWs (conditional exclusive acquire, release) and XidGenLock 2 (exclusive,
+    nested); R ``numRunning``; the search stops at slot 0 (count line); R ``runningXids[8]``
+    (next line), W ``runningXids[0]`` and W ``numRunning`` (count line: 2 stores); the former
+    last holder now sits in slot 0. Then the holder of the last slot commits: no move, 1 store
+    (the count)."""
     h = build_harness(NAME, 10, active=range(10))
     holders = h.running[:9]
     alg = h.algorithm
+    xid_gen = h.line(h.shmem.xid_gen_lock, 0, h.shmem.lwlock_word)
     for backend in holders:
         h.run(alg.assign_xid(backend))
     assert running(h) == holders
     delta = h.measure(lambda: alg.end_transaction_with_xid(holders[0]))
     assert delta.count(h.lock_line, "rmws") == 2
+    assert delta.count(xid_gen, "rmws") == 2
     assert delta.count(count_line(h) + 1, "loads") == 1
     assert delta.count(count_line(h) + 1, "stores") == 0
     assert delta.count(count_line(h), "stores") == 2
@@ -259,13 +268,15 @@ def test_group_clear_removes_every_member() -> None:
 
 def test_tpcb_transaction_counts() -> None:
     """pgbench's tpcb, one transaction of one backend among 5 connections: 10 snapshots, all
-    full (no cache); ProcArrayLock 2 RMWs per snapshot + 2 for the append + 2 at commit = 24
-    (pgxact_split: 22); one entry store (the append; the removal of the only entry moves
-    nothing) and 2 count stores; 14's ``xids[]`` slot still written twice."""
+    full (no cache); ProcArrayLock 2 RMWs per snapshot + 2 at commit = 22 (as pgxact_split);
+    XidGenLock 2 at assignment + 2 at the removal = 4 (pgxact_split: 2); one entry store (the
+    append; the removal of the only entry moves nothing) and 2 count stores; 14's ``xids[]``
+    slot still written twice."""
     h, delta = _tpcb_transaction(NAME)
     record = h.running[0].record
     assert (record.full_snapshots, record.reused_snapshots) == (10, 0)
-    assert delta.count(h.lock_line, "rmws") == 24
+    assert delta.count(h.lock_line, "rmws") == 22
+    assert delta.count(h.line(h.shmem.xid_gen_lock, 0, h.shmem.lwlock_word), "rmws") == 4
     assert _stores(h, "runningXids") == 1
     assert _stores(h, "RunningXids.numRunning") == 2
     assert _stores(h, "xids") == 2
