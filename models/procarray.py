@@ -163,10 +163,17 @@ class SnapshotAlgorithm(ABC):
 
     def _end_xid_and_release(self, backend: Backend) -> ProcessGenerator:
         """``ProcArrayEndTransactionInternal`` under ProcArrayLock held exclusive, then release."""
-        yield from backend.ops(self.own(backend, "end_xid"), Category.COMMIT)
-        yield from backend.sync()
-        self._completed(backend)
+        yield from self._clear_xid(backend, backend)
         yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, Category.COMMIT)
+
+    def _clear_xid(self, actor: Backend, member: Backend) -> ProcessGenerator:
+        """``actor``, holding ProcArrayLock exclusive, ends ``member``'s xid.
+
+        ``member`` is ``actor`` itself or, when ``actor`` leads a group clear, another backend.
+        """
+        yield from actor.ops(self.own(member, "end_xid"), Category.COMMIT)
+        yield from actor.sync()
+        self._completed(member)
 
     def _completed(self, backend: Backend) -> None:
         procarray = self.procarray

@@ -17,6 +17,7 @@ version             layout    shared memory
 ``post14``          pg14      identical to ``pgxact_split`` (they differ only in algorithm)
 ``post14_lockfree`` pg14      the same (a what-if of the algorithm, :mod:`snapsim_models.snapshots`)
 ``csn``             csn       14 plus the csn-v8 patch's VariableCache, CSN log and two LWLocks
+``running_xids``    pg14      14 plus a what-if's count and dense array of running xids, last
 ==================  ========  ===============================================================
 
 ``post14_shared_cache`` (layout pg14) is post14's memory plus, at the end, one shared snapshot (a
@@ -331,6 +332,12 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
         shared_snapshot = shm.alloc("SharedSnapshot", st.SHARED_SNAPSHOT, align=CACHELINEALIGN)
         shared_snapshot_xids = shm.alloc("sharedSnapshotXids", 4, procs.procarray_max_procs,
                                          align=CACHELINEALIGN)
+    running_hdr: Region | None = None
+    running_xids: Region | None = None
+    if version == "running_xids":  # ASSUMPTION (a what-if): one more ShmemAlloc, 128-aligned
+        running_hdr = shm.alloc("RunningXids", st.RUNNING_XIDS_HDR, align=CACHELINEALIGN)
+        running_xids = shm.alloc("runningXids", st.RUNNING_XIDS_ENTRY,
+                                 procs.procarray_max_procs, align=8)
     memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
                             proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
                             pgprocnos=pgprocnos, descs=descs, slots=slots)
@@ -338,7 +345,8 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
                    status_flags=status_flags, csn_log=csn_log,
                    commit_seq_no_lock=commit_seq_no_lock,
                    csn_log_control_lock=csn_log_control_lock, shared_snapshot=shared_snapshot,
-                   shared_snapshot_xids=shared_snapshot_xids)
+                   shared_snapshot_xids=shared_snapshot_xids,
+                   running_hdr=running_hdr, running_xids=running_xids)
 
 
 def _shared_memory(version: str, layout: Layout, procs: ProcCounts,

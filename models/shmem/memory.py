@@ -39,9 +39,11 @@ LAYOUT_OF_VERSION: dict[str, Layout] = {
     "post14_lockfree": "pg14",
     "csn": "csn",
     "post14_shared_cache": "pg14",
+    "running_xids": "pg14",
 }
 """Version key (algorithm family) to layout family; pgxact_split and the post14 variants share
-memory (``post14_shared_cache`` appends :data:`SHARED_SNAPSHOT_VERSIONS`' regions to it)."""
+memory (``post14_shared_cache`` appends :data:`SHARED_SNAPSHOT_VERSIONS`' regions to it,
+``running_xids`` its count and array: allocated last, nothing else moves)."""
 
 SHARED_SNAPSHOT_VERSIONS: frozenset[str] = frozenset({"post14_shared_cache"})
 """Versions whose shared memory ends with the one shared snapshot (a what-if, not PostgreSQL)."""
@@ -180,6 +182,8 @@ class PgSharedMemory:
         commit_seq_no_lock, csn_log_control_lock: their LWLocks (csn only).
         shared_snapshot, shared_snapshot_xids: the one shared snapshot's header and xid array
             (``post14_shared_cache`` only, a what-if).
+        running_hdr, running_xids: the count and the dense array of running xids (the
+            ``running_xids`` what-if only).
     """
 
     version: str
@@ -207,6 +211,8 @@ class PgSharedMemory:
     csn_log_control_lock: Region | None = None
     shared_snapshot: Region | None = None
     shared_snapshot_xids: Region | None = None
+    running_hdr: Region | None = None
+    running_xids: Region | None = None
 
     @property
     def procarray_sorted(self) -> bool:

@@ -35,6 +35,8 @@ __all__ = [
     "PROC_HDR_13",
     "PROC_HDR_14",
     "PROC_HDR_91",
+    "RUNNING_XIDS_ENTRY",
+    "RUNNING_XIDS_HDR",
     "SHARED_SNAPSHOT",
     "VARIABLE_CACHE_13",
     "VARIABLE_CACHE_14",
@@ -239,6 +241,15 @@ PROCARRAY_13 = Struct(
     },
 )
 """13/14 header (pa:70-100@13): 40 B, then ``int pgprocnos[]`` sorted ascending."""
+
+RUNNING_XIDS_HDR = Struct("RunningXids", 8, {"numRunning": (0, 4)})
+"""``running_xids`` what-if (ASSUMPTION, no PostgreSQL code): the count of the dense array of
+running xids, padded to 8 B so that the 8-B entries that follow it stay aligned; the count and
+the first 7 entries share a line."""
+
+RUNNING_XIDS_ENTRY = Struct("runningXids", 8, {"xid": (0, 4), "pgxactoff": (4, 4)})
+"""``running_xids`` what-if (ASSUMPTION): one running top-level xid and the ``pgxactoff`` of its
+backend (GetSnapshotData then reads ``statusFlags``/``subxidStates`` of that slot, as 14 does)."""
 
 # ------------------------------------------------------------------------------- VariableCacheData
 

@@ -27,7 +27,7 @@ from snapsim_models.point import PointConfig, PointResult, run_point
 GOLD: MachineConfig = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
 ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
-              "post14_shared_cache")
+              "post14_shared_cache", "running_xids")
 LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
 
 
@@ -156,7 +156,8 @@ def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
     written = fields(vc["fields_written"])
     assert written & {"nextXid", "nextFullXid"}
     assert "latestCompletedXid" in written
-    if algorithm in ("post14", "post14_lockfree", "pgxact_split", "post14_shared_cache"):
+    if algorithm in ("post14", "post14_lockfree", "pgxact_split", "post14_shared_cache",
+                     "running_xids"):
         assert "xactCompletionCount" in written
     if algorithm == "csn":
         assert "nextCommitSeqNo" in written

@@ -16,7 +16,7 @@ from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMem
 M = 100  # max_connections of most tests
 
 MODERN = ("pre14", "pgxact_split", "post14", "csn")
-V14 = ("pgxact_split", "post14", "post14_lockfree", "csn", "post14_shared_cache")
+V14 = ("pgxact_split", "post14", "post14_lockfree", "csn", "post14_shared_cache", "running_xids")
 
 
 def shm(version: str, max_connections: int = M, **kwargs: int) -> PgSharedMemory:
@@ -134,7 +134,7 @@ def test_csn_pgproc_extends_14() -> None:
 
 def test_versions() -> None:
     assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
-                        "post14_shared_cache")
+                        "post14_shared_cache", "running_xids")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -154,6 +154,8 @@ def test_regions_are_disjoint_and_present(version: str) -> None:
     assert (mem.commit_seq_no_lock is not None) == (version == "csn")
     assert (mem.shared_snapshot is not None) == (version == "post14_shared_cache")
     assert (mem.shared_snapshot_xids is not None) == (version == "post14_shared_cache")
+    assert (mem.running_xids is not None) == (version == "running_xids")
+    assert (mem.running_hdr is not None) == (version == "running_xids")
 
 
 @pytest.mark.parametrize("other", ["post14", "post14_lockfree"])
@@ -183,6 +185,24 @@ def test_shared_cache_appends_the_shared_snapshot_to_post14s_memory() -> None:
     assert {header.line_of(0, name) for name in ("count", "claim", "xmin", "xmax", "xcnt")} == {
         header.base // 64}
     assert {xids.line_of(i, None) for i in range(32)} == {xids.base // 64, xids.base // 64 + 1}
+
+
+def test_running_xids_adds_its_two_regions_after_14s() -> None:
+    """The what-if's count (8 B, 128-aligned) and its 8-B entries right after it, allocated last:
+    every 14 region keeps its address, and the count shares its line with entries 0..6."""
+    base, what_if = shm("pgxact_split"), shm("running_xids")
+    regions = [(r.name, r.base, r.count, r.stride) for r in what_if.memory.regions]
+    assert regions[:-2] == [(r.name, r.base, r.count, r.stride) for r in base.memory.regions]
+    hdr, entries = what_if.running_hdr, what_if.running_xids
+    assert hdr is not None
+    assert entries is not None
+    assert [name for name, *_ in regions[-2:]] == ["RunningXids", "runningXids"]
+    assert hdr.base % 128 == 0
+    assert entries.base == hdr.base + 8
+    assert entries.count == what_if.procs.procarray_max_procs
+    line = hdr.line_of(0, "numRunning")
+    assert {entries.line_of(i, None) for i in range(7)} == {line}
+    assert entries.line_of(7, None) == line + 1
 
 
 def test_bad_inputs_are_config_errors() -> None:
