@@ -446,8 +446,7 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
     applied: set[int] = set()
     reasons: dict[int, str] = {}
     names: set[str] = set()
-    # one version per layout family, and the one with the optional shared snapshot
-    for version in ("pg91", "pre14", "post14", "csn", "post14_shared_cache"):
+    for version in VERSIONS:  # every version: the what-ifs append regions of their own
         try:
             memory = build_shared_memory(version, 1, layout_edits=edits)
         except ConfigError as exc:

@@ -18,7 +18,7 @@ import pytest
 from simulator.config.machine_file import load_machine
 from simulator.hardware.layout_edits import parse_layout_edits
 from snapsim_models.point import PointConfig, run_point
-from snapsim_models.shmem.build import build_shared_memory
+from snapsim_models.shmem.build import build_shared_memory, check_layout_edits
 from tests.models.test_pg_snapshot_lines import (
     HEADER_COUNTED_TWICE,
     PgHarness,
@@ -186,3 +186,16 @@ def test_run_point_per_line_table_shows_no_false_sharing_on_pgxact() -> None:
     assert after["false_sharing_hitm"].sum() == 0
     assert after[["local_hitm", "remote_hitm"]].to_numpy().sum() > 0  # true sharing remains
     assert after["label"].str.fullmatch(r"PGXACT\[\d+\](\+64)?").all()
+
+
+@pytest.mark.parametrize(("region", "version"), [
+    ("runningXids", "running_xids"), ("sharedSnapshotXids", "post14_shared_cache")])
+def test_an_edit_of_a_what_ifs_own_region_is_accepted_and_applied(region: str,
+                                                                  version: str) -> None:
+    """Regions only a what-if allocates are edits like any other (checked against every version)."""
+    edits = parse_layout_edits([{"pad": region, "to": 64}], "options.layout")
+    check_layout_edits(edits)
+    padded = build_shared_memory(version, 4, layout_edits=edits).memory
+    plain = build_shared_memory(version, 4).memory
+    assert next(r for r in padded.regions if r.name == region).stride == 64
+    assert next(r for r in plain.regions if r.name == region).stride < 64
