@@ -149,12 +149,20 @@ class SnapshotAlgorithm(ABC):
     def assign_xid(self, backend: Backend) -> ProcessGenerator:
         """``GetNewTransactionId``: XidGenLock exclusive, advance nextXid, publish the xid."""
         yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
-        yield from backend.ops(self.own(backend, "assign_xid"), Category.OTHER)
+        yield from backend.ops(self._assignment_ops(backend), Category.OTHER)
         yield from backend.sync()
         backend.xid = self.procarray.next_xid
         self.procarray.next_xid += 1
-        self.procarray.xid_holders[backend.index] = backend
+        self._xid_assigned(backend)
         yield from self.xid_gen_lock.release(backend, LockMode.EXCLUSIVE, Category.OTHER)
+
+    def _assignment_ops(self, backend: Backend) -> Ops:
+        """The memory operations of an xid assignment under XidGenLock (the version's stores)."""
+        return self.own(backend, "assign_xid")
+
+    def _xid_assigned(self, backend: Backend) -> None:
+        """Bookkeeping after ``backend`` got its xid, still under XidGenLock: it holds one."""
+        self.procarray.xid_holders[backend.index] = backend
 
     def end_transaction_with_xid(self, backend: Backend) -> ProcessGenerator:
         """Commit of a transaction with an xid: ProcArrayLock exclusive, clear, counters."""

@@ -684,17 +684,15 @@ class RunningXids(PgxactSplit):
         yield from self._after_scan(backend, [(holder.index, holder) for holder in self.running])
         yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
 
-    def assign_xid(self, backend: Backend) -> ProcessGenerator:
-        """14's ``GetNewTransactionId`` with the append, all under XidGenLock exclusive."""
-        yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, Category.OTHER)
+    def _assignment_ops(self, backend: Backend) -> Ops:
+        """14's stores of ``GetNewTransactionId`` and the append, under XidGenLock exclusive."""
         append = self.count_load + self.slot_store[len(self.running)] + self.count_store
-        yield from backend.ops(self.own(backend, "assign_xid") + append, Category.OTHER)
-        yield from backend.sync()
-        backend.xid = self.procarray.next_xid
-        self.procarray.next_xid += 1
-        self.procarray.xid_holders[backend.index] = backend
+        return self.own(backend, "assign_xid") + append
+
+    def _xid_assigned(self, backend: Backend) -> None:
+        """The new xid also takes the array's next slot."""
+        super()._xid_assigned(backend)
         self.running.append(backend)
-        yield from self.xid_gen_lock.release(backend, LockMode.EXCLUSIVE, Category.OTHER)
 
     def _clear_xid(self, actor: Backend, member: Backend) -> ProcessGenerator:
         """14's clear of ``member``'s xid, then its removal under XidGenLock.
