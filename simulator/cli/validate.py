@@ -25,6 +25,7 @@ from simulator.cli.common import (
     show_progress,
     writable_directory,
 )
+from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.study.measurements import Manifest, load_manifest
 from simulator.study.store import atomic_path
@@ -67,7 +68,6 @@ def main(args: argparse.Namespace) -> int:
     """Validate, write the tables and plots, print the summary; exit 1 if a series fails."""
     started = time.perf_counter()
     manifest = load_manifest(args.manifest)
-    prepare_kernel()
     settings = {**RUN_DEFAULTS, **manifest.run}
     duration = args.duration_ms if args.duration_ms is not None else settings["duration_ms"]
     warmup = args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]
@@ -79,6 +79,11 @@ def main(args: argparse.Namespace) -> int:
     workload_model()  # the model is installed
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
+    for name in args.dataset or manifest.datasets:  # every input is read before the long part
+        dataset = manifest.dataset(name)
+        dataset.table()
+        load_machine(dataset.machine, args.machine_set)
+    prepare_kernel()
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     try:
         table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
@@ -106,11 +111,11 @@ def main(args: argparse.Namespace) -> int:
 def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
     rows = [(str(r.dataset), str(r.series), str(r.algorithm), str(r.points),
              f"{r.median_abs_rel_error:.1%}", f"{r.max_abs_rel_error:.1%}",
-             _RESULTS[str(r.outcome)]) for r in summary.itertuples()]
+             str(r.unconverged), _RESULTS[str(r.outcome)]) for r in summary.itertuples()]
     print(f"median |error| <= {manifest.median_abs_rel_error:.0%}, "
           f"max |error| <= {manifest.max_abs_rel_error:.0%} per series")
     for line in format_table(("DATASET", "SERIES", "ALGORITHM", "POINTS", "MEDIAN", "MAX",
-                              "RESULT"), rows):
+                              "UNCONVERGED", "RESULT"), rows):
         print(line)
     for r in summary.itertuples():
         if r.outcome == "expected fail":
@@ -118,6 +123,11 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
         elif r.outcome == "unexpected pass":
             print(f"UNEXPECTED PASS {r.dataset}/{r.series}: within the thresholds although the "
                   f"manifest expects it to fail ({r.reason}); remove its expected: fail")
+    unconverged = int(summary["unconverged"].sum())
+    if unconverged:
+        print(f"{unconverged} scored points did not converge in their window "
+              "(window_converged false in validation.csv): their errors may be the window's; "
+              "check them with a longer --duration-ms / --warmup-ms")
 
 
 _RESULTS = {"pass": "ok", "fail": "FAIL", "expected fail": "known gap",

@@ -10,11 +10,13 @@ the errors: it was fitted, so it matches by construction). It returns the point-
 table::
 
     dataset, series, algorithm, machine, clients, idle_clients, measured_tps, predicted_tps,
-    rel_error, calibration_point, error, duration_ms, warmup_ms
+    rel_error, calibration_point, error, duration_ms, warmup_ms, window_converged
 
-and :func:`summarise` gives, per dataset and series, the median and maximum absolute relative
-error against the manifest's thresholds (:data:`SUMMARY_COLUMNS`); :func:`plot_validation` draws
-one predicted-vs-measured plot per dataset and a scatter of every point.
+(``window_converged``: the simulated point's own verdict on its window, the curve column of that
+name; false for a failed simulation) and :func:`summarise` gives, per dataset and series, the
+median and maximum absolute relative error against the manifest's thresholds
+(:data:`SUMMARY_COLUMNS`); :func:`plot_validation` draws one predicted-vs-measured plot per
+dataset and a scatter of every point.
 
 A series the manifest marks ``expected: fail`` (a known gap of the model, with its ``reason``) is
 a gate like pytest's strict xfail: while it fails its outcome is ``expected fail`` and it does not
@@ -47,16 +49,18 @@ if TYPE_CHECKING:
 
 RUN_DEFAULTS = {"duration_ms": 5.0, "warmup_ms": 2.0, "seed": 0}
 SUMMARY_COLUMNS = ("dataset", "series", "algorithm", "points", "median_abs_rel_error",
-                   "max_abs_rel_error", "passed", "expected", "outcome", "reason")
+                   "max_abs_rel_error", "passed", "expected", "outcome", "reason", "unconverged")
 """Columns of :func:`summarise`: ``passed`` (within both thresholds), ``expected`` (``pass`` or
-``fail``, from the manifest), ``outcome`` (one of :data:`OUTCOMES`) and ``reason`` (the manifest's
-reason of an expected failure, else empty)."""
+``fail``, from the manifest), ``outcome`` (one of :data:`OUTCOMES`), ``reason`` (the manifest's
+reason of an expected failure, else empty) and ``unconverged`` (scored points whose window did
+not converge: their error may be the window's, not the model's)."""
 OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
 """``outcome`` of a series: as expected (``pass``, ``expected fail``) or not (the other two)."""
 FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
-                      "calibration_point", "error", "duration_ms", "warmup_ms")
+                      "calibration_point", "error", "duration_ms", "warmup_ms",
+                      "window_converged")
 
 
 def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
@@ -116,8 +120,10 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
                             row["duration_ms"], row["warmup_ms"], row["algorithm"],
                             row["clients"], row["idle_clients"])]
         tps = float("nan") if record.failed else float(str(record.row["tps"]))
+        converged = not record.failed and bool(record.row.get("window_converged", True))
         rows.append({**row, "predicted_tps": tps,
-                     "rel_error": tps / float(row["measured_tps"]) - 1, "error": record.error})
+                     "rel_error": tps / float(row["measured_tps"]) - 1, "error": record.error,
+                     "window_converged": converged})
     table = pd.DataFrame(rows)
     table["calibration_point"] = _calibration_flags(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
@@ -195,6 +201,8 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
             "points": len(scored), "median_abs_rel_error": median, "max_abs_rel_error": worst,
             "passed": passed, "expected": expected, "outcome": outcome[expected, passed],
             "reason": reason,
+            "unconverged": int((~scored["window_converged"].astype(bool)).sum())
+            if "window_converged" in scored else 0,
         })
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 

@@ -117,3 +117,14 @@ def test_a_known_gap_is_reported_and_only_fails_the_gate_when_it_passes(
                        manifest)
     assert broken["outcome"].tolist() == ["expected fail", "fail"]
     assert not gate_passes(broken)
+
+
+def test_the_summary_counts_scored_points_whose_window_did_not_converge(
+        tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path))
+    table = errors_table({"tps_pre14": [0.01, 0.02, 0.03], "tps_post14": [0.01, 0.02]})
+    table["window_converged"] = [True, False, False, True, True]
+    table.loc[2, "calibration_point"] = True  # fitted: neither scored nor counted
+    summary = summarise(table, manifest)
+    assert summary[["series", "points", "unconverged"]].values.tolist() == [
+        ["tps_pre14", 2, 1], ["tps_post14", 2, 0]]

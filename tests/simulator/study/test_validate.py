@@ -54,6 +54,18 @@ def test_validate_table_has_every_measured_point(tmp_path: Path) -> None:
     assert not table["calibration_point"].any()
 
 
+def test_validate_reports_each_points_window_verdict(tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path))
+    short = validate(manifest, duration_ms=0.4, warmup_ms=0.2)
+    # 0.4 ms hold a handful of transactions per client: no window converges
+    assert not short["window_converged"].any()
+    assert summarise(short, manifest)["unconverged"].tolist() == [2, 2]
+    longer = validate(manifest, duration_ms=8.0, warmup_ms=1.0)
+    assert longer["window_converged"].any()  # post14 at 0 idle: 260 transactions, even halves
+    assert (summarise(longer, manifest)["unconverged"].sum()
+            == (~longer["window_converged"]).sum())
+
+
 def test_points_measured_twice_are_simulated_once(tmp_path: Path) -> None:
     twin = """  twin:
     file: m.csv
