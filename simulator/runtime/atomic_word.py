@@ -51,7 +51,7 @@ from simulator.hardware.tracked import Ops
 from simulator.runtime.engine import ProcessGenerator
 from simulator.runtime.process import CpuProcess
 
-__all__ = ["AtomicWord"]
+__all__ = ["AtomicWord", "WordVersion"]
 
 C = TypeVar("C", bound=Hashable)
 
@@ -59,6 +59,29 @@ _ATTEMPTS, _FAILURES = int(Out.CAS_ATTEMPTS), int(Out.CAS_FAILURES)
 
 Changes = bool | Callable[[], bool]
 """Whether a successful CAS changes the word's value, or a function that says so at its instant."""
+
+
+class WordVersion:
+    """The value-changing atomics issued on one word so far: all a CAS needs to know.
+
+    The rule of every CAS in the simulator (:class:`AtomicWord` for processes on hardware
+    threads, ``snapsim ccbench``'s loops that drive the machine directly): a CAS fails when the
+    version differs from the one its load (or its failed predecessor) saw; a value-changing
+    atomic, a fetch-add or a CAS that succeeds and changes the value, counts one up.
+    """
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def fails(self, seen: int) -> bool:
+        """Whether a CAS that last saw version ``seen`` fails now."""
+        return self.count != seen
+
+    def changed(self, times: int = 1) -> None:
+        """Note ``times`` value-changing atomics issued now."""
+        self.count += times
 
 
 class AtomicWord:
@@ -79,8 +102,7 @@ class AtomicWord:
         self.line = word[0].line
         self.fused = fused
         self.lock_line = lock_line
-        self.version = 0
-        """Value-changing atomics issued on the word so far."""
+        self._version = WordVersion()
         self.cas_attempts = 0
         """CAS attempts on the word so far, failed ones included."""
         self.cas_failures = 0
@@ -90,10 +112,15 @@ class AtomicWord:
         self._rmw_twice = self._rmw + self._rmw
         self._load_rmw = self._load + self._rmw
 
+    @property
+    def version(self) -> int:
+        """Value-changing atomics issued on the word so far."""
+        return self._version.count
+
     def load(self, process: CpuProcess[C], category: C) -> Generator[simpy.Event, Any, int]:
         """Read the word now; return the version seen (what a later CAS compares with)."""
         yield from process.ops(self._load, category, self.lock_line)
-        return self.version
+        return self._version.count
 
     def compare_and_swap(self, process: CpuProcess[C], seen: int, category: C, *,
                          changes: Changes = True) -> Generator[simpy.Event, Any, int]:
@@ -104,7 +131,7 @@ class AtomicWord:
         ``LWLockAttemptLock`` does when the lock is not free).
         """
         yield from process.sync()
-        failed = self.version != seen
+        failed = self._version.fails(seen)
         yield from process.ops(self._rmw_twice if failed else self._rmw, category,
                                self.lock_line)
         self._succeeded(process, changes, failed)
@@ -134,12 +161,12 @@ class AtomicWord:
         """
         sequence = self._rmw if accesses is None else accesses
         yield from process.ops(sequence, category, self.lock_line)
-        self.version += sum(1 for access in sequence if access.op == Op.RMW)
+        self._version.changed(sum(1 for access in sequence if access.op == Op.RMW))
 
     def _succeeded(self, process: CpuProcess[Any], changes: Changes, failed: bool) -> None:
         """Count a finished CAS loop (one attempt, plus the failed one) and apply its change."""
         if changes is True or (changes is not False and changes()):
-            self.version += 1
+            self._version.changed()
         counters = process.counters
         counters[_ATTEMPTS] += 1 + failed
         counters[_FAILURES] += failed

@@ -22,6 +22,7 @@ from simulator.errors import ConfigError
 from simulator.hardware.codes import Op
 from simulator.hardware.machine import AccessResult, Machine
 from simulator.hardware.topology import Topology
+from simulator.runtime.atomic_word import WordVersion
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 PAGE = 4096
@@ -298,7 +299,7 @@ def contention_point(
     env = SimEnvironment(seed=0)
     end_ns = warmup_ns + duration_ns
     tally = _Tally()
-    version = [0]  # value-changing RMWs issued so far: the line's value, in effect
+    version = WordVersion()  # the line's value, in effect: the rule of every CAS
 
     def measured() -> bool:
         return warmup_ns < env.now <= end_ns
@@ -316,17 +317,17 @@ def contention_point(
             attempts = failures = 0
             if operation == "fetch-add":
                 cost_ns = access(thread, Op.RMW, waits)
-                version[0] += 1
+                version.changed()
                 attempts = 1
                 yield env.timeout(cost_ns)
             else:
                 cost_ns = access(thread, Op.LOAD, waits)
-                seen = version[0]
+                seen = version.count
                 yield env.timeout(cost_ns)
                 cost_ns = access(thread, Op.RMW, waits)
-                failed = version[0] != seen
+                failed = version.fails(seen)
                 if not failed:
-                    version[0] += 1
+                    version.changed()
                 attempts, failures = 1, int(failed)
                 if failed and operation == "cas-loop":
                     # The failed CAS returned the current value and left the line in this
@@ -334,7 +335,7 @@ def contention_point(
                     # between and it succeeds.
                     retry = machine.access(thread, 0, Op.RMW, now=env.now + cost_ns)
                     cost_ns += retry.cost_ns
-                    version[0] += 1
+                    version.changed()
                     attempts += 1
                 yield env.timeout(cost_ns)
             if measured():  # an operation counts, with its attempts, when it completes

@@ -10,7 +10,7 @@ from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import AccessClass, Op, Out
 from simulator.hardware.machine import Machine
 from simulator.hardware.tracked import Access, Ops
-from simulator.runtime.atomic_word import AtomicWord
+from simulator.runtime.atomic_word import AtomicWord, WordVersion
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import CpuProcess
 from simulator.runtime.scheduler import CpuScheduler
@@ -138,3 +138,14 @@ def test_a_core_that_holds_the_line_loads_and_swaps_in_one_call() -> None:
     assert calls[1] > calls[0]  # the cold CAS waited for its load's latency
     counts = machine.class_counts(a.counters)
     assert counts[AccessClass.L1_HIT.name.lower()] >= 2
+
+
+def test_a_cas_fails_exactly_when_a_value_changing_atomic_came_after_its_load() -> None:
+    version = WordVersion()
+    seen = version.count
+    assert not version.fails(seen)
+    version.changed()  # another core's fetch-add or successful CAS
+    assert version.fails(seen)
+    assert not version.fails(version.count)  # the failed CAS returned the new value
+    version.changed(3)
+    assert version.count == 4
