@@ -78,6 +78,8 @@ class LWLock:
         self.shared_holders = 0
         self.exclusive_holder: Backend | None = None
         self.waiters: deque[tuple[Backend, LockMode, simpy.Event]] = deque()
+        self.grants: dict[LockMode, int] = dict.fromkeys(LockMode, 0)
+        """Acquisitions granted so far, by mode (conditional ones and hand-offs included)."""
         line = word[0].line
         mask = word[0].mask
         rmw = Access(line, Op.RMW, mask, word[0].field)
@@ -107,6 +109,7 @@ class LWLock:
         return mode is LockMode.SHARED or self.shared_holders == 0
 
     def _grant(self, backend: Backend, mode: LockMode) -> None:
+        self.grants[mode] += 1
         if mode is LockMode.SHARED:
             self.shared_holders += 1
         else:
