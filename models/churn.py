@@ -43,6 +43,14 @@ are in ``backend_startup`` and ``backend_exit``), ``GetSnapshotData``'s read of
 ``ProcGlobal``'s array pointers on the line whose ``freeProcs`` the free list writes (the
 model reads no ``PROC_HDR`` field in a snapshot), Poisson arrivals (pgbench ``-R``), and failed
 connections.
+
+A caveat from the LWLock model (:mod:`snapsim_models.lwlock`): its queue is first in, first out,
+so while a connecting or disconnecting backend waits for ProcArrayLock exclusive, newly arriving
+snapshots (shared) queue behind it, and a waiter granted the lock holds it while it wakes up.
+PostgreSQL's ``LWLockAttemptLock`` lets a shared acquirer overtake queued waiters (it checks only
+the exclusive bit), so there the connecting backend waits longer and the snapshots less: the
+model's TPS loss under churn is an upper bound where snapshots hold the lock long (13 with
+thousands of connections), and its connect latency a lower bound.
 """
 
 from __future__ import annotations
