@@ -28,6 +28,14 @@ experiment:
 Simplifications (each costs at most one line per snapshot): ``pg91`` also reads its own subxid
 header (9.1 skips MyProc); subtransaction xid arrays are never copied (no backend has
 subtransactions in pgbench).
+
+Connections that come and go (``options.churn``, :mod:`snapsim_models.churn`): each class gives
+its version's ``ProcArrayAdd``/``ProcArrayRemove`` steps and the own fields ``InitProcess`` sets.
+``pg91`` appends and moves the last entry into a removed one's slot; ``pre14`` searches and
+moves ``pgprocnos`` (``memmove``) under ProcArrayLock; ``pgxact_split`` and every 14 variant
+(``post14``, ``post14_lockfree``, ``post14_shared_cache``, ``running_xids``) do 14's: both
+ProcArrayLock and XidGenLock exclusive, four arrays moved, ``pgxactoff`` rewritten in every later
+backend's PGPROC (``running_xids`` also renumbers its entries); ``csn`` models none.
 """
 
 from __future__ import annotations
@@ -543,7 +551,9 @@ class Post14SharedCache(Post14):
     Left out: the memcpy's CPU cycles (at most ``maxProcs`` 4-B words; only its lines are
     charged), subtransaction xids (none in pgbench, as everywhere here) and the statusFlags
     filter of the xids (pgbench has no vacuum or logical-decoding backends). Transaction end is
-    post14's.
+    post14's, and so are connects and disconnects: ``ProcArrayAdd``/``ProcArrayRemove`` change
+    no xid and no ``xactCompletionCount``, so neither the own caches nor the shared snapshot go
+    stale (a new backend has no cache and builds, or copies, its first snapshot).
     """
 
     name = "post14_shared_cache"
@@ -922,6 +932,9 @@ class RunningXids(PgxactSplit):
     13 loop, which also compares and copies; range 1.5-6 between 14's skip-only loop and
     9.1's); the removal's search compares only (``scan_costs.dense``). Subtransactions, hot
     standby (``KnownAssignedXids``) and prepared transactions are left out.
+
+    Connects and disconnects are 14's, plus (ASSUMPTION) a store to each running entry whose
+    backend's ``pgxactoff`` they change, under the XidGenLock 14 already holds there.
     """
 
     name = "running_xids"
