@@ -44,13 +44,14 @@ are in ``backend_startup`` and ``backend_exit``), ``GetSnapshotData``'s read of
 model reads no ``PROC_HDR`` field in a snapshot), Poisson arrivals (pgbench ``-R``), and failed
 connections.
 
-A caveat from the LWLock model (:mod:`snapsim_models.lwlock`): its queue is first in, first out,
-so while a connecting or disconnecting backend waits for ProcArrayLock exclusive, newly arriving
-snapshots (shared) queue behind it, and a waiter granted the lock holds it while it wakes up.
-PostgreSQL's ``LWLockAttemptLock`` lets a shared acquirer overtake queued waiters (it checks only
-the exclusive bit), so there the connecting backend waits longer and the snapshots less: the
-model's TPS loss under churn is an upper bound where snapshots hold the lock long (13 with
-thousands of connections), and its connect latency a lower bound.
+The LWLocks' queue discipline decides who pays for a connect's exclusive ProcArrayLock
+(``options.lwlock_queue``, :mod:`snapsim_models.lwlock`). With ``fifo`` (the project's default)
+the snapshots arriving while a connecting backend waits for the lock queue behind it, and a
+waiter granted the lock holds it while it wakes up: readers pay. With ``overtake``
+(PostgreSQL's ``LWLockAttemptLock``: a shared acquirer looks only at the exclusive bit) they go
+past it, and the connecting backend waits until the shared holders drain: under long, dense
+snapshots (13 with thousands of connections) it can starve. Churn studies should say which
+they use (``configs/experiments/whatif-churn.yaml`` uses ``overtake``).
 """
 
 from __future__ import annotations

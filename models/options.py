@@ -49,6 +49,11 @@ Keys (all optional):
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
+* ``lwlock_queue``: how LWLock waiters queue (:mod:`snapsim_models.lwlock`): ``fifo`` (default:
+  no newcomer overtakes a waiter, so a snapshot queues behind a waiting exclusive acquirer) or
+  ``overtake`` (PostgreSQL's ``LWLockAttemptLock`` and ``LWLockWakeup``: a shared acquirer takes
+  the lock whenever no exclusive holder has it). It matters where exclusive and shared
+  acquisitions mix (commits with an xid, ``churn``); select-only runs take no exclusive lock.
 * ``churn``: connections that come and go (:mod:`snapsim_models.churn`), a mapping of
   ``rate_per_s`` (connections per second, each running one transaction of the workload and
   disconnecting, their clients off the machine; default 0: none) and ``per_transaction``
@@ -78,12 +83,14 @@ from simulator.hardware.layout_edits import LayoutEdit, parse_layout_edits
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
+from .lwlock import QUEUES
 from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
 from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
-               "pin", "mix", "run_ahead", "background_threads", "layout", "churn")
+               "pin", "mix", "run_ahead", "background_threads", "layout", "churn",
+               "lwlock_queue")
 CHURN_KEYS = ("rate_per_s", "per_transaction")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
@@ -114,6 +121,8 @@ class PgOptions:
     """Connections arriving per second for one transaction each (``options.churn``)."""
     churn_per_transaction: bool = False
     """Every active client reconnects for every transaction (``pgbench -C``)."""
+    lwlock_queue: str = "fifo"
+    """How LWLock waiters queue (``options.lwlock_queue``)."""
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -160,10 +169,14 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     except ConfigError as exc:
         raise ConfigError(exc.key, exc.message, source) from None
     churn = _resolve_churn(options.get("churn", {}), source)
+    queue = options.get("lwlock_queue", "fifo")
+    if queue not in QUEUES:
+        raise ConfigError("options.lwlock_queue", f"expected {' or '.join(QUEUES)}, got "
+                          f"{queue!r}", source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
             "run_ahead": run_ahead, "background_threads": background,
-            "layout": copy.deepcopy(layout), "churn": churn}
+            "layout": copy.deepcopy(layout), "churn": churn, "lwlock_queue": str(queue)}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -189,7 +202,8 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      mix=_mix_pairs(full["mix"]), background_threads=background,
                      layout=parse_layout_edits(full["layout"], "options.layout"),
                      churn_rate_per_s=float(churn["rate_per_s"]),
-                     churn_per_transaction=bool(churn["per_transaction"]))
+                     churn_per_transaction=bool(churn["per_transaction"]),
+                     lwlock_queue=str(full["lwlock_queue"]))
 
 
 def churn_requested(options: Mapping[str, object]) -> bool:

@@ -64,7 +64,8 @@ class PostgresModel:
             pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
             mix=options.mix, background_threads=options.background_threads,
             layout_edits=options.layout, churn_rate_per_s=options.churn_rate_per_s,
-            churn_per_transaction=options.churn_per_transaction, trace=spec.trace))
+            churn_per_transaction=options.churn_per_transaction,
+            lwlock_queue=options.lwlock_queue, trace=spec.trace))
         return PointOutput(row=result.row, lines=result.lines, traces=result.traces)
 
 

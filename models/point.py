@@ -75,7 +75,7 @@ from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .churn import ChurnClient, ChurnLog, churn_slots, exit_backend, start_backend
 from .costs import PgCosts, load_costs
-from .lwlock import LockMode
+from .lwlock import QUEUES, LockMode
 from .options import DEFAULT_BACKGROUND_THREADS, DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
 from .snapshots import ALGORITHMS
@@ -135,6 +135,8 @@ class PointConfig:
     """Connections arriving per second, each for one transaction (``options.churn``; 0: none)."""
     churn_per_transaction: bool = False
     """Every active client reconnects for every transaction (``pgbench -C``)."""
+    lwlock_queue: str = "fifo"
+    """The LWLocks' queue discipline: ``fifo`` or ``overtake`` (PostgreSQL's; :mod:`.lwlock`)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces of the whole run (warm-up included)."""
 
@@ -170,6 +172,9 @@ class PointConfig:
         if not (self.churn_rate_per_s >= 0 and math.isfinite(self.churn_rate_per_s)):
             raise ValueError(f"churn_rate_per_s must be a non-negative number, "
                              f"got {self.churn_rate_per_s}")
+        if self.lwlock_queue not in QUEUES:
+            raise ValueError(f"unknown LWLock queue {self.lwlock_queue!r} "
+                             f"(choose {' or '.join(QUEUES)})")
         if self.churns and not ALGORITHMS[self.algorithm].supports_churn:
             raise ValueError(f"{self.algorithm} models no connect or disconnect: no churn")
 
@@ -535,7 +540,7 @@ def _run(config: PointConfig) -> PointResult:
         pin_protocol=config.pin_protocol, layout_edits=config.layout_edits,
         churn_slots=churn_slots(config.churn_rate_per_s, config.churn_per_transaction,
                                 config.clients),
-        reconnecting_clients=config.churn_per_transaction)
+        reconnecting_clients=config.churn_per_transaction, lwlock_queue=config.lwlock_queue)
     scheduler.on_private_flush = population.machine.flush_private
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()

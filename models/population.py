@@ -82,7 +82,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
                      pin_protocol: str = "atomic",
                      layout_edits: Sequence[LayoutEdit] = (),
-                     churn_slots: int = 0, reconnecting_clients: bool = False) -> Population:
+                     churn_slots: int = 0, reconnecting_clients: bool = False,
+                     lwlock_queue: str = "fifo") -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -114,6 +115,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         reconnecting_clients: the active clients reconnect for every transaction
             (``pgbench -C``): they hold no connection of their own (only the idle ones are
             connected at the start) and use the slots.
+        lwlock_queue: the LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`).
     """
     n_connections = idle_clients + (0 if reconnecting_clients else clients)
     spare = 3 + churn_slots
@@ -140,7 +142,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
     procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
     snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk,
-                                      fused_atomics, pin_protocol)
+                                      fused_atomics, pin_protocol, lwlock_queue)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     if pool:
         snapshots.prepare_churn(list(pool.values()))

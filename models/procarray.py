@@ -157,8 +157,11 @@ class SnapshotAlgorithm(ABC):
 
     def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
                  scan_costs: ScanCosts, entries_per_chunk: int,
-                 fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic") -> None:
+                 fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic",
+                 lwlock_queue: str = "fifo") -> None:
         self.shmem = shmem
+        self.lwlock_queue = lwlock_queue
+        """The LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`)."""
         self.tracked = tracked
         self.procarray = procarray
         self.scan_costs = scan_costs
@@ -279,7 +282,8 @@ class SnapshotAlgorithm(ABC):
         word = self.tracked.access(lock, 0, self.shmem.lwlock_word, Op.RMW)
         if self.lock_protocol == "spinlock":
             word += self.tracked.access(lock, 0, "shared", Op.STORE)
-        return LWLock(name, word, self.lock_protocol, "lwlock" in self.fused_atomics)
+        return LWLock(name, word, self.lock_protocol, "lwlock" in self.fused_atomics,
+                      self.lwlock_queue)
 
     def _vc(self, field: str, op: Op) -> Ops:
         return self.tracked.access(self.shmem.variable_cache, 0, field, op)

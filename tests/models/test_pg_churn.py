@@ -126,6 +126,29 @@ def test_bad_churn_options_name_their_key(value: object, key: str, message: str)
     assert info.value.key == key
 
 
+def test_lwlock_queue_option() -> None:
+    assert resolve_options({})["lwlock_queue"] == "fifo"
+    assert parse_options({"lwlock_queue": "overtake"}).lwlock_queue == "overtake"
+    with pytest.raises(ConfigError, match="expected fifo or overtake, got 'lifo'") as info:
+        resolve_options({"lwlock_queue": "lifo"})
+    assert info.value.key == "options.lwlock_queue"
+
+
+def test_overtake_lets_snapshots_pass_a_waiting_connect() -> None:
+    """13 with 3000 idle connections and 48 clients scanning them (~30 us a snapshot, most of
+    the time several in progress), 2000 connects/s: with the FIFO queue the snapshots wait behind
+    each connecting backend's exclusive request, with PostgreSQL's they pass it, and it waits for
+    a moment without readers: the clients wait much less for the lock, the connects fewer
+    (starved)."""
+    rows = {queue: _point("pre14", clients=48, idle_clients=3000, duration_ns=2e6,
+                          warmup_ns=1e6, churn_rate_per_s=2000.0, lwlock_queue=queue).row
+            for queue in ("fifo", "overtake")}
+    waits = {queue: float(row["lock_wait_us"]) for queue, row in rows.items()}  # type: ignore[arg-type]
+    connects = {queue: float(row["connects_per_s"]) for queue, row in rows.items()}  # type: ignore[arg-type]
+    assert waits["overtake"] < waits["fifo"] / 2
+    assert connects["overtake"] < connects["fifo"]
+
+
 def test_churn_with_csn_is_refused_by_the_model() -> None:
     with pytest.raises(ConfigError, match="csn algorithm models no connect") as info:
         MODEL.check_algorithm_options("csn", {"churn": {"rate_per_s": 10}})
