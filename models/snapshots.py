@@ -335,7 +335,8 @@ class PgxactSplit(_GroupClearCommit):
         ``statusFlags``; W elements ``index..n``, the new entry's included); W the own
         ``pgxactoff``, R the own xid, ``subxidStatus`` and ``statusFlags``; W ``numProcs``;
         then W ``allProcs[pgprocnos[i]].pgxactoff`` for every later entry (a line of each of
-        their PGPROCs).
+        their PGPROCs), a loop charged ``scan_costs.dense`` cycles an entry (the moves cost
+        only their lines: a ``memmove`` moves tens of bytes an instruction).
         """
         arrays = self._dense_arrays()
         category = Category.CONNECTION
@@ -348,7 +349,7 @@ class PgxactSplit(_GroupClearCommit):
         yield from self._run_plans(backend, [self._elements(a, index, n + 1, Op.STORE)
                                              for a in arrays])
         yield from backend.ops(self._header_store, category)
-        yield from self._run_plans(backend, [self._offsets(later)])
+        yield from self._run_plans(backend, [self._offsets(later)], self.scan_costs.dense)
 
     def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
         """``ProcArrayRemove``@14 of entry ``index`` of ``n`` (both locks held).
@@ -369,7 +370,7 @@ class PgxactSplit(_GroupClearCommit):
                                    + [self._elements(a, index, n - 1, Op.STORE)
                                       for a in arrays[1:]])
         yield from backend.ops(self._header_store, category)
-        yield from self._run_plans(backend, [self._offsets(later)])
+        yield from self._run_plans(backend, [self._offsets(later)], self.scan_costs.dense)
 
     def _offsets(self, pgprocnos: tuple[int, ...]) -> ScanPlan | None:
         """W ``pgxactoff`` of the PGPROCs of ``pgprocnos`` (14's renumbering loop)."""
