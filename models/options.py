@@ -61,7 +61,9 @@ Keys (all optional):
   ``false``), e.g. ``--set options.churn.rate_per_s=1000``. Each connect and disconnect runs the
   version's ``InitProcess``, ``ProcArrayAdd``, ``ProcArrayRemove`` and ``ProcKill``; the private
   work is the cost model's ``connection`` section. The ``csn`` algorithm models no connect or
-  disconnect: churn with it is an error.
+  disconnect: churn with it is an error. ``--single-client-tps`` calibrates with its probe's
+  options, churn included, so a sweep over rates is best run on the global cost model as is
+  (``configs/experiments/whatif-churn.yaml`` does).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
