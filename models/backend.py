@@ -39,6 +39,9 @@ class Category(StrEnum):
     """Everything else: protocol, parse/bind/execute, buffer pins, private work."""
     SCHEDULING = "scheduling"
     """Run-queue waits, wake-ups and context switches."""
+    CONNECTION = "connection"
+    """A connection's start and end: the backend's start-up and exit work, ``InitProcess``'s and
+    ``ProcKill``'s free-list steps, ``ProcArrayAdd`` and ``ProcArrayRemove`` (lock waits apart)."""
 
 
 CATEGORIES: tuple[Category, ...] = tuple(Category)
@@ -93,6 +96,22 @@ class Backend(CpuProcess[Category]):
         """14's snapshot cache: ``xactCompletionCount`` of the cached snapshot (0 = none)."""
         self.record = TxnRecord(start_ns=0.0, times_ns=self.times_ns, counters=self.counters)
         """The current transaction's accounting (the process charges its times and counters)."""
+
+    def start_process(self, task: Task) -> None:
+        """A new backend process takes this PGPROC slot (a connection that comes and goes).
+
+        The process is ``task`` from now on and starts with no xid, no xmin and no cached
+        snapshot; the slot's accounts go on (the caller begins a transaction's record).
+
+        Raises:
+            RuntimeError: the previous process of the slot has time left to spend.
+        """
+        if self.pending_ns:
+            raise RuntimeError(f"{self.name}: a new process before the last one finished")
+        self.task = task
+        self.xid = 0
+        self.xmin_set = False
+        self.snapshot_completion_count = 0
 
     def begin_transaction(self) -> None:
         """Start accounting a new transaction."""

@@ -2,7 +2,10 @@
 
 One set of numbers for every machine, in cycles of the machine's clock: the non-snapshot work of
 each statement kind, the pgbench client's work, instructions per scanned procArray entry, the
-private memory footprint of a transaction and the mostly-idle clients' sleep. Loaded strictly:
+private memory footprint of a transaction, the mostly-idle clients' sleep and the private work of
+a connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
+exit, the client's connect; optional in a cost file, whose absent section takes the shipped
+file's values). Loaded strictly:
 unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError` naming the key.
 Counts of cycles carry their unit (``30000 cycles``); sizes and times may be bare numbers (bytes,
 nanoseconds), as everywhere in :mod:`simulator.config.units`.
@@ -46,6 +49,25 @@ class ScanCosts:
 
 
 @dataclass(frozen=True, slots=True)
+class ConnectionCosts:
+    """Private CPU work of one connection's start and end (cycles), outside shared memory.
+
+    The shared-memory steps of a connect and a disconnect (``InitProcess``, ``ProcArrayAdd``,
+    ``ProcArrayRemove``, ``ProcKill``) are memory operations of the snapshot algorithms; these are
+    the rest.
+    """
+
+    postmaster: float
+    """The postmaster's serial work per connection: accept, fork and, later, reaping the child."""
+    backend_startup: float
+    """The new backend's work until ReadyForQuery (InitPostgres, caches, authentication)."""
+    backend_exit: float
+    """The backend's exit work besides the procArray and free-list steps (``proc_exit``)."""
+    client: float
+    """The client's connect and close (libpq: socket, startup packet, authentication)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PgCosts:
     """The whole cost model."""
 
@@ -55,14 +77,15 @@ class PgCosts:
     footprint_private_bytes: int
     footprint_l3_bytes: int
     mostly_idle_sleep_ns: float
+    connection: ConnectionCosts
 
     def scaled(self, work_scale: float) -> PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
 
         The base work is the backend's non-snapshot cycles of every statement kind and the
         pgbench client's cycles: what ``--single-client-tps`` rescales so that one client without
-        idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints and
-        the machine's scheduling costs are unchanged.
+        idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints,
+        connection costs and the machine's scheduling costs are unchanged.
         """
         if work_scale == 1.0:
             return self
@@ -73,8 +96,12 @@ class PgCosts:
 
 
 _TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
-             "mostly_idle_sleep")
+             "mostly_idle_sleep", "connection")
+_OPTIONAL_TOP_KEYS = ("connection",)
+"""Keys a cost file may leave out: they take the shipped file's values (older files predate
+them)."""
 _STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
+_CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
 
@@ -85,10 +112,18 @@ def load_costs(path: str | Path = DEFAULT_COSTS_FILE) -> PgCosts:
 
 
 def read_costs_document(path: str | Path = DEFAULT_COSTS_FILE) -> dict[str, object]:
-    """The parsed cost-model file as plain YAML data (validated)."""
+    """The parsed cost-model file as plain YAML data (validated), every section present.
+
+    A section of :data:`_OPTIONAL_TOP_KEYS` the file leaves out is the shipped file's.
+    """
     data = read_yaml(Path(path))
     costs_from_dict(data, str(path))
     assert isinstance(data, dict)
+    missing = [key for key in _OPTIONAL_TOP_KEYS if key not in data]
+    if missing:
+        shipped = read_yaml(DEFAULT_COSTS_FILE)
+        assert isinstance(shipped, dict)
+        data.update({key: shipped[key] for key in missing})
     return data
 
 
@@ -108,7 +143,12 @@ def costs_from_dict(data: object, source: str | None = None) -> PgCosts:
 
 
 def _costs(data: object) -> PgCosts:
-    top = expect_section(data, "", _TOP_KEYS)
+    top = expect_section(data, "", _TOP_KEYS, optional=_OPTIONAL_TOP_KEYS)
+    connection_doc = top.get("connection")
+    if connection_doc is None:
+        shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS)
+        connection_doc = shipped["connection"]
+    connection = expect_section(connection_doc, "connection", _CONNECTION_KEYS)
     backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
     scan = expect_section(top["scan_cycles_per_entry"], "scan_cycles_per_entry", _SCAN_KEYS)
     footprint = expect_section(top["footprint"], "footprint", _FOOTPRINT_KEYS)
@@ -123,6 +163,8 @@ def _costs(data: object) -> PgCosts:
         footprint_l3_bytes=_quantity("footprint.l3", footprint["l3"], parse_size_bytes),
         mostly_idle_sleep_ns=_quantity("mostly_idle_sleep", top["mostly_idle_sleep"],
                                        parse_time_ns),
+        connection=ConnectionCosts(**{key: _cycles(join_key("connection", key), connection[key])
+                                      for key in _CONNECTION_KEYS}),
     )
 
 

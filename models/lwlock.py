@@ -25,10 +25,20 @@ backend pays the scheduler's wake-up.
 ``fused_atomics`` issues the load and the CAS as one call that never fails: the simplification
 kept as an ablation.
 
+Queue discipline (``queue``): ``fifo`` (the default) lets no newcomer overtake a waiter, so a
+shared acquirer queues behind a waiting exclusive one, and a release hands the lock to the head
+waiter and to the shared ones right behind it. ``overtake`` follows PostgreSQL:
+``LWLockAttemptLock`` looks only at the lock's state (a shared acquirer gets the lock whenever no
+exclusive holder has it, waiters or not; an exclusive one whenever it is free), and a release
+that leaves the lock free for the head waiter grants it as ``LWLockWakeup`` wakes (lwlock.c@13,
+@14): the head alone if it waits exclusive, else the head and every shared waiter behind it,
+exclusive ones skipped. An exclusive waiter thus waits until the shared holders drain, which
+under heavy shared traffic can be long (PostgreSQL's LWLocks are not fair either).
+
 Left out: spinning before sleeping (9.1's repeated TAS is the hot-line queue itself), the
 ``LW_FLAG_RELEASE_OK`` subtleties, the second ``LWLockAttemptLock`` after queueing (a grant is
-handed over by the releaser instead), spinning on a held wait-list lock, and
-LWLockAcquireOrWait.
+handed over by the releaser instead, so a woken waiter never finds the lock retaken), spinning
+on a held wait-list lock, and LWLockAcquireOrWait.
 """
 
 from __future__ import annotations
@@ -50,6 +60,9 @@ from .backend import Backend, Category
 WAKE_CYCLES = 2000
 """ASSUMPTION: cycles of a semaphore post (a futex wake system call) per woken waiter."""
 
+QUEUES = ("fifo", "overtake")
+"""Queue disciplines: no newcomer overtakes a waiter, or PostgreSQL's (module docstring)."""
+
 
 class LockMode(Enum):
     """LWLock acquisition mode."""
@@ -68,16 +81,23 @@ class LWLock:
         protocol: ``"atomic"`` (9.5+) or ``"spinlock"`` (9.1).
         fused_atomics: ``atomic`` only: issue the acquire's load and CAS as one call that never
             fails (the ablation of the read + CAS loop).
+        queue: ``fifo`` or ``overtake`` (:data:`QUEUES`, module docstring).
     """
 
-    def __init__(self, name: str, word: Ops, protocol: str, fused_atomics: bool = False) -> None:
+    def __init__(self, name: str, word: Ops, protocol: str, fused_atomics: bool = False,
+                 queue: str = "fifo") -> None:
         if protocol not in ("atomic", "spinlock"):
             raise ValueError(f"unknown LWLock protocol {protocol!r}")
+        if queue not in QUEUES:
+            raise ValueError(f"unknown LWLock queue {queue!r} (choose {' or '.join(QUEUES)})")
         self.name = name
         self.protocol = protocol
+        self.overtake = queue == "overtake"
         self.shared_holders = 0
         self.exclusive_holder: Backend | None = None
         self.waiters: deque[tuple[Backend, LockMode, simpy.Event]] = deque()
+        self.grants: dict[LockMode, int] = dict.fromkeys(LockMode, 0)
+        """Acquisitions granted so far, by mode (conditional ones and hand-offs included)."""
         line = word[0].line
         mask = word[0].mask
         rmw = Access(line, Op.RMW, mask, word[0].field)
@@ -107,6 +127,7 @@ class LWLock:
         return mode is LockMode.SHARED or self.shared_holders == 0
 
     def _grant(self, backend: Backend, mode: LockMode) -> None:
+        self.grants[mode] += 1
         if mode is LockMode.SHARED:
             self.shared_holders += 1
         else:
@@ -122,7 +143,7 @@ class LWLock:
             yield from backend.ops(self._attempt, category, lock_line=True)
 
     def _can_take(self, mode: LockMode) -> bool:
-        return self._free_for(mode) and not self.waiters
+        return self._free_for(mode) and (self.overtake or not self.waiters)
 
     def _word_atomics(self, backend: Backend, accesses: Ops,
                       category: Category) -> ProcessGenerator:
@@ -179,17 +200,43 @@ class LWLock:
         window where the lock is free while sleepers wait (a newcomer never overtakes them).
         The releaser posts each one's semaphore from its own thread (an asynchronous wake-up).
         """
+        if self.overtake:
+            return self._hand_off_as_wakeup(releaser)
         woken = 0
         while self.waiters:
             backend, mode, event = self.waiters[0]
             if not self._free_for(mode):
                 break
             self.waiters.popleft()
-            self._grant(backend, mode)
-            if releaser.task is not None and backend.task is not None:
-                releaser.task.wakes(backend.task, sync=False)
-            event.succeed()
+            self._wake(releaser, backend, mode, event)
             woken += 1
             if mode is LockMode.EXCLUSIVE:
                 break
         return woken
+
+    def _hand_off_as_wakeup(self, releaser: Backend) -> int:
+        """``LWLockWakeup``'s choice: an exclusive head alone, else every shared waiter."""
+        waiters = self.waiters
+        if not waiters or not self._free_for(waiters[0][1]):
+            return 0
+        if waiters[0][1] is LockMode.EXCLUSIVE:
+            self._wake(releaser, *waiters.popleft())
+            return 1
+        kept: deque[tuple[Backend, LockMode, simpy.Event]] = deque()
+        woken = 0
+        for backend, mode, event in waiters:
+            if mode is LockMode.SHARED:
+                self._wake(releaser, backend, mode, event)
+                woken += 1
+            else:
+                kept.append((backend, mode, event))
+        self.waiters = kept
+        return woken
+
+    def _wake(self, releaser: Backend, backend: Backend, mode: LockMode,
+              event: simpy.Event) -> None:
+        """Grant the lock to a waiter and post its semaphore from the releaser's thread."""
+        self._grant(backend, mode)
+        if releaser.task is not None and backend.task is not None:
+            releaser.task.wakes(backend.task, sync=False)
+        event.succeed()

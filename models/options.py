@@ -49,6 +49,21 @@ Keys (all optional):
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
+* ``lwlock_queue``: how LWLock waiters queue (:mod:`snapsim_models.lwlock`): ``fifo`` (default:
+  no newcomer overtakes a waiter, so a snapshot queues behind a waiting exclusive acquirer) or
+  ``overtake`` (PostgreSQL's ``LWLockAttemptLock`` and ``LWLockWakeup``: a shared acquirer takes
+  the lock whenever no exclusive holder has it). It matters where exclusive and shared
+  acquisitions mix (commits with an xid, ``churn``); select-only runs take no exclusive lock.
+* ``churn``: connections that come and go (:mod:`snapsim_models.churn`), a mapping of
+  ``rate_per_s`` (connections per second, each running one transaction of the workload and
+  disconnecting, their clients off the machine; default 0: none) and ``per_transaction``
+  (``true``: every active client reconnects for every transaction, ``pgbench -C``; default
+  ``false``), e.g. ``--set options.churn.rate_per_s=1000``. Each connect and disconnect runs the
+  version's ``InitProcess``, ``ProcArrayAdd``, ``ProcArrayRemove`` and ``ProcKill``; the private
+  work is the cost model's ``connection`` section. The ``csn`` algorithm models no connect or
+  disconnect: churn with it is an error. ``--single-client-tps`` calibrates with its probe's
+  options, churn included, so a sweep over rates is best run on the global cost model as is
+  (``configs/experiments/whatif-churn.yaml`` does).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
@@ -57,6 +72,7 @@ the resolved options alone reproduce a run.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,12 +85,15 @@ from simulator.hardware.layout_edits import LayoutEdit, parse_layout_edits
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
+from .lwlock import QUEUES
 from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
 from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
-               "pin", "mix", "run_ahead", "background_threads", "layout")
+               "pin", "mix", "run_ahead", "background_threads", "layout", "churn",
+               "lwlock_queue")
+CHURN_KEYS = ("rate_per_s", "per_transaction")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
 DEFAULT_THINK_TIME = "0 us"
@@ -100,6 +119,12 @@ class PgOptions:
     background_threads: int = DEFAULT_BACKGROUND_THREADS
     layout: tuple[LayoutEdit, ...] = ()
     """Layout what-ifs, in order (``options.layout``)."""
+    churn_rate_per_s: float = 0.0
+    """Connections arriving per second for one transaction each (``options.churn``)."""
+    churn_per_transaction: bool = False
+    """Every active client reconnects for every transaction (``pgbench -C``)."""
+    lwlock_queue: str = "fifo"
+    """How LWLock waiters queue (``options.lwlock_queue``)."""
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -145,10 +170,15 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
         check_layout_edits(parse_layout_edits(layout, "options.layout"))
     except ConfigError as exc:
         raise ConfigError(exc.key, exc.message, source) from None
+    churn = _resolve_churn(options.get("churn", {}), source)
+    queue = options.get("lwlock_queue", "fifo")
+    if queue not in QUEUES:
+        raise ConfigError("options.lwlock_queue", f"expected {' or '.join(QUEUES)}, got "
+                          f"{queue!r}", source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
             "run_ahead": run_ahead, "background_threads": background,
-            "layout": copy.deepcopy(layout)}
+            "layout": copy.deepcopy(layout), "churn": churn, "lwlock_queue": str(queue)}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -162,6 +192,8 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
     assert isinstance(batch, int)
     assert isinstance(chunk, int)
     assert isinstance(scale, int)
+    churn = full["churn"]
+    assert isinstance(churn, dict)
     return PgOptions(costs=costs_from_dict(full["costs"]), batch=batch,
                      think_time_ns=_time_ns("options.think_time", full["think_time"], None),
                      entries_per_chunk=chunk,
@@ -170,7 +202,24 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                                              if mode == "fused"),
                      pgbench_scale=scale, pin_protocol=str(full["pin"]),
                      mix=_mix_pairs(full["mix"]), background_threads=background,
-                     layout=parse_layout_edits(full["layout"], "options.layout"))
+                     layout=parse_layout_edits(full["layout"], "options.layout"),
+                     churn_rate_per_s=float(churn["rate_per_s"]),
+                     churn_per_transaction=bool(churn["per_transaction"]),
+                     lwlock_queue=str(full["lwlock_queue"]))
+
+
+def churn_requested(options: Mapping[str, object]) -> bool:
+    """Whether (possibly unresolved) options ask for connections that come and go.
+
+    Lenient: a malformed ``churn`` section is :func:`resolve_options`'s to report.
+    """
+    churn = options.get("churn")
+    if not isinstance(churn, Mapping):
+        return False
+    rate = churn.get("rate_per_s", 0)
+    by_rate = (not isinstance(rate, bool) and isinstance(rate, int | float)
+               and math.isfinite(rate) and rate > 0)
+    return by_rate or churn.get("per_transaction") is True
 
 
 def _mix_pairs(value: object) -> tuple[tuple[str, float], ...]:
@@ -191,6 +240,25 @@ def _resolve_mix(value: object, source: str | None) -> dict[str, float]:
                               f"{weight!r}", source)
         resolved[str(name)] = float(weight)
     return resolved
+
+
+def _resolve_churn(value: object, source: str | None) -> dict[str, object]:
+    if not isinstance(value, Mapping):
+        raise ConfigError("options.churn", "expected a mapping of rate_per_s and "
+                          f"per_transaction, got {describe_kind(value)}", source)
+    check_keys(value, "options.churn", CHURN_KEYS, optional=CHURN_KEYS)
+    rate = value.get("rate_per_s", 0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float):
+        raise ConfigError("options.churn.rate_per_s", "expected connections per second (a "
+                          f"number), got {describe_kind(rate)}", source)
+    if not (math.isfinite(rate) and rate >= 0):
+        raise ConfigError("options.churn.rate_per_s", f"must be a non-negative number, got "
+                          f"{rate!r}", source)
+    per_transaction = value.get("per_transaction", False)
+    if not isinstance(per_transaction, bool):
+        raise ConfigError("options.churn.per_transaction", "expected true or false, got "
+                          f"{describe_kind(per_transaction)}", source)
+    return {"rate_per_s": float(rate), "per_transaction": per_transaction}
 
 
 def _resolve_atomics(value: object, source: str | None) -> dict[str, str]:

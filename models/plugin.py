@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from simulator.errors import ConfigError
 from simulator.study.workload_model import PointOutput, PointSpec
 
-from .options import parse_options, resolve_options
+from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, PointConfig, run_point
 from .snapshots import ALGORITHMS
 from .workloads import MIX, WORKLOADS
@@ -39,6 +39,18 @@ class PostgresModel:
             raise ConfigError("options.mix", "the mix workload needs its scripts and weights, "
                               "e.g. options: {mix: {select-only: 9, tpcb: 1}}")
 
+    def check_algorithm_options(self, algorithm: str, options: Mapping[str, object]) -> None:
+        """Connections that come and go need an algorithm that models them.
+
+        Raises:
+            ConfigError: ``options.churn`` with an algorithm that models no connect or
+                disconnect (``csn``).
+        """
+        if churn_requested(options) and not ALGORITHMS[algorithm].supports_churn:
+            churning = [name for name, cls in ALGORITHMS.items() if cls.supports_churn]
+            raise ConfigError("options.churn", f"the {algorithm} algorithm models no connect "
+                              f"or disconnect (churn works with {', '.join(churning)})")
+
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""
         options = parse_options(spec.options)
@@ -51,7 +63,9 @@ class PostgresModel:
             costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
             pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
             mix=options.mix, background_threads=options.background_threads,
-            layout_edits=options.layout, trace=spec.trace))
+            layout_edits=options.layout, churn_rate_per_s=options.churn_rate_per_s,
+            churn_per_transaction=options.churn_per_transaction,
+            lwlock_queue=options.lwlock_queue, trace=spec.trace))
         return PointOutput(row=result.row, lines=result.lines, traces=result.traces)
 
 

@@ -17,6 +17,15 @@ measured window:
   answer read, and wakes the backends it sends to (and is woken by their answers)
   synchronously. ``background_threads = 0`` drops that process: each connection's pgbench
   side then costs no CPU and its backend is woken by a timer.
+* connections that come and go (``churn_rate_per_s``, ``churn_per_transaction``;
+  :mod:`snapsim_models.churn`): a postmaster (a scheduler task) forks a backend per connection
+  request, in arrival order; the backend takes the top PGPROC of the free list, joins the
+  procArray, runs its start-up, then either one transaction of the workload (connections
+  arriving at a rate) or its client's transaction (``pgbench -C``: every active client
+  reconnects per transaction), and leaves. ``connects_per_s`` and ``disconnects_per_s`` count
+  the window's ``ProcArrayAdd`` and ``ProcArrayRemove``; ``procarray_exclusive_per_txn`` the
+  window's exclusive ProcArrayLock acquisitions (commits, group clears, adds and removes) per
+  active-client transaction.
 
 Transactions are measured in ``[warmup, warmup + duration)`` by their completion time; ``tps``
 counts the active clients' transactions, ``mostly_idle_tps`` the others'. The per-line table
@@ -36,6 +45,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -63,7 +73,9 @@ from simulator.runtime.scheduler import (
 from .backend import CATEGORIES, Backend, Category
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
+from .churn import ChurnClient, ChurnLog, churn_slots, exit_backend, start_backend
 from .costs import PgCosts, load_costs
+from .lwlock import QUEUES, LockMode
 from .options import DEFAULT_BACKGROUND_THREADS, DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
 from .snapshots import ALGORITHMS
@@ -119,6 +131,12 @@ class PointConfig:
     """Threads (``-j``) of the pgbench process driving the mostly-idle connections (0: none)."""
     layout_edits: tuple[LayoutEdit, ...] = ()
     """Layout what-ifs applied to the version's shared memory (``options.layout``)."""
+    churn_rate_per_s: float = 0.0
+    """Connections arriving per second, each for one transaction (``options.churn``; 0: none)."""
+    churn_per_transaction: bool = False
+    """Every active client reconnects for every transaction (``pgbench -C``)."""
+    lwlock_queue: str = "fifo"
+    """The LWLocks' queue discipline: ``fifo`` or ``overtake`` (PostgreSQL's; :mod:`.lwlock`)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces of the whole run (warm-up included)."""
 
@@ -151,6 +169,19 @@ class PointConfig:
         if self.pin_protocol not in PIN_PROTOCOLS:
             raise ValueError(f"unknown pin protocol {self.pin_protocol!r} "
                              f"(choose {' or '.join(PIN_PROTOCOLS)})")
+        if not (self.churn_rate_per_s >= 0 and math.isfinite(self.churn_rate_per_s)):
+            raise ValueError(f"churn_rate_per_s must be a non-negative number, "
+                             f"got {self.churn_rate_per_s}")
+        if self.lwlock_queue not in QUEUES:
+            raise ValueError(f"unknown LWLock queue {self.lwlock_queue!r} "
+                             f"(choose {' or '.join(QUEUES)})")
+        if self.churns and not ALGORITHMS[self.algorithm].supports_churn:
+            raise ValueError(f"{self.algorithm} models no connect or disconnect: no churn")
+
+    @property
+    def churns(self) -> bool:
+        """Whether connections come and go."""
+        return self.churn_rate_per_s > 0 or self.churn_per_transaction
 
 
 @dataclass(slots=True)
@@ -191,6 +222,14 @@ class _Processes:
         """Per running backend, the event its server loop sleeps on (a message sets it)."""
         self.processes: list[tuple[simpy.Process, ProcessGenerator]] = []
         """Every process started, with its generator (to tear the run down)."""
+        self.population = population
+        self.churn_log = ChurnLog()
+        """When connections joined and left the procArray."""
+        self.churn_clients: list[ChurnClient] = []
+        """The clients that reconnect for every transaction (``pgbench -C``)."""
+        self._connect_requests: deque[tuple[Task | None, simpy.Event | None]] = deque()
+        self._postmaster_idle: simpy.Event | None = None
+        self._postmaster: Task | None = None
 
     def start(self, running: list[Connection]) -> None:
         """Start the server loop and the client of every connection whose backend runs."""
@@ -216,6 +255,25 @@ class _Processes:
             elif n_threads == 0:
                 phase = float(rng.uniform(0.0, config.costs.mostly_idle_sleep_ns))
                 self.spawn(self._mostly_idle_client(connection, phase))
+        if config.churns:
+            self._start_churn()
+
+    def _start_churn(self) -> None:
+        """The postmaster, the connections arriving at the rate and the reconnecting clients."""
+        config = self.config
+        rng = self.env.rng
+        self._postmaster = self.scheduler.new_task("postmaster")
+        self.spawn(self._postmaster_loop(self._postmaster))
+        if config.churn_rate_per_s > 0:
+            interval = 1e9 / config.churn_rate_per_s
+            self.spawn(self._arrivals(interval, float(rng.uniform(0.0, interval))))
+        if config.churn_per_transaction:
+            for k in range(config.clients):
+                client = ChurnClient()
+                self.churn_clients.append(client)
+                thread = self.scheduler.new_task(f"pgbench-C{k}")
+                phase = float(rng.uniform(0.0, START_SPREAD_NS))
+                self.spawn(self._reconnecting_client(thread, client, phase))
 
     def spawn(self, generator: ProcessGenerator) -> None:
         """Start a process (and keep it, to tear the run down)."""
@@ -227,15 +285,20 @@ class _Processes:
         self.processes.clear()
         self.inboxes.clear()
 
-    def _round_trips(self, work: Workload, connection: Connection, start_ns: float,
-                     client_task: Task | None) -> ProcessGenerator:
-        """Send every round trip of one pass to the backend; record the transaction(s)."""
+    def _round_trips(self, work: Workload, backend: Backend, completed: list[Completed],
+                     start_ns: float, client_task: Task | None,
+                     begin: bool = True) -> ProcessGenerator:
+        """Send every round trip of one pass to the backend; record the transaction(s).
+
+        ``begin``: start the backend's record now (a reconnecting client's record began with
+        its connection).
+        """
         env = self.env
         costs = self.config.costs
-        backend = connection.backend
         task = backend.task
         assert task is not None
-        backend.begin_transaction()
+        if begin:
+            backend.begin_transaction()
         for statements in work.round_trips:
             if client_task is not None:
                 yield from client_task.run(costs.client_cycles / backend.clock_ghz)
@@ -253,10 +316,13 @@ class _Processes:
         record = backend.end_transaction()
         record.script = work.name
         for _ in range(work.transactions_per_pass):
-            connection.completed.append((start_ns, env.now, record))
+            completed.append((start_ns, env.now, record))
 
     def _serve(self, backend: Backend) -> ProcessGenerator:
-        """The backend's server loop: sleep until a message, run its statements, answer."""
+        """The backend's server loop: sleep until a message, run its statements, answer.
+
+        A message of ``None`` (a client's Terminate) ends the loop, the thread still held.
+        """
         task = backend.task
         assert task is not None
         env = self.env
@@ -265,8 +331,10 @@ class _Processes:
             before = task.scheduling_ns
             message = yield from task.block_until(self.inboxes[connection])
             self.inboxes[connection] = env.event()
-            statements, response, client_task = message
             backend.record.times_ns[Category.SCHEDULING] += task.scheduling_ns - before
+            if message is None:
+                return
+            statements, response, client_task = message
             for statement in statements:
                 yield from statement(self.context, backend)
             yield from backend.flush()  # the answer leaves at the backend's logical time
@@ -279,13 +347,113 @@ class _Processes:
                        phase_ns: float) -> ProcessGenerator:
         think = self.config.think_time_ns
         yield self.env.timeout(phase_ns)
-        rng = self.env.rng
         while True:
-            work = self.mix.pick(float(rng.random())) if self.mix is not None else self.workload
-            assert work is not None
-            yield from self._round_trips(work, connection, self.env.now, thread)
+            work = self._pick()
+            yield from self._round_trips(work, connection.backend, connection.completed,
+                                         self.env.now, thread)
             if think:
                 yield from thread.block_until(self.env.timeout(think))
+
+    def _pick(self) -> Workload:
+        """The next transaction's script (the workload, or a draw from the mix)."""
+        if self.mix is not None:
+            return self.mix.pick(float(self.env.rng.random()))
+        assert self.workload is not None
+        return self.workload
+
+    # ------------------------------------------------------------ connections that come and go
+
+    def _request_connection(self, client_task: Task | None) -> simpy.Event | None:
+        """Ask the postmaster for a backend; the event (a client's) fires with it when ready."""
+        ready = self.env.event() if client_task is not None else None
+        self._connect_requests.append((client_task, ready))
+        idle = self._postmaster_idle
+        if idle is not None and not idle.triggered:
+            if client_task is not None and self._postmaster is not None:
+                client_task.wakes(self._postmaster)
+            idle.succeed()
+        return ready
+
+    def _postmaster_loop(self, task: Task) -> ProcessGenerator:
+        """The postmaster: accept, fork (and later reap) a backend per request, in order."""
+        fork_ns = self.config.costs.connection.postmaster / self.config.machine.clock_ghz
+        requests = self._connect_requests
+        while True:
+            while requests:
+                client_task, ready = requests.popleft()
+                yield from task.run(fork_ns)
+                self.spawn(self._connection(client_task, ready))
+            self._postmaster_idle = self.env.event()
+            yield from task.block_until(self._postmaster_idle)
+
+    def _arrivals(self, interval_ns: float, phase_ns: float) -> ProcessGenerator:
+        """Connections arriving evenly spaced (their clients are off the machine)."""
+        yield self.env.timeout(phase_ns)
+        while True:
+            self._request_connection(None)
+            yield self.env.timeout(interval_ns)
+
+    def _connection(self, client_task: Task | None,
+                    ready: simpy.Event | None) -> ProcessGenerator:
+        """One forked backend: the top free PGPROC, start, its transaction(s), exit.
+
+        Without a client (a connection arriving at the rate) it runs one transaction of the
+        workload itself, not counted in ``tps``; with one (``pgbench -C``) it answers the
+        client's round trips until the client's Terminate.
+        """
+        population = self.population
+        free = population.free
+        assert free is not None
+        algorithm = population.algorithm
+        costs = self.config.costs.connection
+        pgprocno = yield from free.pop()
+        backend = population.pool[pgprocno]
+        task = self.scheduler.new_task(f"backend{backend.connection}")
+        backend.start_process(task)
+        backend.begin_transaction()
+        yield from start_backend(algorithm, backend, costs, self.churn_log)
+        if ready is None:
+            for statements in self._pick().round_trips:
+                for statement in statements:
+                    yield from statement(self.context, backend)
+            backend.end_transaction()
+        else:
+            assert client_task is not None
+            self.inboxes[backend.connection] = self.env.event()
+            yield from backend.flush()  # ReadyForQuery leaves at the backend's logical time
+            task.wakes(client_task)
+            ready.succeed(backend)
+            task.release()
+            yield from self._serve(backend)
+        yield from exit_backend(algorithm, backend, costs, self.churn_log)
+        task.release()
+        free.push(pgprocno)
+
+    def _reconnecting_client(self, thread: Task, client: ChurnClient,
+                             phase_ns: float) -> ProcessGenerator:
+        """``pgbench -C``: connect, one transaction, Terminate (not awaited), again.
+
+        The transaction's time runs from the start of the connect to its last answer; the
+        backend's start-up is in its record, its exit after the Terminate too.
+        """
+        env = self.env
+        config = self.config
+        connect_ns = config.costs.connection.client / config.machine.clock_ghz
+        yield env.timeout(phase_ns)
+        while True:
+            work = self._pick()
+            start = env.now
+            yield from thread.run(connect_ns)
+            ready = self._request_connection(thread)
+            assert ready is not None
+            backend = yield from thread.block_until(ready)
+            yield from self._round_trips(work, backend, client.completed, start, thread,
+                                         begin=False)
+            assert backend.task is not None
+            thread.wakes(backend.task, sync=False)
+            self.inboxes[backend.connection].succeed(None)
+            if config.think_time_ns:
+                yield from thread.block_until(env.timeout(config.think_time_ns))
 
     def _background_thread(self, task: Task, connections: list[Connection],
                            phases_ns: list[float]) -> ProcessGenerator:
@@ -351,7 +519,8 @@ class _Processes:
         yield self.env.timeout(phase_ns)
         select1 = workload("select1")
         while True:
-            yield from self._round_trips(select1, connection, self.env.now, None)
+            yield from self._round_trips(select1, connection.backend, connection.completed,
+                                         self.env.now, None)
             yield self.env.timeout(sleep)
 
 
@@ -368,27 +537,35 @@ def _run(config: PointConfig) -> PointResult:
         run_ahead_ns=config.run_ahead_ns, implementation=config.implementation,
         fused_atomics=config.fused_atomics,
         btree_inner_pages=inner_level_pages(config.pgbench_scale),
-        pin_protocol=config.pin_protocol, layout_edits=config.layout_edits)
+        pin_protocol=config.pin_protocol, layout_edits=config.layout_edits,
+        churn_slots=churn_slots(config.churn_rate_per_s, config.churn_per_transaction,
+                                config.clients),
+        reconnecting_clients=config.churn_per_transaction, lwlock_queue=config.lwlock_queue)
     scheduler.on_private_flush = population.machine.flush_private
     processes = _Processes(config, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)
     busy_before = None
     stats_before = scheduler.stats.copy()
+    exclusive = population.algorithm.proc_array_lock.grants
+    exclusive_before = exclusive[LockMode.EXCLUSIVE]
 
     def mark() -> ProcessGenerator:
-        nonlocal busy_before, stats_before
+        nonlocal busy_before, stats_before, exclusive_before
         yield env.timeout(config.warmup_ns)
         busy_before = scheduler.snapshot()
         stats_before = scheduler.stats.copy()
+        exclusive_before = exclusive[LockMode.EXCLUSIVE]
         population.machine.reset_line_counters()  # the per-line table covers the measurement
 
     processes.spawn(mark())
     try:
         env.run(until=config.warmup_ns + config.duration_ns)
         utilisation = scheduler.utilisation(busy_before)
+        churn = _Churned(processes.churn_clients, processes.churn_log,
+                         exclusive[LockMode.EXCLUSIVE] - exclusive_before)
         result = _summarise(config, population, utilisation, scheduler.stats.since(stats_before),
-                            time.perf_counter() - wall)
+                            time.perf_counter() - wall, churn)
         if config.trace:
             result.traces.update({name: env.recorder.to_frame(name)
                                   for name in (TRACE_TABLE, IDLE_TRACE_TABLE)})
@@ -403,8 +580,19 @@ def _run(config: PointConfig) -> PointResult:
 # ------------------------------------------------------------------ summary
 
 
+@dataclass(frozen=True, slots=True)
+class _Churned:
+    """What a run of connections that come and go adds to the summary."""
+
+    clients: list[ChurnClient]
+    """The reconnecting clients (their transactions are active clients' transactions)."""
+    log: ChurnLog
+    procarray_exclusive: int
+    """Exclusive ProcArrayLock acquisitions granted in the window (churn or not)."""
+
+
 def _summarise(config: PointConfig, population: Population, utilisation: float,
-               stats: SchedulerStats, wall_s: float) -> PointResult:
+               stats: SchedulerStats, wall_s: float, churn: _Churned) -> PointResult:
     """The curve row, the per-line table and the active clients' transactions of the window."""
     start, end = config.warmup_ns, config.warmup_ns + config.duration_ns
     active: list[Completed] = []
@@ -416,6 +604,8 @@ def _summarise(config: PointConfig, population: Population, utilisation: float,
                     active.append((t0, t1, record))
                 else:
                     idle_count += 1
+    for client in churn.clients:
+        active.extend(done for done in client.completed if start <= done[1] < end)
     if not active:
         raise NoTransactionError(
             f"no active client completed a transaction in the measured window "
@@ -446,6 +636,10 @@ def _summarise(config: PointConfig, population: Population, utilisation: float,
     row["migrations_per_txn"] = stats.migrations / n
     row["private_flushes_per_txn"] = stats.private_flushes / n
     row.update(_per_transaction(active))
+    connects, disconnects = churn.log.rates_per_s(start, end)
+    row["connects_per_s"] = connects
+    row["disconnects_per_s"] = disconnects
+    row["procarray_exclusive_per_txn"] = churn.procarray_exclusive / n
     row["duration_ms"] = config.duration_ns / 1e6
     row["warmup_ms"] = config.warmup_ns / 1e6
     per_client = len(active) / config.clients

@@ -18,15 +18,15 @@ from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
 
-from .backend import Backend, TxnRecord
+from .backend import Backend
+from .churn import Completed, FreeList
 from .costs import ScanCosts
 from .procarray import ProcArray, SnapshotAlgorithm
 from .shmem.build import DEFAULT_INNER_PAGES, build_shared_memory
 from .shmem.memory import PgSharedMemory
 from .snapshots import ALGORITHMS
 
-Completed = tuple[float, float, TxnRecord]
-"""A completed transaction: its start and end time (ns) and the backend's accounting of it."""
+__all__ = ["Completed", "Connection", "Population", "build_population"]
 
 
 @dataclass(slots=True)
@@ -57,6 +57,11 @@ class Population:
     tracked: TrackedMemory
     algorithm: SnapshotAlgorithm
     machine: Machine
+    pool: dict[int, Backend] = field(default_factory=dict)
+    """The PGPROC slots of connections that come and go, by pgprocno (one backend each, which
+    each new process in the slot reuses)."""
+    free: FreeList | None = None
+    """The free list of those slots (``None`` without churn)."""
 
     @property
     def running(self) -> list[Connection]:
@@ -76,7 +81,9 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      fused_atomics: frozenset[str] = frozenset(),
                      btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
                      pin_protocol: str = "atomic",
-                     layout_edits: Sequence[LayoutEdit] = ()) -> Population:
+                     layout_edits: Sequence[LayoutEdit] = (),
+                     churn_slots: int = 0, reconnecting_clients: bool = False,
+                     lwlock_queue: str = "fifo") -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:
@@ -100,9 +107,19 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
             (:data:`~snapsim_models.buffers.PIN_PROTOCOLS`).
         layout_edits: layout what-ifs of the shared memory
             (:mod:`simulator.hardware.layout_edits`).
+        churn_slots: PGPROC slots for connections that come and go
+            (:func:`~snapsim_models.churn.churn_slots`; 0: none). They lie below the connected
+            clients' (the top of the LIFO free list once those are connected), each with a
+            backend (connection numbers after the clients') that runs whenever a process holds
+            the slot; the algorithm registers what connecting and disconnecting touch.
+        reconnecting_clients: the active clients reconnect for every transaction
+            (``pgbench -C``): they hold no connection of their own (only the idle ones are
+            connected at the start) and use the slots.
+        lwlock_queue: the LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`).
     """
-    n_connections = idle_clients + clients
-    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + 3,
+    n_connections = idle_clients + (0 if reconnecting_clients else clients)
+    spare = 3 + churn_slots
+    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + spare,
                                 btree_inner_pages=btree_inner_pages,
                                 layout_edits=layout_edits)
     connections: list[Connection] = []
@@ -118,11 +135,19 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
     if procs.logical_launcher_pgprocno is not None:
         launchers.append(procs.logical_launcher_pgprocno)
     procarray = ProcArray(shmem, backends, launchers)
+    free_slots = shmem.free_pgprocnos(n_connections)[-churn_slots:] if churn_slots else []
+    pool = {pgprocno: Backend(env, None, machine.clock_ghz, n_connections + j, pgprocno, None,
+                              run_ahead_ns=run_ahead_ns)
+            for j, pgprocno in enumerate(reversed(free_slots))}
+    procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
     snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk,
-                                      fused_atomics, pin_protocol)
+                                      fused_atomics, pin_protocol, lwlock_queue)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
+    if pool:
+        snapshots.prepare_churn(list(pool.values()))
     built = tracked.build_machine(machine, implementation=implementation)
-    for backend in backends:
+    for backend in (*backends, *pool.values()):
         backend.machine = built
-    return Population(shmem, connections, procarray, tracked, snapshots, built)
+    return Population(shmem, connections, procarray, tracked, snapshots, built, pool,
+                      FreeList(env, free_slots) if pool else None)

@@ -6,17 +6,28 @@ operations the algorithms issue. :class:`SnapshotAlgorithm` is the interface of 
 version's ``GetSnapshotData`` and transaction-end code, with the parts all versions share
 (LWLocks, the pinned B-tree pages, xid assignment counters). Subclasses live in
 :mod:`snapsim_models.snapshots`.
+
+Connections that come and go (``options.churn``) change the procArray while it is in use: a
+connect runs ``InitProcess`` (a pop of the LIFO PGPROC free list under ``ProcStructLock``, the
+own fields' initialisation; proc.c@9.1/@13/@14) and ``ProcArrayAdd``, a disconnect
+``ProcArrayRemove`` and ``ProcKill`` (the push back). :meth:`SnapshotAlgorithm.init_process`,
+:meth:`~SnapshotAlgorithm.proc_array_add`, :meth:`~SnapshotAlgorithm.proc_array_remove` and
+:meth:`~SnapshotAlgorithm.proc_kill` issue their memory operations; each version supplies the
+steps under the lock (``_add_steps``, ``_remove_steps``) and the own fields ``InitProcess``
+initialises (``_init_fields``). The free list's contents are kept by the caller
+(:mod:`snapsim_models.churn`).
 """
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from simulator.hardware.codes import Op
 from simulator.hardware.layout import Region
-from simulator.hardware.tracked import Ops, TrackedMemory
+from simulator.hardware.tracked import Ops, ScanPlan, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator
 
 from .backend import Backend, Category
@@ -24,6 +35,7 @@ from .buffers import HotPage
 from .costs import ScanCosts
 from .lwlock import LockMode, LWLock
 from .shmem.memory import PgSharedMemory
+from .spin import SpinLock
 
 ATOMIC_USERS = ("lwlock", "buffer")
 """Who updates words with load + CAS loops, each of which can be fused for an ablation: the
@@ -32,6 +44,10 @@ their mapping and content locks)."""
 
 FIRST_XID = 1000
 """The first xid handed out (any normal xid works; only identities matter)."""
+
+PLAN_CACHE_ENTRIES = 256
+"""Scan plans kept per cache of an algorithm (a cache is emptied when it is full): connections
+that come and go through a LIFO free list bring the procArray back to the same few contents."""
 
 
 class ProcArray:
@@ -46,19 +62,82 @@ class ProcArray:
     def __init__(self, shmem: PgSharedMemory, backends: Sequence[Backend],
                  extra_pgprocnos: Sequence[int]) -> None:
         entries = shmem.procarray_build([*(b.pgprocno for b in backends), *extra_pgprocnos])
+        self.shmem = shmem
         self.entries = entries
         position = {pgprocno: index for index, pgprocno in enumerate(entries)}
+        self._backends: dict[int, Backend] = {}
+        """pgprocno → the backend in the array (the launchers have none)."""
         for backend in backends:
             backend.index = position[backend.pgprocno]
+            self._backends[backend.pgprocno] = backend
         self.xid_holders: dict[int, Backend] = {}
         """procArray index → backend, for entries whose transaction has an xid."""
         self.next_xid = FIRST_XID
         self.latest_completed_xid = FIRST_XID - 1
         self.completion_count = 1
         """PG 14's ``xactCompletionCount``: +1 at every end of a transaction with an xid."""
+        self.capacity = len(entries)
+        """The most entries the array can hold in this run: its entries, plus the PGPROC slots
+        of connections that come and go (set before the algorithm is prepared)."""
+        self.changes = 0
+        """Entries added and removed so far (connections that come and go)."""
+        self._key: tuple[int, ...] = tuple(entries)
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        """The entries as a tuple (what a scan plan of them is cached by)."""
+        return self._key
+
+    def insertion_index(self, pgprocno: int) -> int:
+        """Where ``ProcArrayAdd`` will put ``pgprocno``: its sorted place, or the end (9.1)."""
+        if self.shmem.procarray_sorted:
+            return bisect.bisect_left(self.entries, pgprocno)
+        return len(self.entries)
+
+    def add(self, backend: Backend) -> list[Backend]:
+        """``ProcArrayAdd``'s effect; returns the backends whose index changed (it included).
+
+        Raises:
+            IndexError: the array is at its capacity.
+        """
+        if len(self.entries) >= self.capacity:
+            raise IndexError(f"procArray at its capacity of {self.capacity} entries")
+        index = self.shmem.procarray_add(self.entries, backend.pgprocno)
+        self._backends[backend.pgprocno] = backend
+        return self._changed(index)
+
+    def remove(self, backend: Backend) -> list[Backend]:
+        """``ProcArrayRemove``'s effect; returns the backends whose index changed.
+
+        Raises:
+            RuntimeError: the backend still holds an xid (a disconnect ends its transaction
+                first).
+        """
+        if backend.xid:
+            raise RuntimeError(f"{backend.name} leaves the procArray holding xid {backend.xid}")
+        index = self.shmem.procarray_remove(self.entries, backend.pgprocno)
+        del self._backends[backend.pgprocno]
+        backend.index = -1
+        return self._changed(index)
+
+    def _changed(self, start: int) -> list[Backend]:
+        """Renumber the backends from index ``start`` on; rekey the xid holders."""
+        moved = []
+        backends = self._backends
+        entries = self.entries
+        for index in range(start, len(entries)):
+            backend = backends.get(entries[index])
+            if backend is not None and backend.index != index:
+                backend.index = index
+                moved.append(backend)
+        if self.xid_holders:
+            self.xid_holders = {holder.index: holder for holder in self.xid_holders.values()}
+        self.changes += 1
+        self._key = tuple(entries)
+        return moved
 
 
 class SnapshotAlgorithm(ABC):
@@ -71,11 +150,18 @@ class SnapshotAlgorithm(ABC):
 
     name: ClassVar[str]
     lock_protocol: ClassVar[str] = "atomic"
+    supports_churn: ClassVar[bool] = True
+    """Whether connections can come and go (:meth:`proc_array_add`, :meth:`proc_array_remove`)."""
+    churn_takes_xid_gen_lock: ClassVar[bool] = False
+    """Whether ``ProcArrayAdd``/``ProcArrayRemove`` also take XidGenLock exclusive (14)."""
 
     def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
                  scan_costs: ScanCosts, entries_per_chunk: int,
-                 fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic") -> None:
+                 fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic",
+                 lwlock_queue: str = "fifo") -> None:
         self.shmem = shmem
+        self.lwlock_queue = lwlock_queue
+        """The LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`)."""
         self.tracked = tracked
         self.procarray = procarray
         self.scan_costs = scan_costs
@@ -96,6 +182,10 @@ class SnapshotAlgorithm(ABC):
                               for page in level] for level in shmem.btree_inner]
         """The inner pages per level from the root down; a descent visits one per level."""
         self._own: dict[int, dict[str, Ops]] = {}
+        self._churning: set[int] = set()
+        """Connections of the PGPROC slots that connect and disconnect (:meth:`prepare_churn`)."""
+        self._plan_cache: dict[object, ScanPlan] = {}
+        """Scan plans of moved, searched or scanned entries, by what they cover."""
 
     # ------------------------------------------------------------------ setup
 
@@ -103,7 +193,77 @@ class SnapshotAlgorithm(ABC):
         """Register the lines of every backend that runs (and the scans); called once."""
         for backend in backends:
             with self.tracked.registering_for(backend.connection):
-                self._own[backend.connection] = self.own_accesses(backend)
+                self._own[backend.connection] = self._own_accesses_of(backend)
+
+    def prepare_churn(self, pool: Sequence[Backend]) -> None:
+        """Register what connections that come and go touch; after :meth:`prepare`, once.
+
+        ``pool`` holds a backend per PGPROC slot a connecting client can pop (not in the array
+        yet, index -1). Registered: ``ProcStructLock`` and the free list's fields of
+        ``PROC_HDR``, each slot's own accesses (its connect and disconnect steps included) and
+        the lines the version's moves and scans of up to :attr:`ProcArray.capacity` entries
+        touch (:meth:`_prepare_moves`), as lines shared by every backend.
+
+        Raises:
+            ValueError: the version models no connect or disconnect.
+        """
+        if not self.supports_churn:
+            raise ValueError(f"{self.name} models no connect or disconnect")
+        self._churning = {backend.connection for backend in pool}
+        shm, tracked = self.shmem, self.tracked
+        assert shm.proc_struct_lock is not None
+        self.proc_struct_lock = SpinLock(tracked.access(shm.proc_struct_lock, 0, "value",
+                                                        Op.RMW))
+        """``ProcStructLock``, taken by ``InitProcess`` and ``ProcKill``."""
+        free_procs = tracked.access(shm.proc_hdr, 0, "freeProcs", Op.LOAD)
+        spins = tracked.access(shm.proc_hdr, 0, "spins_per_delay", Op.LOAD)
+        self._free_list_load = spins + free_procs
+        self._free_list_store = free_procs.with_op(Op.STORE)
+        self._spins_store = spins.with_op(Op.STORE)
+        num_procs = tracked.access(shm.procarray, 0, "numProcs", Op.LOAD)
+        self._header_load = num_procs + tracked.access(shm.procarray, 0, "maxProcs", Op.LOAD)
+        """R ``numProcs`` and ``maxProcs`` (the ProcArray header line; the full check)."""
+        self._count_load = num_procs
+        """R ``numProcs`` alone (``ProcArrayRemove``)."""
+        self._header_store = num_procs.with_op(Op.STORE)
+        """W ``numProcs``."""
+        self._prepare_moves(pool)
+        for backend in pool:
+            backend.index = 0  # a valid index for the index-dependent own accesses (14)
+            with tracked.registering_for(backend.connection):
+                self._own[backend.connection] = self._own_accesses_of(backend)
+            backend.index = -1
+
+    def _prepare_moves(self, pool: Sequence[Backend]) -> None:
+        """Register the lines of the version's connect and disconnect steps and scans.
+
+        Those of up to :attr:`ProcArray.capacity` entries (``pool``: the slots not in the array
+        yet). None by default.
+        """
+        return
+
+    def _own_accesses_of(self, backend: Backend) -> dict[str, Ops]:
+        """:meth:`own_accesses`, with a connection's own steps when connections come and go."""
+        own = self.own_accesses(backend)
+        if backend.connection in self._churning:
+            own.update(self._churn_own_accesses(backend))
+        return own
+
+    def _churn_own_accesses(self, backend: Backend) -> dict[str, Ops]:
+        """The own accesses of a connect and a disconnect.
+
+        ``links`` (R ``links.next`` of the own PGPROC), ``links_store`` and ``init``
+        (``InitProcess``'s own stores).
+        """
+        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
+        links = tracked.access(pgproc, pgprocno, "links", Op.LOAD)
+        init = Ops((access for region, fields in self._init_fields() for field in fields
+                    for access in tracked.access(region, pgprocno, field, Op.STORE)), tracked)
+        return {"links": links, "links_store": links.with_op(Op.STORE), "init": init}
+
+    def _init_fields(self) -> list[tuple[Region, tuple[str, ...]]]:
+        """The fields of the own slot ``InitProcess`` initialises, per region (pgprocno-indexed)."""
+        return []
 
     @abstractmethod
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
@@ -112,6 +272,7 @@ class SnapshotAlgorithm(ABC):
     def release(self) -> None:
         """Drop the per-backend accesses once the run is over (see ``TrackedMemory.release``)."""
         self._own.clear()
+        self._plan_cache.clear()
 
     def own(self, backend: Backend, name: str) -> Ops:
         """Precomputed accesses ``name`` of a backend."""
@@ -121,7 +282,8 @@ class SnapshotAlgorithm(ABC):
         word = self.tracked.access(lock, 0, self.shmem.lwlock_word, Op.RMW)
         if self.lock_protocol == "spinlock":
             word += self.tracked.access(lock, 0, "shared", Op.STORE)
-        return LWLock(name, word, self.lock_protocol, "lwlock" in self.fused_atomics)
+        return LWLock(name, word, self.lock_protocol, "lwlock" in self.fused_atomics,
+                      self.lwlock_queue)
 
     def _vc(self, field: str, op: Op) -> Ops:
         return self.tracked.access(self.shmem.variable_cache, 0, field, op)
@@ -202,3 +364,118 @@ class SnapshotAlgorithm(ABC):
         for level in self.inner_levels:
             page = level[int(backend.env.rng.integers(len(level)))] if len(level) > 1 else level[0]
             yield from page.access(backend, Category.OTHER)
+
+    # ------------------------------------------------------------------ connect and disconnect
+
+    def init_process(self, backend: Backend) -> ProcessGenerator:
+        """``InitProcess``'s shared steps (proc.c@9.1/@13/@14), the slot already popped.
+
+        Under ``ProcStructLock``: R ``spins_per_delay`` and ``freeProcs`` (``PROC_HDR``), R the
+        popped PGPROC's ``links.next``, W ``freeProcs``; then, unlocked, W the own fields the
+        version initialises (:meth:`_init_fields`: 13's PGXACT entry among them).
+        """
+        category = Category.CONNECTION
+        yield from self.proc_struct_lock.acquire(backend, category)
+        yield from backend.ops(self._free_list_load + self.own(backend, "links")
+                               + self._free_list_store, category)
+        yield from self.proc_struct_lock.release(backend, category)
+        yield from backend.ops(self.own(backend, "init"), category)
+
+    def proc_kill(self, backend: Backend) -> ProcessGenerator:
+        """``ProcKill``'s shared steps (proc.c@9.1/@13/@14); the caller pushes the slot back.
+
+        Under ``ProcStructLock``: R ``spins_per_delay`` and ``freeProcs``, W the own
+        ``links.next`` and ``freeProcs`` (the push), W ``spins_per_delay``
+        (``update_spins_per_delay``).
+        """
+        category = Category.CONNECTION
+        yield from self.proc_struct_lock.acquire(backend, category)
+        yield from backend.ops(self._free_list_load + self.own(backend, "links_store")
+                               + self._free_list_store + self._spins_store, category)
+        yield from self.proc_struct_lock.release(backend, category)
+
+    def proc_array_add(self, backend: Backend) -> ProcessGenerator:
+        """``ProcArrayAdd`` (``InitProcessPhase2``): the locks exclusive, the version's steps."""
+        category = Category.CONNECTION
+        yield from self._lock_for_change(backend)
+        procarray = self.procarray
+        yield from self._add_steps(backend, procarray.insertion_index(backend.pgprocno),
+                                   len(procarray))
+        yield from backend.sync()
+        self._entries_changed(procarray.add(backend))
+        yield from self._unlock_after_change(backend, category)
+
+    def proc_array_remove(self, backend: Backend) -> ProcessGenerator:
+        """``ProcArrayRemove`` (``RemoveProcFromArray`` at exit): locks, the version's steps."""
+        category = Category.CONNECTION
+        yield from self._lock_for_change(backend)
+        procarray = self.procarray
+        yield from self._remove_steps(backend, backend.index, len(procarray))
+        yield from backend.sync()
+        self._entries_changed(procarray.remove(backend))
+        yield from self._unlock_after_change(backend, category)
+
+    def _lock_for_change(self, backend: Backend) -> ProcessGenerator:
+        category = Category.CONNECTION
+        yield from self.proc_array_lock.acquire(backend, LockMode.EXCLUSIVE, category)
+        if self.churn_takes_xid_gen_lock:
+            yield from self.xid_gen_lock.acquire(backend, LockMode.EXCLUSIVE, category)
+
+    def _unlock_after_change(self, backend: Backend, category: Category) -> ProcessGenerator:
+        """Release in the reverse order (14 releases XidGenLock first)."""
+        if self.churn_takes_xid_gen_lock:
+            yield from self.xid_gen_lock.release(backend, LockMode.EXCLUSIVE, category)
+        yield from self.proc_array_lock.release(backend, LockMode.EXCLUSIVE, category)
+
+    def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """The memory operations of ``ProcArrayAdd`` at ``index`` of ``n`` entries, locked."""
+        raise NotImplementedError(f"{self.name} models no ProcArrayAdd")
+        yield  # a generator
+
+    def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """The memory operations of ``ProcArrayRemove`` of entry ``index`` of ``n``, locked."""
+        raise NotImplementedError(f"{self.name} models no ProcArrayRemove")
+        yield  # a generator
+
+    def _entries_changed(self, moved: list[Backend]) -> None:
+        """After an add or a remove: ``moved`` changed index (scan plans follow the entries)."""
+        return
+
+    # ------------------------------------------------------------------ plans of entries
+
+    def _cached_plan(self, key: object, build: Callable[[], ScanPlan]) -> ScanPlan:
+        plans = self._plan_cache
+        plan = plans.get(key)
+        if plan is None:
+            if len(plans) >= PLAN_CACHE_ENTRIES:
+                plans.clear()
+            plan = plans[key] = build()
+        return plan
+
+    def _elements(self, region: Region | None, start: int, stop: int, op: Op = Op.LOAD,
+                  fields: tuple[str, ...] | None = None) -> ScanPlan | None:
+        """A scan of elements ``start..stop-1`` of an array (whole elements by default)."""
+        if stop <= start:
+            return None
+        assert region is not None
+        return self._cached_plan(
+            (id(region), start, stop, op, fields),
+            lambda: self.tracked.scan([(region, range(start, stop), fields)], stop - start,
+                                      self.entries_per_chunk, "stream", op))
+
+    def _of_procs(self, pgprocnos: tuple[int, ...], field: str, op: Op) -> ScanPlan | None:
+        """One field of the PGPROCs of ``pgprocnos``, in that order (an indirect pattern)."""
+        if not pgprocnos:
+            return None
+        pgproc = self.shmem.pgproc
+        return self._cached_plan(
+            ("pgproc", field, op, pgprocnos),
+            lambda: self.tracked.scan([(pgproc, pgprocnos, (field,))], len(pgprocnos),
+                                      self.entries_per_chunk, "indirect", op))
+
+    def _run_plans(self, backend: Backend, plans: Sequence[ScanPlan | None],
+                   cycles_per_entry: float = 0.0) -> ProcessGenerator:
+        """Issue scans in order, skipping the empty ones (``memmove`` costs only its lines)."""
+        for plan in plans:
+            if plan is not None:
+                yield from backend.scan(plan, cycles_per_entry, Category.CONNECTION)

@@ -28,6 +28,14 @@ experiment:
 Simplifications (each costs at most one line per snapshot): ``pg91`` also reads its own subxid
 header (9.1 skips MyProc); subtransaction xid arrays are never copied (no backend has
 subtransactions in pgbench).
+
+Connections that come and go (``options.churn``, :mod:`snapsim_models.churn`): each class gives
+its version's ``ProcArrayAdd``/``ProcArrayRemove`` steps and the own fields ``InitProcess`` sets.
+``pg91`` appends and moves the last entry into a removed one's slot; ``pre14`` searches and
+moves ``pgprocnos`` (``memmove``) under ProcArrayLock; ``pgxact_split`` and every 14 variant
+(``post14``, ``post14_lockfree``, ``post14_shared_cache``, ``running_xids``) do 14's: both
+ProcArrayLock and XidGenLock exclusive, four arrays moved, ``pgxactoff`` rewritten in every later
+backend's PGPROC (``running_xids`` also renumbers its entries); ``csn`` models none.
 """
 
 from __future__ import annotations
@@ -48,6 +56,38 @@ from .lwlock import WAKE_CYCLES, LockMode
 from .procarray import SnapshotAlgorithm
 
 GET = Category.GET_SNAPSHOT
+
+SCANNED_PGXACT = ("vacuumFlags", "xmin", "xid")
+"""The PGXACT fields 13's snapshot reads of every entry."""
+
+INIT_PGPROC_13 = (
+    "links", "waitStatus", "lxid", "pid", "backendId", "databaseId", "roleId",
+    "isBackgroundWorker", "lwWaiting", "lwWaitMode", "waitLock", "waitProcLock", "delayChkpt",
+    "recoveryConflictPending", "waitLSN", "syncRepState", "syncRepLinks", "procArrayGroupMember",
+    "procArrayGroupNext", "procArrayGroupMemberXid", "wait_event_info", "clogGroupMember",
+    "clogGroupNext", "clogGroupMemberXid", "clogGroupMemberXidStatus", "clogGroupMemberPage",
+    "clogGroupMemberLsn", "fpVXIDLock", "fpLocalTransactionId")
+"""PGPROC fields ``InitProcess``@13 sets (proc.c: the ``MyProc->...`` assignments)."""
+INIT_PGXACT_13 = ("xid", "xmin", "vacuumFlags")
+"""PGXACT fields ``InitProcess``@13 sets (``MyPgXact->...``)."""
+INIT_PGPROC_14 = (
+    "links", "waitStatus", "lxid", "xid", "xmin", "pid", "backendId", "databaseId", "roleId",
+    "tempNamespaceId", "isBackgroundWorker", "statusFlags", "delayChkpt",
+    "recoveryConflictPending", "lwWaiting", "lwWaitMode", "waitLock", "waitProcLock", "waitLSN",
+    "syncRepState", "syncRepLinks", "procArrayGroupMember", "procArrayGroupNext",
+    "procArrayGroupMemberXid", "wait_event_info", "clogGroupMember", "clogGroupNext",
+    "clogGroupMemberXid", "clogGroupMemberXidStatus", "clogGroupMemberPage", "clogGroupMemberLsn",
+    "fpVXIDLock", "fpLocalTransactionId")
+"""PGPROC fields ``InitProcess``@14 sets (xid, xmin and statusFlags are in PGPROC in 14; the
+dense arrays' slots are written by ``ProcArrayAdd``)."""
+SCANNED_PGPROC_91 = ("vacuumFlags", "xmin", "xid")
+"""The PGPROC fields 9.1's snapshot reads of every entry (its H line)."""
+SCANNED_SUBXIDS_91 = ("subxids.overflowed", "subxids.nxids")
+"""The subxid-cache header 9.1's snapshot reads of every entry (its S line)."""
+INIT_PGPROC_91 = (
+    "links", "waitStatus", "lxid", "xid", "xmin", "pid", "backendId", "databaseId", "roleId",
+    "inCommit", "vacuumFlags", "recoveryConflictPending")
+"""PGPROC fields ``InitProcess``@9.1 sets (its H line is read by every snapshot)."""
 
 
 class _GroupClearCommit(SnapshotAlgorithm):
@@ -78,16 +118,75 @@ class Pre14(_GroupClearCommit):
         """Register the scan (every entry's pgprocnos slot and PGXACT) and the fixed lines."""
         shm = self.shmem
         assert shm.pgxact is not None
-        entries = self.procarray.entries
-        self.plan: ScanPlan = self.tracked.scan(
-            [(shm.pgprocnos, range(len(entries)), None),
-             (shm.pgxact, entries, ("vacuumFlags", "xmin", "xid"))],
-            len(entries), self.entries_per_chunk, "indirect")
+        self.plan: ScanPlan = self._snapshot_plan()
         self.before_scan = (self._vc("latestCompletedXid", Op.LOAD)
                             + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
         self.after_scan = self.tracked.access(shm.procarray, 0, "replication_slot_xmin", Op.LOAD)
         self.group = self._new_group_clear()
         super().prepare(backends)
+
+    def _snapshot_plan(self) -> ScanPlan:
+        """The scan of the current entries: ``pgprocnos[i]``, then that entry's PGXACT."""
+        shm = self.shmem
+        assert shm.pgxact is not None
+        entries = self.procarray.entries
+        return self.tracked.scan(
+            [(shm.pgprocnos, range(len(entries)), None),
+             (shm.pgxact, list(entries), SCANNED_PGXACT)],
+            len(entries), self.entries_per_chunk, "indirect")
+
+    # ------------------------------------------------------------- connect and disconnect
+
+    def _init_fields(self) -> list[tuple[Region, tuple[str, ...]]]:
+        """``InitProcess``@13: the own PGPROC's fields and PGXACT's xid, xmin, vacuumFlags.
+
+        The PGXACT line is shared with 4-5 neighbours, and every snapshot reads it.
+        """
+        assert self.shmem.pgxact is not None
+        return [(self.shmem.pgproc, INIT_PGPROC_13), (self.shmem.pgxact, INIT_PGXACT_13)]
+
+    def _prepare_moves(self, pool: Sequence[Backend]) -> None:
+        """``pgprocnos`` up to the capacity, and each free slot's PGXACT as the scan reads it."""
+        shm = self.shmem
+        assert shm.pgxact is not None
+        self._elements(shm.pgprocnos, 0, self.procarray.capacity)
+        for backend in pool:
+            for field in SCANNED_PGXACT:
+                self.tracked.access(shm.pgxact, backend.pgprocno, field, Op.LOAD)
+
+    def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayAdd``@13 at ``index`` of ``n`` (ProcArrayLock held).
+
+        R the header (numProcs, maxProcs), the search (R ``pgprocnos[0..index]``), the
+        ``memmove`` up (R ``pgprocnos[index..n-1]``, W ``pgprocnos[index..n]``, the new entry
+        included), W ``numProcs``. No other backend's PGPROC or PGXACT is touched.
+        """
+        pgprocnos = self.shmem.pgprocnos
+        yield from backend.ops(self._header_load, Category.CONNECTION)
+        yield from self._run_plans(backend, [self._elements(pgprocnos, 0, min(index + 1, n))],
+                                   self.scan_costs.dense)
+        yield from self._run_plans(backend, [self._elements(pgprocnos, index, n),
+                                             self._elements(pgprocnos, index, n + 1, Op.STORE)])
+        yield from backend.ops(self._header_store, Category.CONNECTION)
+
+    def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayRemove``@13 of entry ``index`` of ``n`` (ProcArrayLock held).
+
+        R ``numProcs``, the search (R ``pgprocnos[0..index]``), the ``memmove`` down (R
+        ``pgprocnos[index+1..n-1]``, W ``pgprocnos[index..n-2]``), W ``pgprocnos[n-1]`` (-1),
+        W ``numProcs``.
+        """
+        pgprocnos = self.shmem.pgprocnos
+        yield from backend.ops(self._count_load, Category.CONNECTION)
+        yield from self._run_plans(backend, [self._elements(pgprocnos, 0, index + 1)],
+                                   self.scan_costs.dense)
+        yield from self._run_plans(backend, [self._elements(pgprocnos, index + 1, n),
+                                             self._elements(pgprocnos, index, n, Op.STORE)])
+        yield from backend.ops(self._header_store, Category.CONNECTION)
+
+    def _entries_changed(self, moved: list[Backend]) -> None:
+        """The snapshot scans the new entries."""
+        self.plan = self._cached_plan(("snapshot", self.procarray.key), self._snapshot_plan)
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGXACT fields (shared line) and own PGPROC fields (private line)."""
@@ -128,6 +227,7 @@ class PgxactSplit(_GroupClearCommit):
     """14's layout and full scan of the dense ``xids[]`` array, without the snapshot cache."""
 
     name = "pgxact_split"
+    churn_takes_xid_gen_lock = True
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the dense-array scan and the fixed lines."""
@@ -149,6 +249,9 @@ class PgxactSplit(_GroupClearCommit):
             backend.index: self.tracked.access(status_flags, backend.index, None, Op.LOAD)
             + self.tracked.access(subxid_states, backend.index, None, Op.LOAD)
             for backend in sorted(backends, key=lambda backend: backend.index)}
+        self._own_by_index: dict[tuple[int, int], dict[str, Ops]] = {}
+        """Own accesses by (connection, index), once the entries move (connections that come
+        and go)."""
         self.group = self._new_group_clear()
         super().prepare(backends)
 
@@ -179,6 +282,139 @@ class PgxactSplit(_GroupClearCommit):
             "group_member": pgproc(Op.STORE, "procArrayGroupMember", "procArrayGroupNext"),
         }
 
+    # ------------------------------------------------------------- connect and disconnect
+
+    def _init_fields(self) -> list[tuple[Region, tuple[str, ...]]]:
+        """``InitProcess``@14: the own PGPROC's fields (xid, xmin, statusFlags among them)."""
+        return [(self.shmem.pgproc, INIT_PGPROC_14)]
+
+    def _churn_own_accesses(self, backend: Backend) -> dict[str, Ops]:
+        """Also the own ``pgxactoff`` and the own fields ``ProcArrayAdd`` copies.
+
+        ``pgxactoff`` is W by ``ProcArrayAdd`` and R by ``ProcArrayRemove``; ``add_own`` is that
+        store and R of the own xid, ``subxidStatus`` and ``statusFlags``.
+        """
+        own = super()._churn_own_accesses(backend)
+        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
+        offset = tracked.access(pgproc, pgprocno, "pgxactoff", Op.LOAD)
+        own["pgxactoff"] = offset
+        own["add_own"] = (offset.with_op(Op.STORE)
+                          + Ops((access for field in ("xid", "subxidStatus", "statusFlags")
+                                 for access in tracked.access(pgproc, pgprocno, field, Op.LOAD)),
+                                tracked))
+        return own
+
+    def _dense_arrays(self) -> tuple[Region, Region, Region, Region]:
+        """The four arrays ``ProcArrayAdd``/``ProcArrayRemove`` move.
+
+        ``pgprocnos``, ``xids``, ``subxidStates``, ``statusFlags``.
+        """
+        shm = self.shmem
+        assert shm.xids is not None
+        assert shm.subxid_states is not None
+        assert shm.status_flags is not None
+        return shm.pgprocnos, shm.xids, shm.subxid_states, shm.status_flags
+
+    def _prepare_moves(self, pool: Sequence[Backend]) -> None:
+        """The four arrays up to the capacity, and ``pgxactoff`` of the PGPROCs.
+
+        Of every PGPROC that can be in the array (its entries and the free slots); shared lines.
+        """
+        capacity = self.procarray.capacity
+        for region in self._dense_arrays():
+            self._elements(region, 0, capacity)
+        pgprocnos = {*self.procarray.entries, *(backend.pgprocno for backend in pool)}
+        for pgprocno in sorted(pgprocnos):
+            self.tracked.access(self.shmem.pgproc, pgprocno, "pgxactoff", Op.STORE)
+
+    def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayAdd``@14 at ``index`` of ``n`` (ProcArrayLock and XidGenLock held).
+
+        R the header (numProcs, maxProcs); the search (R ``pgprocnos[0..index]``); the four
+        ``memmove`` up (R elements ``index..n-1`` of ``pgprocnos``, ``xids``, ``subxidStates``,
+        ``statusFlags``; W elements ``index..n``, the new entry's included); W the own
+        ``pgxactoff``, R the own xid, ``subxidStatus`` and ``statusFlags``; W ``numProcs``;
+        then W ``allProcs[pgprocnos[i]].pgxactoff`` for every later entry (a line of each of
+        their PGPROCs), a loop charged ``scan_costs.dense`` cycles an entry (the moves cost
+        only their lines: a ``memmove`` moves tens of bytes an instruction).
+        """
+        arrays = self._dense_arrays()
+        category = Category.CONNECTION
+        yield from backend.ops(self._header_load, category)
+        yield from self._run_plans(backend, [self._elements(arrays[0], 0, min(index + 1, n))],
+                                   self.scan_costs.dense)
+        later = tuple(self.procarray.entries[index:n])
+        yield from self._run_plans(backend, [self._elements(a, index, n) for a in arrays])
+        yield from backend.ops(self.own(backend, "add_own"), category)
+        yield from self._run_plans(backend, [self._elements(a, index, n + 1, Op.STORE)
+                                             for a in arrays])
+        yield from backend.ops(self._header_store, category)
+        yield from self._run_plans(backend, [self._offsets(later)], self.scan_costs.dense)
+
+    def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayRemove``@14 of entry ``index`` of ``n`` (both locks held).
+
+        R the own ``pgxactoff`` and ``numProcs``; W ``statusFlags[index]`` (0); the four
+        ``memmove`` down (R elements ``index+1..n-1``, W elements ``index..n-2``); W
+        ``pgprocnos[n-1]`` (-1); W ``numProcs``; W ``pgxactoff`` of every later entry. No
+        search: the own ``pgxactoff`` is the index.
+        """
+        arrays = self._dense_arrays()
+        category = Category.CONNECTION
+        yield from backend.ops(self.own(backend, "pgxactoff") + self._count_load, category)
+        yield from self._run_plans(backend, [self._elements(arrays[3], index, index + 1,
+                                                            Op.STORE)])
+        later = tuple(self.procarray.entries[index + 1:n])
+        yield from self._run_plans(backend, [self._elements(a, index + 1, n) for a in arrays])
+        yield from self._run_plans(backend, [self._elements(arrays[0], index, n, Op.STORE)]
+                                   + [self._elements(a, index, n - 1, Op.STORE)
+                                      for a in arrays[1:]])
+        yield from backend.ops(self._header_store, category)
+        yield from self._run_plans(backend, [self._offsets(later)], self.scan_costs.dense)
+
+    def _offsets(self, pgprocnos: tuple[int, ...]) -> ScanPlan | None:
+        """W ``pgxactoff`` of the PGPROCs of ``pgprocnos`` (14's renumbering loop)."""
+        return self._of_procs(pgprocnos, "pgxactoff", Op.STORE)
+
+    def _entries_changed(self, moved: list[Backend]) -> None:
+        """The scan covers the new count; a moved backend's own slot accesses follow it."""
+        xids = self.shmem.xids
+        assert xids is not None
+        n = len(self.procarray)
+        self.plan = self._cached_plan(
+            ("snapshot", n),
+            lambda: self.tracked.scan([(xids, range(n), None)], n, self.entries_per_chunk,
+                                      "stream"))
+        own = self._own
+        for backend in moved:
+            if backend.connection in own:
+                own[backend.connection] = self._own_at(backend)
+
+    def _own_at(self, backend: Backend) -> dict[str, Ops]:
+        """The own accesses at the backend's current index (cached per index)."""
+        key = (backend.connection, backend.index)
+        own = self._own_by_index.get(key)
+        if own is None:
+            own = self._own_by_index[key] = self._own_accesses_of(backend)
+        return own
+
+    def _extras(self, index: int) -> Ops:
+        """R ``statusFlags[index]`` and ``subxidStates[index]`` (an xid holder's flags)."""
+        extras = self.xid_extras.get(index)
+        if extras is None:
+            shm = self.shmem
+            assert shm.status_flags is not None
+            assert shm.subxid_states is not None
+            extras = self.xid_extras[index] = (
+                self.tracked.access(shm.status_flags, index, None, Op.LOAD)
+                + self.tracked.access(shm.subxid_states, index, None, Op.LOAD))
+        return extras
+
+    def release(self) -> None:
+        """Also drop the per-index own accesses."""
+        super().release()
+        self._own_by_index.clear()
+
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared, then the full path (pa:2205@14)."""
         yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
@@ -202,7 +438,7 @@ class PgxactSplit(_GroupClearCommit):
             # statusFlags / subxidStates reads.
             if holder is backend or holder.xid >= xmax:
                 continue
-            for access in self.xid_extras[index]:
+            for access in self._extras(index):
                 if access.line not in seen:
                     seen.add(access.line)
                     extras.append(access)
@@ -316,7 +552,9 @@ class Post14SharedCache(Post14):
     Left out: the memcpy's CPU cycles (at most ``maxProcs`` 4-B words; only its lines are
     charged), subtransaction xids (none in pgbench, as everywhere here) and the statusFlags
     filter of the xids (pgbench has no vacuum or logical-decoding backends). Transaction end is
-    post14's.
+    post14's, and so are connects and disconnects: ``ProcArrayAdd``/``ProcArrayRemove`` change
+    no xid and no ``xactCompletionCount``, so neither the own caches nor the shared snapshot go
+    stale (a new backend has no cache and builds, or copies, its first snapshot).
     """
 
     name = "post14_shared_cache"
@@ -419,16 +657,66 @@ class Pg91(SnapshotAlgorithm):
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the pointer array, the H fields and the subxid header of every proc."""
         shm = self.shmem
-        entries = self.procarray.entries
-        n = len(entries)
-        self.plan: ScanPlan = self.tracked.scan(
-            [(shm.pgprocnos, range(n), None),
-             (shm.pgproc, entries, ("vacuumFlags", "xmin", "xid")),
-             (shm.pgproc, entries, ("subxids.overflowed", "subxids.nxids"))],
-            n, self.entries_per_chunk, "indirect")
+        self.plan: ScanPlan = self._snapshot_plan()
         self.before_scan = (self._vc("latestCompletedXid", Op.LOAD)
                             + self.tracked.access(shm.procarray, 0, "numProcs", Op.LOAD))
         super().prepare(backends)
+
+    def _snapshot_plan(self) -> ScanPlan:
+        """The scan of the current entries: ``procs[i]``, then that PGPROC's H and S fields."""
+        shm = self.shmem
+        entries = list(self.procarray.entries)
+        n = len(entries)
+        return self.tracked.scan(
+            [(shm.pgprocnos, range(n), None),
+             (shm.pgproc, entries, SCANNED_PGPROC_91),
+             (shm.pgproc, entries, SCANNED_SUBXIDS_91)],
+            n, self.entries_per_chunk, "indirect")
+
+    # ------------------------------------------------------------- connect and disconnect
+
+    def _init_fields(self) -> list[tuple[Region, tuple[str, ...]]]:
+        """``InitProcess``@9.1: the own PGPROC's fields.
+
+        Its H line, read by every snapshot, among them.
+        """
+        return [(self.shmem.pgproc, INIT_PGPROC_91)]
+
+    def _prepare_moves(self, pool: Sequence[Backend]) -> None:
+        """``procs[]`` up to the capacity, and each free slot's PGPROC as the scan reads it."""
+        shm = self.shmem
+        self._elements(shm.pgprocnos, 0, self.procarray.capacity)
+        for backend in pool:
+            for field in (*SCANNED_PGPROC_91, *SCANNED_SUBXIDS_91):
+                self.tracked.access(shm.pgproc, backend.pgprocno, field, Op.LOAD)
+
+    def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayAdd``@9.1: R the header, W ``procs[numProcs]`` (an append), W ``numProcs``."""
+        store = self._elements(self.shmem.pgprocnos, n, n + 1, Op.STORE)
+        yield from backend.ops(self._header_load, Category.CONNECTION)
+        yield from self._run_plans(backend, [store])
+        yield from backend.ops(self._header_store, Category.CONNECTION)
+
+    def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """``ProcArrayRemove``@9.1 (pa:323@9.1).
+
+        R ``numProcs``, the search (R ``procs[0..index]``), R ``procs[n-1]`` and W
+        ``procs[index]`` (the last entry moves into the slot; nothing when it is the last),
+        W ``numProcs``.
+        """
+        procs = self.shmem.pgprocnos
+        yield from backend.ops(self._count_load, Category.CONNECTION)
+        yield from self._run_plans(backend, [self._elements(procs, 0, index + 1)],
+                                   self.scan_costs.dense)
+        if index != n - 1:
+            yield from self._run_plans(backend, [self._elements(procs, n - 1, n),
+                                                 self._elements(procs, index, index + 1,
+                                                                Op.STORE)])
+        yield from backend.ops(self._header_store, Category.CONNECTION)
+
+    def _entries_changed(self, moved: list[Backend]) -> None:
+        """The snapshot scans the new entries, in their new order."""
+        self.plan = self._cached_plan(("snapshot", self.procarray.key), self._snapshot_plan)
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """All of a 9.1 backend's published fields are on its H line(s) of PGPROC."""
@@ -462,9 +750,15 @@ class Pg91(SnapshotAlgorithm):
 
 
 class Csn(SnapshotAlgorithm):
-    """Commit-sequence-number snapshots (csn-v8's ``GetSnapshotData``): no lock, no scan."""
+    """Commit-sequence-number snapshots (csn-v8's ``GetSnapshotData``): no lock, no scan.
+
+    Connections cannot come and go (:attr:`supports_churn`): the patch's ``ProcArrayAdd`` and
+    ``ProcArrayRemove`` are not transcribed (the patch was written against a 13-era procArray,
+    the model runs it on 14's memory), so a run with ``options.churn`` refuses it.
+    """
 
     name = "csn"
+    supports_churn = False
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the counter line, the CSN log and its locks."""
@@ -639,6 +933,9 @@ class RunningXids(PgxactSplit):
     13 loop, which also compares and copies; range 1.5-6 between 14's skip-only loop and
     9.1's); the removal's search compares only (``scan_costs.dense``). Subtransactions, hot
     standby (``KnownAssignedXids``) and prepared transactions are left out.
+
+    Connects and disconnects are 14's, plus (ASSUMPTION) a store to each running entry whose
+    backend's ``pgxactoff`` they change, under the XidGenLock 14 already holds there.
     """
 
     name = "running_xids"
@@ -651,7 +948,7 @@ class RunningXids(PgxactSplit):
         self.running_entries = shm.running_xids
         self.count_load = self.tracked.access(shm.running_hdr, 0, "numRunning", Op.LOAD)
         self.count_store = self.count_load.with_op(Op.STORE)
-        slots = range(len(self.procarray))
+        slots = range(self.procarray.capacity)  # the entries, and any connecting later
         self.slot_load = [self.tracked.access(shm.running_xids, i, None, Op.LOAD) for i in slots]
         self.slot_store = [load.with_op(Op.STORE) for load in self.slot_load]
         self.running: list[Backend] = []
@@ -688,6 +985,28 @@ class RunningXids(PgxactSplit):
         """14's stores of ``GetNewTransactionId`` and the append, under XidGenLock exclusive."""
         append = self.count_load + self.slot_store[len(self.running)] + self.count_store
         return self.own(backend, "assign_xid") + append
+
+    def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """14's ``ProcArrayAdd``, then W the ``pgxactoff`` of every running entry that moved.
+
+        ASSUMPTION (the what-if's design): an entry carries its backend's ``pgxactoff``, which
+        ``ProcArrayAdd`` changes for every later backend; XidGenLock, held here as in 14, keeps
+        appends out while the entries are rewritten.
+        """
+        yield from super()._add_steps(backend, index, n)
+        yield from self._renumber_entries(backend, index)
+
+    def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
+        """14's ``ProcArrayRemove``, then W the ``pgxactoff`` of every running entry that moved."""
+        yield from super()._remove_steps(backend, index, n)
+        yield from self._renumber_entries(backend, index + 1)
+
+    def _renumber_entries(self, backend: Backend, first: int) -> ProcessGenerator:
+        """W the entries of the running xids whose backends are at index ``first`` or later."""
+        stores = [access for pos, holder in enumerate(self.running) if holder.index >= first
+                  for access in self.slot_store[pos]]
+        if stores:
+            yield from backend.ops(Ops(stores, self.tracked), Category.CONNECTION)
 
     def _xid_assigned(self, backend: Backend) -> None:
         """The new xid also takes the array's next slot."""

@@ -1,4 +1,4 @@
-"""PostgreSQL's spin-delay loop (``src/backend/storage/lmgr/s_lock.c``, 13 and 14).
+"""PostgreSQL's spinlocks and spin-delay loop (``src/backend/storage/lmgr/s_lock.c``, 13 and 14).
 
 A backend that finds a spinlock, a buffer-header lock or an LWLock's wait-list lock taken calls
 ``perform_spin_delay`` once per look at the word: every call executes ``SPIN_DELAY()`` (``PAUSE``
@@ -13,6 +13,9 @@ the default) and the timer slack of a real ``pg_usleep``.
 
 from __future__ import annotations
 
+from simulator.hardware.codes import Op
+from simulator.hardware.tracked import Ops
+from simulator.runtime.atomic_word import AtomicWord
 from simulator.runtime.engine import ProcessGenerator
 
 from .backend import Backend, Category
@@ -66,3 +69,42 @@ class SpinDelay:
         if self.cur_delay_ns > MAX_DELAY_NS:
             self.cur_delay_ns = MIN_DELAY_NS
         self.spins = 0
+
+
+class SpinLock:
+    """An ``slock_t`` (``include/storage/s_lock.h``, x86-64): ``S_LOCK`` and ``S_UNLOCK``.
+
+    ``S_LOCK`` is a TAS (``lock xchgb``, an RMW of the word's line); while another backend holds
+    the lock, ``s_lock`` loops over ``perform_spin_delay`` (:class:`SpinDelay`) and
+    ``TAS_SPIN``: a read of the word, and a TAS only when it looks free. ``S_UNLOCK`` is a plain
+    store. The holder is plain Python state; the cost is the operations on the word's line.
+
+    Args:
+        word: the access to the lock byte (one access; its operation is ignored).
+    """
+
+    def __init__(self, word: Ops) -> None:
+        self.word = AtomicWord(word)
+        self._store = word.with_op(Op.STORE)
+        self.holder: Backend | None = None
+        self.acquisitions = 0
+
+    def acquire(self, backend: Backend, category: Category) -> ProcessGenerator:
+        """``S_LOCK``: TAS; while held, spin delays and ``TAS_SPIN`` until a TAS gets it."""
+        delay = SpinDelay()
+        yield from self.word.fetch_add(backend, category)
+        while self.holder is not None:
+            yield from delay.spin(backend, Category.LOCK_WAIT)
+            yield from self.word.load(backend, Category.LOCK_WAIT)
+            if self.holder is None:
+                yield from self.word.fetch_add(backend, category)
+        self.holder = backend
+        self.acquisitions += 1
+
+    def release(self, backend: Backend, category: Category) -> ProcessGenerator:
+        """``S_UNLOCK``: a store of the word, free from this instant."""
+        if self.holder is not backend:
+            raise RuntimeError(f"{backend.name} releases a spinlock it does not hold")
+        yield from backend.sync()
+        self.holder = None
+        yield from backend.ops(self._store, category, lock_line=True)

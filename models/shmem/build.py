@@ -121,6 +121,9 @@ CSN_LOG_ENTRIES = 8 * 1024
 
 _PG_SHMEM_HEADER = Struct("PGShmemHeader", PG_SHMEM_HEADER_BYTES, {})
 _SPINLOCK = Struct("ShmemLock", 1, {"value": (0, 1)})
+_PROC_STRUCT_LOCK = Struct("ProcStructLock", 1, {"value": (0, 1)})
+"""``ProcStructLock``: the ``slock_t`` that guards the PGPROC free lists (``InitProcGlobal``,
+proc.c@9.1/@13/@14: a ``ShmemAlloc`` of its own, after the PGPROC arrays)."""
 _SUBXID_STATUS = Struct("subxidStates", 2, {"count": (0, 1), "overflowed": (1, 1)})
 
 
@@ -257,9 +260,15 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int,
     shm.skip_to(64)
     procarray = shm.alloc("ProcArrayStruct", st.PROCARRAY_91, align=MAXALIGN)
     pointers = shm.alloc("procs", 8, procs.procarray_max_procs, align=8)
-    return _shared_memory(version, "pg91", procs, shm, variable_cache=vc, lwlocks=lwlocks,
-                          proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
-                          pgprocnos=pointers, descs=descs, slots=slots)
+    # ASSUMPTION: ProcStructLock (a MAXALIGNed ShmemAlloc in InitProcGlobal@9.1, right after the
+    # PGPROCs) is placed last, alone on a 64-B line: the allocations around it are not modelled,
+    # and appending it moves nothing else.
+    shm.skip_to(64)
+    proc_struct_lock = shm.alloc("ProcStructLock", _PROC_STRUCT_LOCK, align=MAXALIGN)
+    memory = _shared_memory(version, "pg91", procs, shm, variable_cache=vc, lwlocks=lwlocks,
+                            proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
+                            pgprocnos=pointers, descs=descs, slots=slots)
+    return replace(memory, proc_struct_lock=proc_struct_lock)
 
 
 def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
@@ -322,6 +331,11 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
         csn_log = shm.alloc("CSNLog", 8, CSN_LOG_ENTRIES, align=CACHELINEALIGN)
         commit_seq_no_lock = lwlocks.view(COMMIT_SEQ_NO_LOCK)
         csn_log_control_lock = lwlocks.view(CSN_LOG_CONTROL_LOCK)
+    # ProcStructLock is one of InitProcGlobal's ShmemAllocs (proc.c@13/@14), before the ProcArray;
+    # ASSUMPTION: allocated after the version's own regions here instead (before the what-ifs'
+    # additions), so that no region modelled before it moves. Being CACHELINEALIGNed it is alone
+    # on its 128 B wherever it is: only its address differs.
+    proc_struct_lock = shm.alloc("ProcStructLock", _PROC_STRUCT_LOCK, align=CACHELINEALIGN)
     shared_snapshot: Region | None = None
     shared_snapshot_xids: Region | None = None
     if version in SHARED_SNAPSHOT_VERSIONS:
@@ -341,7 +355,8 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
     memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
                             proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
                             pgprocnos=pgprocnos, descs=descs, slots=slots)
-    return replace(memory, pgxact=pgxact, xids=xids, subxid_states=subxid_states,
+    return replace(memory, proc_struct_lock=proc_struct_lock, pgxact=pgxact, xids=xids,
+                   subxid_states=subxid_states,
                    status_flags=status_flags, csn_log=csn_log,
                    commit_seq_no_lock=commit_seq_no_lock,
                    csn_log_control_lock=csn_log_control_lock, shared_snapshot=shared_snapshot,

@@ -184,6 +184,9 @@ class PgSharedMemory:
             (``post14_shared_cache`` only, a what-if).
         running_hdr, running_xids: the count and the dense array of running xids (the
             ``running_xids`` what-if only).
+        proc_struct_lock: ``ProcStructLock``, the spinlock of the PGPROC free lists
+            (``InitProcess`` pops, ``ProcKill`` pushes); placed last (see
+            :mod:`snapsim_models.shmem.build`).
     """
 
     version: str
@@ -213,6 +216,7 @@ class PgSharedMemory:
     shared_snapshot_xids: Region | None = None
     running_hdr: Region | None = None
     running_xids: Region | None = None
+    proc_struct_lock: Region | None = None
 
     @property
     def procarray_sorted(self) -> bool:
@@ -232,11 +236,22 @@ class PgSharedMemory:
 
         ``InitProcGlobal`` pushes pgprocnos 0..max_connections-1 on the LIFO ``freeProcs`` list
         (proc.c:244-249@13) and ``InitProcess`` pops its top (proc.c:338-342@14), so clients get
-        descending pgprocnos.
+        descending pgprocnos; ``ProcKill`` pushes a disconnecting backend's back on top, so the
+        next client to connect takes it again (:meth:`free_pgprocnos`).
         """
         if not 0 <= k < self.procs.max_connections:
             raise IndexError(f"connection {k} outside 0..{self.procs.max_connections - 1}")
         return self.procs.max_connections - 1 - k
+
+    def free_pgprocnos(self, connected: int) -> list[int]:
+        """The ``freeProcs`` list once ``connected`` clients are connected, as a stack.
+
+        The last element is the top, the pgprocno the next ``InitProcess`` pops (``connected``
+        clients hold ``max_connections - 1`` down to ``max_connections - connected``).
+        """
+        if not 0 <= connected <= self.procs.max_connections:
+            raise IndexError(f"{connected} connections outside 0..{self.procs.max_connections}")
+        return list(range(self.procs.max_connections - connected))
 
     def procarray_build(self, pgprocnos: Sequence[int]) -> list[int]:
         """The procArray after ``ProcArrayAdd`` of each pgprocno in turn (no removals).
@@ -265,6 +280,24 @@ class PgSharedMemory:
             return len(entries) - 1
         index = bisect.bisect_left(entries, pgprocno)
         entries.insert(index, pgprocno)
+        return index
+
+    def procarray_remove(self, entries: list[int], pgprocno: int) -> int:
+        """ProcArrayRemove on a list of pgprocnos; returns the index the entry had.
+
+        Sorted versions move the later entries down one slot (``ProcArrayRemove``, procarray.c@13
+        and @14: a ``memmove``); 9.1 moves the last entry into the freed slot (pa:323@9.1).
+        """
+        try:
+            index = entries.index(pgprocno)
+        except ValueError:
+            raise ValueError(f"pgprocno {pgprocno} is not in the procArray") from None
+        if self.procarray_sorted:
+            del entries[index]
+        else:
+            last = entries.pop()
+            if index < len(entries):
+                entries[index] = last
         return index
 
     def csn_log_slot(self, xid: int) -> int:

@@ -82,9 +82,20 @@ _CURVE = {
     "other_us": ("us/transaction", "time in the rest of the work"),
     "share_scheduling": ("fraction", "share of transaction time waiting for a CPU"),
     "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
+    "share_connection": ("fraction", "share of transaction time in connecting and "
+                         "disconnecting (a client that reconnects per transaction)"),
+    "connection_us": ("us/transaction", "time in the backend's start-up and exit, its procArray "
+                      "add and remove, and the free list"),
     "full_snapshots": ("1/transaction", "snapshots computed in full"),
     "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
     "copied_snapshots": ("1/transaction", "snapshots copied from a cache shared by all backends"),
+    "connects_per_s": ("1/s", "connections that joined the procArray (ProcArrayAdd) per "
+                       "simulated second"),
+    "disconnects_per_s": ("1/s", "connections that left the procArray (ProcArrayRemove) per "
+                          "simulated second"),
+    "procarray_exclusive_per_txn": ("1/transaction", "exclusive ProcArrayLock acquisitions "
+                                    "(commits with an xid, group clears, procArray adds and "
+                                    "removes) per active-client transaction"),
     "duration_ms": ("ms", "simulated time measured"),
     "warmup_ms": ("ms", "simulated warm-up before the window"),
     TRANSACTIONS_PER_CLIENT: ("transactions", "window transactions per active client"),

@@ -161,7 +161,8 @@ class ScanPlan:
     ``chunk_starts[k]`` is the first access of chunk ``k``; chunk ``k`` covers the scan's entries
     ``k * entries_per_chunk`` onwards. ``entries`` is the number of entries scanned (for the
     instruction cost); ``pattern`` is the memory-level-parallelism class (``stream`` or
-    ``indirect``).
+    ``indirect``); ``op`` the operation on every line: loads (a read of an array) or stores (a
+    ``memset``, the destination of a ``memmove``), whose misses overlap alike.
     """
 
     lines: IntArray
@@ -170,6 +171,7 @@ class ScanPlan:
     entries_per_chunk: int
     entries: int
     pattern: str
+    op: Op = Op.LOAD
     _chunks: list[tuple[IntArray, IntArray, int]] = field(
         default_factory=list, init=False, repr=False, compare=False)
 
@@ -255,14 +257,21 @@ class TrackedMemory:
         return ops
 
     def scan(self, parts: Iterable[tuple[Region, Iterable[int], Iterable[str] | None]],
-             entries: int, entries_per_chunk: int, pattern: str) -> ScanPlan:
+             entries: int, entries_per_chunk: int, pattern: str,
+             op: Op = Op.LOAD) -> ScanPlan:
         """A scan over several per-entry part lists, interleaved entry by entry.
 
         ``parts`` gives, for the scan's entries in order, which element of which region and which
         fields each entry reads (e.g. PostgreSQL's ``pgprocnos[i]`` then ``PGXACT[pgprocnos[i]]``);
         the element sequences must all have ``entries`` elements. Every line appears once, at its
-        first touch, with the union of the bytes read.
+        first touch, with the union of the bytes read (or, with ``op`` = ``Op.STORE``, written).
+
+        Raises:
+            ValueError: an element list of another length than ``entries``, or ``op`` an RMW (a
+                scan's accesses are independent; an atomic is not).
         """
+        if op not in (Op.LOAD, Op.STORE):
+            raise ValueError(f"a scan loads or stores, not {op!r}")
         columns = [(region, list(elements), None if fields is None else list(fields))
                    for region, elements, fields in parts]
         for region, elements, _ in columns:
@@ -289,7 +298,7 @@ class TrackedMemory:
         lines = np.fromiter(order.keys(), dtype=np.int64, count=len(order))
         signed = [_signed(m) for m in masks]
         return ScanPlan(lines, np.asarray(signed, dtype=np.int64), tuple(chunk_starts),
-                        entries_per_chunk, entries, pattern)
+                        entries_per_chunk, entries, pattern, op)
 
     def release(self) -> None:
         """Forget the registered accesses once the run is over.

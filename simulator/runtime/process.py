@@ -177,7 +177,11 @@ class CpuProcess(Generic[C]):
         self._pending += total
 
     def scan(self, plan: ScanPlan, cycles_per_entry: float, category: C) -> ProcessGenerator:
-        """Run a precomputed scan chunk by chunk: instructions, then the chunk's memory stall."""
+        """Run a precomputed scan chunk by chunk: instructions, then the chunk's memory stall.
+
+        The plan's operation (loads, or stores for a ``memmove``'s destination) applies to every
+        line.
+        """
         task = self._task()
         machine = self._machine()
         env = self.env
@@ -185,7 +189,7 @@ class CpuProcess(Generic[C]):
         slot = self._slot[category]
         work_by, stall_by = self._work, self._stall
         ns_per_entry = cycles_per_entry / self.clock_ghz
-        pattern = plan.pattern
+        pattern, op = plan.pattern, plan.op
         for lines, masks, entries in plan.chunks():
             work = entries * ns_per_entry
             work_by[slot] += work
@@ -205,7 +209,7 @@ class CpuProcess(Generic[C]):
                 if task.thread is None:
                     yield from task.run(0.0)
                 stall = machine.scan(task.thread, lines, masks,  # type: ignore[arg-type]
-                                     pattern=pattern,  # type: ignore[arg-type]
+                                     op=op, pattern=pattern,  # type: ignore[arg-type]
                                      now=env.now + self._pending, out=counters, check=False)
                 stall_by[slot] += stall
                 self._pending += stall

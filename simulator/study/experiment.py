@@ -204,10 +204,15 @@ class Experiment:
                               f"must be positive, got {self.single_client_tps}")
         if self.measurements is not None:  # a misspelt dataset is found before any work
             measurements_for(self.measurements)
-        # A model may also check that the options suit the workload (optional hook).
+        # A model may also check that the options suit the workload and each algorithm
+        # (optional hooks).
         check = getattr(model, "check_workload_options", None)
         if check is not None:
             check(self.workload, self.options)
+        check_algorithm = getattr(model, "check_algorithm_options", None)
+        if check_algorithm is not None:
+            for algorithm in self.algorithms:
+                check_algorithm(algorithm, self.options)
         return model
 
 

@@ -6,10 +6,12 @@ import copy
 from pathlib import Path
 
 import pytest
+import yaml
 
 from simulator.errors import ConfigError
 from snapsim_models.costs import (
     DEFAULT_COSTS_FILE,
+    ConnectionCosts,
     PgCosts,
     ScanCosts,
     StatementCosts,
@@ -42,6 +44,23 @@ def test_shipped_model() -> None:
     assert costs.scan == ScanCosts(pg91=6.0, pre14=4.0, dense=1.5)
     assert (costs.footprint_private_bytes, costs.footprint_l3_bytes) == (64 * 1024, 16 * 1024)
     assert costs.mostly_idle_sleep_ns == 100e6
+    assert costs.connection == ConnectionCosts(postmaster=250000.0, backend_startup=500000.0,
+                                               backend_exit=100000.0, client=20000.0)
+
+
+def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
+        tmp_path: Path) -> None:
+    """Cost files written before the ``connection`` section still load: the section is the
+    shipped file's, and the resolved document carries it."""
+    data = document()
+    del data["connection"]
+    assert costs_from_dict(data).connection == load_costs().connection
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert read_costs_document(path)["connection"] == document()["connection"]
+    with pytest.raises(ConfigError, match="missing") as info:
+        costs_from_dict(with_value("connection", {"postmaster": "1 cycles"}))
+    assert info.value.key == "connection.backend_startup"
 
 
 def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:
@@ -63,6 +82,8 @@ def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:
     ("mostly_idle_sleep", "3 cycles", "no clock frequency"),
     ("backend.select_onlyy", "1 cycles", "unknown key"),
     ("footprint", 5, "expected a mapping"),
+    ("connection.backend_startup", "-1 cycles", "non-negative number of cycles"),
+    ("connection.postmaster", 250000, "number of cycles such as"),
 ])
 def test_bad_values_name_their_dotted_key_and_file(path: str, value: object,
                                                    message: str) -> None:

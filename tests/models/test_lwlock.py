@@ -18,7 +18,7 @@ S, X = LockMode.SHARED, LockMode.EXCLUSIVE
 
 
 def setup(
-    n: int, protocol: str = "atomic"
+    n: int, protocol: str = "atomic", queue: str = "fifo"
 ) -> tuple[SimEnvironment, LWLock, list[Backend], Machine]:
     config = load_machine("gold5215-2s")
     env = SimEnvironment(seed=0)
@@ -27,8 +27,8 @@ def setup(
     backends = [Backend(env, machine, config.clock_ghz, k, k, sched.new_task(f"b{k}"))
                 for k in range(n)]
     word = [Access(0, Op.RMW, 0xF0, "lock.state"), Access(0, Op.STORE, 0xF00, "lock.shared")]
-    return env, LWLock("TestLock", Ops(word if protocol == "spinlock" else word[:1]), protocol), \
-        backends, machine
+    return env, LWLock("TestLock", Ops(word if protocol == "spinlock" else word[:1]), protocol,
+                       queue=queue), backends, machine
 
 
 def holder(env: SimEnvironment, lock: LWLock, b: Backend, mode: LockMode, start: float,
@@ -91,9 +91,57 @@ def test_conditional_acquire_fails_when_held() -> None:
     assert results == [False, True]
 
 
-@pytest.mark.parametrize("protocol", ["atomic", "spinlock"])
-def test_random_contention_never_loses_a_wakeup(protocol: str) -> None:
-    env, lock, bs, machine = setup(12, protocol)
+def test_overtake_lets_a_reader_past_a_waiting_writer_who_gets_the_lock_once_readers_drain(
+) -> None:
+    """PostgreSQL's rule (``options.lwlock_queue: overtake``): the same scenario as the FIFO test
+    above, but reader 3 takes the lock while writer 2 waits (no exclusive holder), and the writer
+    gets it only when the last reader releases."""
+    env, lock, bs, _ = setup(4, queue="overtake")
+    log: list[tuple[str, float, int]] = []
+    env.process(holder(env, lock, bs[0], S, 0, 30_000, log))
+    env.process(holder(env, lock, bs[1], S, 500, 30_000, log))
+    env.process(holder(env, lock, bs[2], X, 1_000, 1_000, log))
+    env.process(holder(env, lock, bs[3], S, 2_000, 1_000, log))
+    env.run()
+    grants = {who: t for event, t, who in log if event == "got"}
+    releases = {who: t for event, t, who in log if event == "rel"}
+    assert grants[3] < releases[0]  # overtook the writer
+    assert grants[2] >= max(releases[0], releases[1], releases[3])
+    assert lock.grants == {S: 3, X: 1}
+
+
+def test_overtake_release_wakes_every_shared_waiter_or_one_exclusive() -> None:
+    """``LWLockWakeup``: after a writer, the head waiter; a shared head brings every shared
+    waiter behind it along, exclusive ones skipped; an exclusive head comes alone."""
+    env, lock, bs, _ = setup(5, queue="overtake")
+    log: list[tuple[str, float, int]] = []
+    env.process(holder(env, lock, bs[0], X, 0, 30_000, log))
+    env.process(holder(env, lock, bs[1], S, 1_000, 10_000, log))
+    env.process(holder(env, lock, bs[2], X, 2_000, 1_000, log))
+    env.process(holder(env, lock, bs[3], S, 3_000, 10_000, log))
+    env.process(holder(env, lock, bs[4], X, 4_000, 1_000, log))
+    env.run()
+    grants = {who: t for event, t, who in log if event == "got"}
+    releases = {who: t for event, t, who in log if event == "rel"}
+    assert grants[1] < releases[3]  # woken together
+    assert grants[3] < releases[1]
+    assert min(grants[2], grants[4]) >= max(releases[1], releases[3])
+    assert abs(grants[2] - grants[4]) > 0  # one writer at a time
+    fifo_env, fifo, fbs, _ = setup(5)
+    flog: list[tuple[str, float, int]] = []
+    for k, (mode, start, hold) in enumerate([(X, 0, 30_000), (S, 1_000, 10_000),
+                                            (X, 2_000, 1_000), (S, 3_000, 10_000),
+                                            (X, 4_000, 1_000)]):
+        fifo_env.process(holder(fifo_env, fifo, fbs[k], mode, start, hold, flog))
+    fifo_env.run()
+    order = [who for event, _, who in flog if event == "got"]
+    assert order == [0, 1, 2, 3, 4]  # FIFO: reader 3 waits for writer 2
+
+
+@pytest.mark.parametrize(("protocol", "queue"), [("atomic", "fifo"), ("spinlock", "fifo"),
+                                                 ("atomic", "overtake")])
+def test_random_contention_never_loses_a_wakeup(protocol: str, queue: str) -> None:
+    env, lock, bs, machine = setup(12, protocol, queue)
     rng = np.random.default_rng(3)
     done = [0]
 

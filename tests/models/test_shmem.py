@@ -612,6 +612,53 @@ def test_procarray_order_91_unsorted() -> None:
     assert mem.procarray_build([6, 9, 8]) == [6, 9, 8]  # in the order of the adds
 
 
+def test_procarray_remove_sorted_moves_the_tail_down_91_swaps_the_last_in() -> None:
+    """13/14 ``ProcArrayRemove`` memmoves the later entries down; 9.1's moves the last entry into
+    the freed slot (pa:323@9.1)."""
+    mem = shm("pre14", 10)
+    entries = [5, 6, 7, 8, 13]
+    assert mem.procarray_remove(entries, 6) == 1
+    assert entries == [5, 7, 8, 13]
+    assert mem.procarray_add(entries, 6) == 1
+    assert entries == [5, 6, 7, 8, 13]
+    old = shm("pg91", 10)
+    entries = [9, 8, 7, 6]
+    assert old.procarray_remove(entries, 8) == 1
+    assert entries == [9, 6, 7]
+    assert old.procarray_remove(entries, 7) == 2  # the last one: nothing moves
+    assert entries == [9, 6]
+    with pytest.raises(ValueError, match="not in the procArray"):
+        old.procarray_remove(entries, 8)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_free_list_is_a_stack_of_the_unused_pgprocnos(version: str) -> None:
+    """``InitProcGlobal`` pushes 0..max_connections-1 (the top is the highest), each connected
+    client has popped one: the next ``InitProcess`` pops ``max_connections - 1 - connected``."""
+    mem = shm(version, 10)
+    free = mem.free_pgprocnos(3)
+    assert free[-1] == mem.pgprocno_for_connection(3) == 6
+    assert free == [0, 1, 2, 3, 4, 5, 6]
+    assert mem.free_pgprocnos(10) == []
+    with pytest.raises(IndexError):
+        mem.free_pgprocnos(11)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_proc_struct_lock_alone_on_its_line_after_the_versions_regions(version: str) -> None:
+    """``ProcStructLock`` (an ``slock_t``) is placed after the version's PostgreSQL regions and
+    before any what-if's: no line of it holds another region, and every region of the version
+    without a what-if keeps its address."""
+    mem = shm(version, 10)
+    lock = mem.proc_struct_lock
+    assert lock is not None
+    assert mem.memory.regions_on_line(lock.line_of(0)) == [lock]
+    names = [r.name for r in mem.memory.regions]
+    own = names[:names.index("ProcStructLock")]
+    assert own[-1] in ("procs", "pgprocnos", "CSNLog")
+    assert not {"SharedSnapshot", "RunningXids"} & set(own)
+
+
 # --------------------------------------------------------------------------- line counts
 
 NS = (1, 5, 100, 1000)

@@ -8,12 +8,14 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import Op
+from simulator.hardware.layout import SharedMemory
 from simulator.hardware.machine import Machine
-from simulator.hardware.tracked import Access, Ops
+from simulator.hardware.tracked import Access, Ops, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.process import CpuProcess
 from simulator.runtime.scheduler import CpuScheduler
@@ -195,3 +197,50 @@ def test_bad_categories_or_run_ahead_are_refused(categories: tuple[Step, ...], s
     with pytest.raises(ValueError, match=message):
         CpuProcess(SimEnvironment(seed=0), None, 2.0, None, categories, scheduling=scheduling,
                    lock_wait=Step.LOCK_WAIT, run_ahead_ns=run_ahead_ns)
+
+
+def test_a_store_scan_writes_every_line_and_invalidates_the_readers_copies() -> None:
+    """A plan of stores (the destination of a ``memmove``) stores to each of its lines once, in
+    chunks, and the copies another core read before are invalidated: that core's next load scan
+    of the same lines finds none of them in its own caches. A plan of loads stores nothing."""
+    shm = SharedMemory()
+    array = shm.alloc("ints", 4, 64, align=64)  # 64 ints: 4 lines
+    tracked = TrackedMemory(shm)
+    loads = tracked.scan([(array, range(64), None)], 64, 16, "stream")
+    stores = tracked.scan([(array, range(64), None)], 64, 16, "stream", op=Op.STORE)
+    assert (loads.op, stores.op) == (Op.LOAD, Op.STORE)
+    assert list(stores.lines) == list(loads.lines)
+    assert len(stores.chunks()) == 4
+    with pytest.raises(ValueError, match="loads or stores"):
+        tracked.scan([(array, range(64), None)], 64, 16, "stream", op=Op.RMW)
+    env = SimEnvironment(seed=0)
+    scheduler = CpuScheduler.from_machine(env, GOLD)
+    machine = tracked.build_machine(GOLD)
+
+    def process(name: str) -> CpuProcess[Step]:
+        return CpuProcess(env, machine, GOLD.clock_ghz, scheduler.new_task(name), tuple(Step),
+                          scheduling=Step.SCHEDULING, lock_wait=Step.LOCK_WAIT)
+
+    reader, writer = process("reader"), process("writer")
+    tables: list[pd.DataFrame] = []
+
+    def body() -> ProcessGenerator:
+        yield from reader.scan(loads, 1.0, Step.WORK)
+        yield from reader.flush()
+        tables.append(machine.line_table())
+        yield from writer.scan(stores, 0.0, Step.WORK)
+        yield from writer.flush()
+        tables.append(machine.line_table())
+        yield from reader.scan(loads, 1.0, Step.WORK)
+        yield from reader.flush()
+        tables.append(machine.line_table())
+
+    env.process(body())
+    env.run()
+    first, written, again = tables
+    assert list(first["stores"]) == [0] * 4
+    assert list(written["stores"]) == [1] * 4
+    assert list(written["invalidations"] - first["invalidations"]) == [1] * 4
+    hits = ["l1_hit", "l2_hit"]
+    assert (again[hits].sum(axis=1) == written[hits].sum(axis=1)).all()  # no own-cache hit
+    assert list(again["loads"]) == [2] * 4
