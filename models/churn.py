@@ -45,13 +45,12 @@ model reads no ``PROC_HDR`` field in a snapshot), Poisson arrivals (pgbench ``-R
 connections.
 
 The LWLocks' queue discipline decides who pays for a connect's exclusive ProcArrayLock
-(``options.lwlock_queue``, :mod:`snapsim_models.lwlock`). With ``fifo`` (the project's default)
-the snapshots arriving while a connecting backend waits for the lock queue behind it, and a
+(``options.lwlock_queue``, :mod:`snapsim_models.lwlock`). With ``fifo`` (the ablation) the
+snapshots arriving while a connecting backend waits for the lock queue behind it, and a
 waiter granted the lock holds it while it wakes up: readers pay. With ``overtake``
 (PostgreSQL's ``LWLockAttemptLock``: a shared acquirer looks only at the exclusive bit) they go
 past it, and the connecting backend waits until the shared holders drain: under long, dense
-snapshots (13 with thousands of connections) it can starve. Churn studies should say which
-they use (``configs/experiments/whatif-churn.yaml`` uses ``overtake``).
+snapshots (13 with thousands of connections) it can starve. ``overtake`` is the default.
 """
 
 from __future__ import annotations

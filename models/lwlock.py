@@ -25,15 +25,16 @@ backend pays the scheduler's wake-up.
 ``fused_atomics`` issues the load and the CAS as one call that never fails: the simplification
 kept as an ablation.
 
-Queue discipline (``queue``): ``fifo`` (the default) lets no newcomer overtake a waiter, so a
-shared acquirer queues behind a waiting exclusive one, and a release hands the lock to the head
-waiter and to the shared ones right behind it. ``overtake`` follows PostgreSQL:
+Queue discipline (``queue``): ``overtake`` (the default) follows PostgreSQL:
 ``LWLockAttemptLock`` looks only at the lock's state (a shared acquirer gets the lock whenever no
 exclusive holder has it, waiters or not; an exclusive one whenever it is free), and a release
 that leaves the lock free for the head waiter grants it as ``LWLockWakeup`` wakes (lwlock.c@13,
 @14): the head alone if it waits exclusive, else the head and every shared waiter behind it,
 exclusive ones skipped. An exclusive waiter thus waits until the shared holders drain, which
-under heavy shared traffic can be long (PostgreSQL's LWLocks are not fair either).
+under heavy shared traffic can be long (PostgreSQL's LWLocks are not fair either). ``fifo``, the
+ablation, lets no newcomer overtake a waiter, so a shared acquirer queues behind a waiting
+exclusive one, and a release hands the lock to the head waiter and to the shared ones right
+behind it.
 
 Left out: spinning before sleeping (9.1's repeated TAS is the hot-line queue itself), the
 ``LW_FLAG_RELEASE_OK`` subtleties, the second ``LWLockAttemptLock`` after queueing (a grant is
@@ -63,6 +64,9 @@ WAKE_CYCLES = 2000
 QUEUES = ("fifo", "overtake")
 """Queue disciplines: no newcomer overtakes a waiter, or PostgreSQL's (module docstring)."""
 
+DEFAULT_QUEUE = "overtake"
+"""PostgreSQL's own discipline; ``fifo`` is the ablation."""
+
 
 class LockMode(Enum):
     """LWLock acquisition mode."""
@@ -85,7 +89,7 @@ class LWLock:
     """
 
     def __init__(self, name: str, word: Ops, protocol: str, fused_atomics: bool = False,
-                 queue: str = "fifo") -> None:
+                 queue: str = DEFAULT_QUEUE) -> None:
         if protocol not in ("atomic", "spinlock"):
             raise ValueError(f"unknown LWLock protocol {protocol!r}")
         if queue not in QUEUES:

@@ -49,11 +49,11 @@ Keys (all optional):
 * ``run_ahead``: how far a backend may run ahead of the simulation clock for a memory operation
   (default ``0 us``: every memory operation in time order; a speed/accuracy knob of the
   simulation, see :mod:`snapsim_models.backend`).
-* ``lwlock_queue``: how LWLock waiters queue (:mod:`snapsim_models.lwlock`): ``fifo`` (default:
-  no newcomer overtakes a waiter, so a snapshot queues behind a waiting exclusive acquirer) or
-  ``overtake`` (PostgreSQL's ``LWLockAttemptLock`` and ``LWLockWakeup``: a shared acquirer takes
-  the lock whenever no exclusive holder has it). It matters where exclusive and shared
-  acquisitions mix (commits with an xid, ``churn``); select-only runs take no exclusive lock.
+* ``lwlock_queue``: how LWLock waiters queue (:mod:`snapsim_models.lwlock`): ``overtake``
+  (default: PostgreSQL's ``LWLockAttemptLock`` and ``LWLockWakeup``, a shared acquirer takes the
+  lock whenever no exclusive holder has it) or ``fifo`` (the ablation: no newcomer overtakes a
+  waiter, so a snapshot queues behind a waiting exclusive acquirer). It matters where exclusive
+  and shared acquisitions mix (commits with an xid, ``churn``); select-only runs take none.
 * ``churn``: connections that come and go (:mod:`snapsim_models.churn`), a mapping of
   ``rate_per_s`` (connections per second, each running one transaction of the workload and
   disconnecting, their clients off the machine; default 0: none) and ``per_transaction``
@@ -85,6 +85,7 @@ from simulator.hardware.layout_edits import LayoutEdit, parse_layout_edits
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
+from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import QUEUES
 from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
@@ -123,7 +124,7 @@ class PgOptions:
     """Connections arriving per second for one transaction each (``options.churn``)."""
     churn_per_transaction: bool = False
     """Every active client reconnects for every transaction (``pgbench -C``)."""
-    lwlock_queue: str = "fifo"
+    lwlock_queue: str = DEFAULT_LWLOCK_QUEUE
     """How LWLock waiters queue (``options.lwlock_queue``)."""
 
 
@@ -171,7 +172,7 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     except ConfigError as exc:
         raise ConfigError(exc.key, exc.message, source) from None
     churn = _resolve_churn(options.get("churn", {}), source)
-    queue = options.get("lwlock_queue", "fifo")
+    queue = options.get("lwlock_queue", DEFAULT_LWLOCK_QUEUE)
     if queue not in QUEUES:
         raise ConfigError("options.lwlock_queue", f"expected {' or '.join(QUEUES)}, got "
                           f"{queue!r}", source)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from simulator.errors import ConfigError
+from simulator.hardware.layout_edits import parse_layout_edits
 from simulator.study.workload_model import PointOutput, PointSpec
 
 from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, PointConfig, run_point
+from .shmem.build import check_layout_edits_apply
 from .snapshots import ALGORITHMS
 from .workloads import MIX, WORKLOADS
 
@@ -50,6 +52,17 @@ class PostgresModel:
             churning = [name for name, cls in ALGORITHMS.items() if cls.supports_churn]
             raise ConfigError("options.churn", f"the {algorithm} algorithm models no connect "
                               f"or disconnect (churn works with {', '.join(churning)})")
+
+    def check_experiment_options(self, algorithms: Sequence[str],
+                                 options: Mapping[str, object]) -> None:
+        """Every layout edit changes at least one of the experiment's algorithms.
+
+        Raises:
+            ConfigError: an edit of ``options.layout`` that fits only algorithms the experiment
+                does not run (it would change nothing simulated).
+        """
+        check_layout_edits_apply(parse_layout_edits(options.get("layout", []), "options.layout"),
+                                 algorithms)
 
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""

@@ -75,6 +75,7 @@ from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
 from .churn import ChurnClient, ChurnLog, churn_slots, exit_backend, start_backend
 from .costs import PgCosts, load_costs
+from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import QUEUES, LockMode
 from .options import DEFAULT_BACKGROUND_THREADS, DEFAULT_ENTRIES_PER_CHUNK
 from .population import Completed, Connection, Population, build_population
@@ -135,7 +136,7 @@ class PointConfig:
     """Connections arriving per second, each for one transaction (``options.churn``; 0: none)."""
     churn_per_transaction: bool = False
     """Every active client reconnects for every transaction (``pgbench -C``)."""
-    lwlock_queue: str = "fifo"
+    lwlock_queue: str = DEFAULT_LWLOCK_QUEUE
     """The LWLocks' queue discipline: ``fifo`` or ``overtake`` (PostgreSQL's; :mod:`.lwlock`)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces of the whole run (warm-up included)."""

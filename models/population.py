@@ -21,6 +21,7 @@ from simulator.runtime.scheduler import CpuScheduler
 from .backend import Backend
 from .churn import Completed, FreeList
 from .costs import ScanCosts
+from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .procarray import ProcArray, SnapshotAlgorithm
 from .shmem.build import DEFAULT_INNER_PAGES, build_shared_memory
 from .shmem.memory import PgSharedMemory
@@ -83,7 +84,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
                      pin_protocol: str = "atomic",
                      layout_edits: Sequence[LayoutEdit] = (),
                      churn_slots: int = 0, reconnecting_clients: bool = False,
-                     lwlock_queue: str = "fifo") -> Population:
+                     lwlock_queue: str = DEFAULT_LWLOCK_QUEUE) -> Population:
     """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
 
     Args:

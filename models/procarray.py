@@ -33,6 +33,7 @@ from simulator.runtime.engine import ProcessGenerator
 from .backend import Backend, Category
 from .buffers import HotPage
 from .costs import ScanCosts
+from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import LockMode, LWLock
 from .shmem.memory import PgSharedMemory
 from .spin import SpinLock
@@ -158,7 +159,7 @@ class SnapshotAlgorithm(ABC):
     def __init__(self, shmem: PgSharedMemory, tracked: TrackedMemory, procarray: ProcArray,
                  scan_costs: ScanCosts, entries_per_chunk: int,
                  fused_atomics: frozenset[str] = frozenset(), pin_protocol: str = "atomic",
-                 lwlock_queue: str = "fifo") -> None:
+                 lwlock_queue: str = DEFAULT_LWLOCK_QUEUE) -> None:
         self.shmem = shmem
         self.lwlock_queue = lwlock_queue
         """The LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`)."""

@@ -69,7 +69,7 @@ from .memory import (
     ProcCounts,
 )
 
-__all__ = ["build_shared_memory", "check_layout_edits"]
+__all__ = ["build_shared_memory", "check_layout_edits", "check_layout_edits_apply"]
 
 
 MAXALIGN = 8
@@ -482,3 +482,30 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
         stem = edit.target.split(".", 1)[0] if isinstance(edit, Move) else edit.target
         raise ConfigError(f"{edit.key}.{edit.kind}", f"no version's shared memory has a struct or "
                           f"array named {stem!r} (names: {', '.join(sorted(names))})")
+
+
+def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str]) -> None:
+    """Check that each layout edit changes at least one of ``versions`` (an experiment's).
+
+    An edit that fits only versions the experiment does not run would change nothing it
+    simulates (``{move: PGPROC.xmin, to: own_line}`` with ``pre14`` alone: 13's PGPROC has no
+    ``xmin``), which a user would take for a result.
+
+    Raises:
+        ConfigError: :func:`check_layout_edits`'s errors, or an edit that applies to none of
+            ``versions``, named by the edit's key with the versions it does change.
+    """
+    check_layout_edits(edits)
+    if not edits:
+        return
+    applied_in: dict[int, list[str]] = {index: [] for index in range(len(edits))}
+    for version in VERSIONS:
+        shm = build_shared_memory(version, 1, layout_edits=edits).memory
+        assert isinstance(shm, EditedSharedMemory)
+        for index in shm.applied:
+            applied_in[index].append(version)
+    for index, edit in enumerate(edits):
+        if not set(applied_in[index]) & set(versions):
+            raise ConfigError(f"{edit.key}.{edit.kind}", f"changes none of the experiment's "
+                              f"algorithms ({', '.join(versions)}); it changes "
+                              f"{', '.join(applied_in[index])}")

@@ -213,6 +213,9 @@ class Experiment:
         if check_algorithm is not None:
             for algorithm in self.algorithms:
                 check_algorithm(algorithm, self.options)
+        check_experiment = getattr(model, "check_experiment_options", None)
+        if check_experiment is not None:  # options against the algorithms run together
+            check_experiment(self.algorithms, self.options)
         return model
 
 

@@ -57,7 +57,13 @@ class PointOutput:
 
 
 class WorkloadModel(Protocol):
-    """A workload model: validates names and options and simulates points."""
+    """A workload model: validates names and options and simulates points.
+
+    Optional hooks, called by :meth:`Experiment.validate` before any point runs when the model
+    has them, each raising :class:`ConfigError`: ``check_workload_options(workload, options)``,
+    ``check_algorithm_options(algorithm, options)`` (per algorithm) and
+    ``check_experiment_options(algorithms, options)`` (the algorithms run together).
+    """
 
     algorithms: tuple[str, ...]
     workloads: tuple[str, ...]

@@ -127,7 +127,8 @@ def test_bad_churn_options_name_their_key(value: object, key: str, message: str)
 
 
 def test_lwlock_queue_option() -> None:
-    assert resolve_options({})["lwlock_queue"] == "fifo"
+    assert resolve_options({})["lwlock_queue"] == "overtake"  # PostgreSQL's own
+    assert parse_options({"lwlock_queue": "fifo"}).lwlock_queue == "fifo"
     assert parse_options({"lwlock_queue": "overtake"}).lwlock_queue == "overtake"
     with pytest.raises(ConfigError, match="expected fifo or overtake, got 'lifo'") as info:
         resolve_options({"lwlock_queue": "lifo"})

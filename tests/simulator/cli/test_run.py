@@ -202,6 +202,10 @@ BAD_INPUTS = [
      "options.layout[0].to: must be a power of two"),
     ("layout: unknown edit", "{}\n", ["--set", "options.layout=[{split: PGXACT, to: 2}]"],
      "options.layout[0]: expected exactly one edit kind of move, pad, align, reorder"),
+    ("layout: fits no algorithm run", "{}\n",
+     ["--algorithms", "pre14", "--set", "options.layout=[{move: PGPROC.xmin, to: own_line}]"],
+     "options.layout[0].move: changes none of the experiment's algorithms (pre14); it changes "
+     "pg91, pgxact_split, post14"),
 ]
 
 
