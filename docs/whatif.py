@@ -123,6 +123,8 @@ class Study:
     """What is compared: PostgreSQL's code and the what-if (Markdown)."""
     assumed: str
     """Which answers rest on an assumed design, or why none does (Markdown, shown in bold)."""
+    assumption: str | None
+    """The assumed design the answers rest on, in a word (``None``: PostgreSQL's code)."""
     machines: tuple[str, ...]
     compare: Literal["algorithm", "run"]
     """The tables' columns: the algorithms of each run (one table per run), or the runs of
@@ -237,6 +239,7 @@ LOCKFREE = Study(
     assumed=(
         "`post14_lockfree` is an assumed design: PostgreSQL has no lock-free reuse check. The "
         "`post14` columns are PostgreSQL 14's code."),
+    assumption="`post14_lockfree`",
     machines=("gold5215-2s", "westmere-ex-8s"),
     compare="algorithm",
     baseline="post14",
@@ -293,6 +296,7 @@ SHARED_CACHE = Study(
     assumed=(
         "`post14_shared_cache` is an assumed design, one safe variant: PostgreSQL has no shared "
         "snapshot cache. The `post14` columns are PostgreSQL 14's code."),
+    assumption="`post14_shared_cache`",
     machines=("gold5215-2s",),
     compare="algorithm",
     baseline="post14",
@@ -373,6 +377,7 @@ RUNNING_XIDS = Study(
         "`running_xids` is an assumed design: PostgreSQL has no array of the running xids. The "
         "`pgxact_split` and `post14` columns are PostgreSQL 14's code (without and with its "
         "snapshot cache)."),
+    assumption="`running_xids`",
     machines=("gold5215-2s",),
     compare="algorithm",
     baseline="pgxact_split",
@@ -437,6 +442,7 @@ LAYOUT = Study(
         "No assumed code: every variant runs PostgreSQL 13's accesses. The layouts other than "
         "13's are hypothetical (PostgreSQL shipped none of them); what they cost is the "
         "model's answer under its cache-coherence costs."),
+    assumption=None,
     machines=("gold5215-2s",),
     compare="run",
     baseline="as13",
@@ -494,6 +500,7 @@ MIX = Study(
     assumed=(
         "No assumed design: all three are PostgreSQL's code (13, and 14 without and with its "
         "snapshot cache)."),
+    assumption=None,
     machines=("gold5215-2s",),
     compare="algorithm",
     baseline="pre14",
@@ -534,6 +541,7 @@ PIN = Study(
         "No assumed design: both pin protocols are PostgreSQL's code (9.5's and 9.6's "
         "`bufmgr.c`). The rest of each transaction is 13's, not 9.5's or 9.6's: the answer "
         "isolates the pins."),
+    assumption=None,
     machines=("westmere-ex-8s",),
     compare="run",
     baseline="spinlock",
@@ -989,6 +997,11 @@ def write_markdown(out: Path = OUT, page: Path = PAGE) -> Path:
         body += part
         summary += found
         wall_s += seconds
+    lines += ["", "## Questions", "", "| # | question | rests on an assumed design |",
+              "|---|---|---|"]
+    lines += [f"| {number} | {study.title} | "
+              f"{'**yes**: ' + study.assumption if study.assumption else 'no'} |"
+              for number, study in enumerate(STUDIES, start=1)]
     lines += ["", "## Answers at a glance", "",
               "Each ratio's lowest and highest value over the points of a table, with their "
               "intervals, and at how many points the interval lies wholly above or below 1.",

@@ -152,6 +152,9 @@ def test_the_page_from_synthetic_curves(tmp_path: Path) -> None:
     assert "lies wholly above 1 at 1 and wholly below 1 at 0 of 2 points" in section
     assert "at 1 client and 0 idle" in section
     assert "Windows: 20 ms after 10 ms; root seeds 0, 1, 2; curves: " in section
+    assert "| 1 | A lock-free reuse check (`post14_lockfree`) | **yes**: `post14_lockfree` |" \
+        in text
+    assert "| 6 | The historical pin: " in text
     glance = text.split("## Answers at a glance", 1)[1].split("\n## 1.", 1)[0]
     assert "* lockfree on gold5215-2s: `post14_lockfree` / `post14`: " in glance
     assert "The points took 6 min of simulation" in glance  # 12 points x 30 s
