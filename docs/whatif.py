@@ -943,6 +943,12 @@ def answers(study: Study, table: Table) -> list[str]:
         high_key, high = max(found, key=lambda item: item[1][0])
         above = sum(1 for _, v in found if v[1] > 1)
         below = sum(1 for _, v in found if v[2] < 1)
+        if len(found) == 1:
+            result.append(
+                f"{study.label(study.compare, name)} / {base}: {format_ratio(low)} at "
+                f"{point_name(low_key)}, its one point; the interval lies "
+                f"{'wholly above 1' if above else 'wholly below 1' if below else 'across 1'}")
+            continue
         result.append(
             f"{study.label(study.compare, name)} / {base}: {format_ratio(low)} at "
             f"{point_name(low_key)} to {format_ratio(high)} at {point_name(high_key)}; the "
@@ -1076,6 +1082,11 @@ per machine a plot, a table of throughput and a table of the counts the question
   and `docs/validation.md` calibrate `gold5215-2s` to its measured select-only single-client
   TPS, which raises the base work of every transaction: there absolute TPS are lower, and a
   ratio that comes from the snapshot's share of a transaction is closer to 1 than here.
+* LWLock waiters queue as PostgreSQL queues them (`options.lwlock_queue: overtake`, lwlock.c's
+  `LWLockAttemptLock` and `LWLockWakeup`): a shared acquirer looks only at the lock word and
+  passes a waiting exclusive one, and a release wakes an exclusive head alone or every shared
+  waiter. This decides what the exclusive acquisitions cost: the commits of the tpcb runs
+  (ProcArrayLock exclusive) and the connects and disconnects of the churn study.
 * Every answer is the model's, not a measurement of PostgreSQL.
 """
 

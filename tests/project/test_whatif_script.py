@@ -205,6 +205,8 @@ def test_churn_runs_are_points_on_the_rate_axis(tmp_path: Path) -> None:
     assert "| 48 | 0 | 1,001 ± 2 | 951 ± 2 |" in section  # 1000 - 500/10, seeds 0-2
     assert "| 48 | 0 | - |" not in section
     assert "options.churn.per_transaction=true" in section
+    assert "* 1,000/s, fifo / 0/s: 0.900 [" in section
+    assert "10,000 idle, its one point; the interval lies wholly below 1." in section
 
 
 def test_the_pgbench_c_command_is_valid_input() -> None:
