@@ -80,6 +80,10 @@ class Run:
     label: str
     """What the tables call it."""
     flags: tuple[str, ...] = ()
+    value: float | None = None
+    """Its place on the study's x axis (:attr:`Study.axis`); ``None``: not on it."""
+    variant: str = ""
+    """Runs on the axis with the same variant are joined by one line per point."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,9 @@ class Study:
     """Why the experiment file's windows and seeds are what they are (no result)."""
     reference: str = ""
     """Reference material kept on the page after the results (rules, hand-derived figures)."""
+    axis: str = ""
+    """The x axis of the plot when the runs are points on one (their :attr:`Run.value`): its
+    label; empty: bars per point."""
 
     @property
     def experiment(self) -> str:
@@ -577,9 +584,95 @@ PIN = Study(
         "pass the halves test at 64 and 128 clients), five seeds."),
 )
 
-STUDIES: tuple[Study, ...] = (LOCKFREE, SHARED_CACHE, RUNNING_XIDS, LAYOUT, MIX, PIN)
-"""Every study, in page order. A new question (connection churn, say) is one more entry here
-and its ``configs/experiments/whatif-<name>.yaml``."""
+CHURN_RATES = (0, 500, 1000, 2000, 5000)
+"""Connections per second of the churn study's runs."""
+
+CHURN = Study(
+    name="churn",
+    title="Connection churn (`options.churn`) in 13 and 14",
+    question=(
+        "What does connection churn cost in 13 and 14? An application without a connection "
+        "pooler opens a connection per request, and `pgbench -C` one per transaction. Every "
+        "connect and disconnect changes the procArray under exclusive locks, and 14 made that "
+        "change larger. PostgreSQL 13's `ProcArrayAdd` and `ProcArrayRemove` (procarray.c@13) "
+        "take ProcArrayLock exclusive and memmove the sorted `pgprocnos` array. 14's "
+        "(procarray.c@14; the dense arrays come from commit 941697c3c1, \"snapshot "
+        "scalability: Introduce dense array of in-progress xids\", and its successors) take "
+        "ProcArrayLock and XidGenLock exclusive, move four dense arrays (`pgprocnos`, "
+        "`ProcGlobal->xids`, `subxidStates`, `statusFlags`) and rewrite `pgxactoff` in the "
+        "PGPROC of every later entry. Around them, `InitProcess` pops the backend's PGPROC "
+        "from `ProcGlobal->freeProcs` and `ProcKill` pushes it back, both under "
+        "`ProcStructLock` (proc.c@13 and proc.c@14)."),
+    design=(
+        "`pre14` is PostgreSQL 13's code and `post14` 14's: 48 active pgbench -S clients with "
+        "0, 1,000 and 10,000 idle connections, while further connections arrive evenly spaced "
+        "at `options.churn.rate_per_s` per second (`models/churn.py`). The postmaster forks "
+        "each one (serially, in its one process); the backend pops the top PGPROC of the free "
+        "list, joins the procArray (`ProcArrayAdd`), takes the snapshot of its start-up "
+        "transaction, runs one select-only transaction and leaves (`ProcArrayRemove`, "
+        "`ProcKill`). The TPS is the 48 clients': the churning connections' own transactions "
+        "are not counted. Each rate is one run, and the ratios divide by the run at rate 0. "
+        "LWLock waiters queue as PostgreSQL's `LWLockAttemptLock` and `LWLockWakeup` "
+        "(lwlock.c) queue them (`options.lwlock_queue: overtake`, the default): a shared "
+        "acquirer looks only at the lock word, so snapshots pass a connecting backend that "
+        "waits for ProcArrayLock exclusive. The last column runs the ablation, `--set "
+        "options.lwlock_queue=fifo` (the snapshots queue behind that backend), at 1,000 "
+        "connections per second with 10,000 idle connections."),
+    assumed=(
+        "No assumed code: both columns run PostgreSQL's code paths (13's and 14's). The cost "
+        "of a connection's private work rests on assumptions. The `connection:` entries of "
+        "`configs/postgres-costs.yaml` (the postmaster's fork and reaping, the backend's "
+        "start-up until ReadyForQuery, its exit) are each an ASSUMPTION with a stated range, "
+        "and `--set options.costs.connection.backend_startup='5000000 cycles'` runs one end of "
+        "a range. The churning connections' clients cost nothing (no client CPU, no network). "
+        "The answers also depend on the LWLock discipline. Under PostgreSQL's, an exclusive "
+        "acquirer waits until no shared holder is left. With 13's long snapshots at 10,000 "
+        "idle connections the shared holders need never drain, so a connecting backend can "
+        "starve: the realised connects / s show how many connections got in at all. Under "
+        "`fifo` the snapshots wait for it instead."),
+    assumption=None,
+    machines=("gold5215-2s",),
+    compare="run",
+    baseline="r0",
+    runs=(*(Run(f"r{rate}", f"{rate:,}/s", ("--set", f"options.churn.rate_per_s={rate}"),
+                value=rate) for rate in CHURN_RATES),
+          Run("r1000-fifo", "1,000/s, fifo", ("--set", "options.churn.rate_per_s=1000",
+                                              "--set", "options.lwlock_queue=fifo",
+                                              "--idle-clients", "10000"),
+              value=1000, variant="fifo")),
+    counts=(
+        Count("connects_per_s", "connects / s", 0),
+        Count("disconnects_per_s", "disconnects / s", 0),
+        Count("procarray_exclusive_per_txn", "ProcArrayLock exclusive / txn", 3),
+        Count("lock_wait_us", "lock waits µs / txn"),
+        Count("get_snapshot_us", "GetSnapshotData µs / txn"),
+    ),
+    reading=(
+        "Connects and disconnects / s are the rates realised in the measured window: below the "
+        "set rate when connections wait for a lock, a little above it when connections that "
+        "waited get in within the window. ProcArrayLock exclusive / txn counts the exclusive "
+        "acquisitions (the connects' `ProcArrayAdd` and the disconnects' "
+        "`ProcArrayRemove`; a select-only commit takes none) per transaction of the 48 "
+        "clients. Lock waits and "
+        "GetSnapshotData are the 48 clients' time per transaction."),
+    windows=(
+        "select-only, 48 clients; 20 ms measured after 5 ms of warm-up (10 connections in the "
+        "window at 500/s, 100 at 5,000/s), three seeds; the `fifo` run at 10,000 idle "
+        "connections only."),
+    reference="\n".join([
+        "### `pgbench -C`",
+        "",
+        "`pgbench -C` (a new connection for every transaction, its connect and disconnect "
+        "counted in the transaction's time) is `options.churn.per_transaction: true`: "
+        "`snapsim run whatif-churn --set options.churn.rate_per_s=0 --set "
+        "options.churn.per_transaction=true`.",
+    ]),
+    axis="connections per second (`options.churn.rate_per_s`)",
+)
+
+STUDIES: tuple[Study, ...] = (LOCKFREE, SHARED_CACHE, RUNNING_XIDS, LAYOUT, MIX, PIN, CHURN)
+"""Every study, in page order. A new question is one more entry here and its
+``configs/experiments/whatif-<name>.yaml``."""
 
 
 # ----------------------------------------------------------------------------- runs
@@ -850,6 +943,12 @@ def answers(study: Study, table: Table) -> list[str]:
         high_key, high = max(found, key=lambda item: item[1][0])
         above = sum(1 for _, v in found if v[1] > 1)
         below = sum(1 for _, v in found if v[2] < 1)
+        if len(found) == 1:
+            result.append(
+                f"{study.label(study.compare, name)} / {base}: {format_ratio(low)} at "
+                f"{point_name(low_key)}, its one point; the interval lies "
+                f"{'wholly above 1' if above else 'wholly below 1' if below else 'across 1'}")
+            continue
         result.append(
             f"{study.label(study.compare, name)} / {base}: {format_ratio(low)} at "
             f"{point_name(low_key)} to {format_ratio(high)} at {point_name(high_key)}; the "
@@ -905,6 +1004,54 @@ def plot(study: Study, machine: str, tables: list[Table], path: Path) -> None:
     plt.close(figure)
 
 
+def plot_axis(study: Study, machine: str, tables: list[Table], path: Path) -> None:
+    """TPS (top) and the ratios to the baseline (bottom) against the runs' :attr:`Run.value`.
+
+    One panel per table, one line per point and variant, with their intervals.
+    """
+    figure, axes = plt.subplots(2, len(tables), figsize=(5.5 * len(tables), 6.5),
+                                squeeze=False, sharex="col")
+    variants = list(dict.fromkeys(r.variant for r in study.runs if r.value is not None))
+    styles = ("o-", "s", "^", "D")
+    for column, table in enumerate(tables):
+        top, bottom = axes[0][column], axes[1][column]
+        for index, (clients, idle) in enumerate(table.points):
+            for number, variant in enumerate(variants):
+                runs = [r for r in study.runs if r.value is not None and r.variant == variant
+                        and (clients, idle, r.name) in table.tps]
+                if not runs:
+                    continue
+                x = [float(r.value or 0.0) for r in runs]
+                cells = [table.tps[(clients, idle, r.name)] for r in runs]
+                label = f"{clients:,} cl., {idle:,} idle" + (f", {variant}" if variant else "")
+                style = styles[number % len(styles)]
+                top.errorbar(x, [c.mean for c in cells],
+                             yerr=np.nan_to_num([c.half for c in cells]), fmt=style,
+                             capsize=3, color=f"C{index}", label=label,
+                             mfc="none" if variant else None)
+                values = [(float(r.value or 0.0), table.ratios[(clients, idle, r.name)])
+                          for r in runs if (clients, idle, r.name) in table.ratios]
+                if not values:
+                    continue
+                ratios = np.array([v[1][0] for v in values])
+                below = np.nan_to_num(ratios - np.array([v[1][1] for v in values]))
+                above = np.nan_to_num(np.array([v[1][2] for v in values]) - ratios)
+                bottom.errorbar([v[0] for v in values], ratios, yerr=[below, above],
+                                fmt=style, capsize=3, color=f"C{index}", label=label,
+                                mfc="none" if variant else None)
+        bottom.axhline(1.0, color="grey", linewidth=0.8)
+        top.set_title(f"{machine}: {study.label('algorithm', table.group).strip('`')}",
+                      fontsize=10)
+        top.set_yscale("log")
+        top.set_ylabel(f"TPS (mean, {100 * CONFIDENCE:.0f} % interval; log)")
+        bottom.set_ylabel(f"ratio to {study.label('run', study.baseline)}")
+        bottom.set_xlabel(study.axis.replace("`", ""))
+        top.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=80, metadata={"Software": None})
+    plt.close(figure)
+
+
 PAGE_OPENING = """\
 # What-ifs
 
@@ -935,6 +1082,11 @@ per machine a plot, a table of throughput and a table of the counts the question
   and `docs/validation.md` calibrate `gold5215-2s` to its measured select-only single-client
   TPS, which raises the base work of every transaction: there absolute TPS are lower, and a
   ratio that comes from the snapshot's share of a transaction is closer to 1 than here.
+* LWLock waiters queue as PostgreSQL queues them (`options.lwlock_queue: overtake`, lwlock.c's
+  `LWLockAttemptLock` and `LWLockWakeup`): a shared acquirer looks only at the lock word and
+  passes a waiting exclusive one, and a release wakes an exclusive head alone or every shared
+  waiter. This decides what the exclusive acquisitions cost: the commits of the tpcb runs
+  (ProcArrayLock exclusive) and the connects and disconnects of the churn study.
 * Every answer is the model's, not a measurement of PostgreSQL.
 """
 
@@ -958,7 +1110,7 @@ def section(study: Study, number: int, out: Path) -> tuple[list[str], list[str],
             wall_s += float(pd.to_numeric(curve["wall_s"]).sum())
         tables = build_tables(study, curve)
         image = out / f"{study.name}-{machine}.png"
-        plot(study, machine, tables, image)
+        (plot_axis if study.axis else plot)(study, machine, tables, image)
         ran = [run for run in study.runs if run.name in set(curve["run"])]
         body += [f"### {machine}", "", "```bash",
                  *(shlex.join(study.command(machine, run)) for run in ran), "```", "",

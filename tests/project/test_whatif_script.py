@@ -179,6 +179,49 @@ def test_tables_of_runs_compare_variants_with_the_baseline_run(tmp_path: Path) -
     assert lines[2] == "| 128 | 0 | 100 ± 0 | 250 ± 0 | 2.500 [2.500, 2.500] |"
 
 
+def test_churn_runs_are_points_on_the_rate_axis(tmp_path: Path) -> None:
+    study = WHATIF.CHURN
+    assert [run.value for run in study.runs if not run.variant] == list(WHATIF.CHURN_RATES)
+    assert study.baseline == "r0"
+    assert study.axis
+    out = tmp_path / "whatif"
+    out.mkdir()
+    for run in study.runs:
+        rows = [{"machine": "gold5215-2s", "algorithm": algorithm, "workload": "select-only",
+                 "clients": 48, "idle_clients": idle, "idle_kind": "idle", "root_seed": seed,
+                 "seed": seed, "tps": 1000.0 - (run.value or 0) / 10 + seed,
+                 "transactions": 1000, "window_converged": True,
+                 "connects_per_s": run.value, "disconnects_per_s": run.value,
+                 "procarray_exclusive_per_txn": 0.01, "lock_wait_us": 1.0,
+                 "get_snapshot_us": 0.5, "duration_ms": 20.0, "warmup_ms": 5.0, "wall_s": 1.0}
+                for algorithm in ("pre14", "post14") for seed in range(3)
+                for idle in ((10000,) if run.variant else (0, 1000, 10000))]
+        pd.DataFrame(rows).to_csv(out / f"churn-gold5215-2s-{run.name}.csv", index=False)
+    text = WHATIF.write_markdown(out, tmp_path / "whatif.md").read_text(encoding="utf-8")
+    section = text.split("Connection churn", 2)[2]
+    assert "![churn on gold5215-2s](whatif/churn-gold5215-2s.png)" in section
+    assert (out / "churn-gold5215-2s.png").stat().st_size > 0
+    assert "| clients | idle | 0/s TPS | 500/s TPS | 1,000/s TPS |" in section
+    assert "| 48 | 0 | 1,001 ± 2 | 951 ± 2 |" in section  # 1000 - 500/10, seeds 0-2
+    assert "| 48 | 0 | - |" not in section
+    assert "options.churn.per_transaction=true" in section
+    assert "* 1,000/s, fifo / 0/s: 0.900 [" in section
+    assert "10,000 idle, its one point; the interval lies wholly below 1." in section
+
+
+def test_the_pgbench_c_command_is_valid_input() -> None:
+    from simulator.cli.check_config import check_experiment
+    from simulator.cli.run import add_arguments, load_experiment
+
+    command = WHATIF.CHURN.reference.split("`snapsim run ", 1)[1].split("`", 1)[0].split()
+    args = _parsed(add_arguments, command)
+    _, document, source = load_experiment(args)
+    assert check_experiment(source, document).startswith("experiment whatif-churn: ")
+    options = document["options"]
+    assert isinstance(options, dict)
+    assert options["churn"] == {"rate_per_s": 0, "per_transaction": True}
+
+
 def test_unknown_study_or_machine_exits_2_before_running(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert WHATIF.main(["--studies", "churn-nope"]) == 2
