@@ -198,8 +198,11 @@ def compare(baseline: pd.DataFrame, new: pd.DataFrame,
     in the new run``); a point that one side lacks is one row per point.
     """
     keys = [k for k in MATCH_KEYS if k in baseline.columns and k in new.columns]
-    merged = baseline.merge(new, on=keys, how="outer", suffixes=("_old", "_new"),
-                            indicator=True)
+    compared = {column: tolerance for column, tolerance in tolerances.items()
+                if column in baseline.columns and column in new.columns}
+    kept = keys + [column for column in compared if column not in keys]
+    merged = baseline[kept].merge(new[kept], on=keys, how="outer", suffixes=("_old", "_new"),
+                                  indicator=True)
     moved = []
     for column, tolerance in tolerances.items():
         absent = [where for where, table in (("baseline", baseline), ("new run", new))
@@ -208,8 +211,6 @@ def compare(baseline: pd.DataFrame, new: pd.DataFrame,
             moved.append({"point": "(every point)", "column": column, "baseline": "", "new": "",
                           "change": f"missing in the {' and the '.join(absent)}",
                           "tolerance": tolerance.describe()})
-    compared = {column: tolerance for column, tolerance in tolerances.items()
-                if column in baseline.columns and column in new.columns}
     for _, row in merged.iterrows():
         point = " ".join(f"{k}={row[k]}" for k in ("algorithm", "clients", "idle_clients"))
         if row["_merge"] != "both":
