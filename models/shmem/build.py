@@ -445,20 +445,23 @@ def build_shared_memory(
     return _build_modern(version, layout, procs, base, btree_inner_pages, layout_edits)
 
 
-def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
+def check_layout_edits(edits: Sequence[LayoutEdit]) -> dict[int, list[str]]:
     """Check layout edits against every version's shared memory.
 
     Each edit must fit at least one layout family (its region, and the fields it names, exist
     there) and be possible wherever it fits.
+
+    Returns:
+        per edit (by index), the versions it changes.
 
     Raises:
         ConfigError: an edit that fits no version (an unknown struct, array or field) or cannot
             be made in a version (a pad below the element size, overlapping fields), named by
             the edit's key.
     """
+    applied_in: dict[int, list[str]] = {index: [] for index in range(len(edits))}
     if not edits:
-        return
-    applied: set[int] = set()
+        return applied_in
     reasons: dict[int, str] = {}
     names: set[str] = set()
     for version in VERSIONS:  # every version: the what-ifs append regions of their own
@@ -468,13 +471,14 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
             raise ConfigError(exc.key, f"{exc.message} (version {version})") from None
         shm = memory.memory
         assert isinstance(shm, EditedSharedMemory)
-        applied |= shm.applied
+        for index in shm.applied:
+            applied_in[index].append(version)
         for index, reason in shm.unapplied.items():
             if reason:
                 reasons.setdefault(index, f"{reason} (version {version})")
         names.update(region.name for region in shm.regions)
     for index, edit in enumerate(edits):
-        if index in applied:
+        if applied_in[index]:
             continue
         if index in reasons:  # the region exists, a field does not
             field_key = "fields" if edit.kind == "reorder" else edit.kind
@@ -482,6 +486,7 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> None:
         stem = edit.target.split(".", 1)[0] if isinstance(edit, Move) else edit.target
         raise ConfigError(f"{edit.key}.{edit.kind}", f"no version's shared memory has a struct or "
                           f"array named {stem!r} (names: {', '.join(sorted(names))})")
+    return applied_in
 
 
 def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str]) -> None:
@@ -495,15 +500,7 @@ def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str
         ConfigError: :func:`check_layout_edits`'s errors, or an edit that applies to none of
             ``versions``, named by the edit's key with the versions it does change.
     """
-    check_layout_edits(edits)
-    if not edits:
-        return
-    applied_in: dict[int, list[str]] = {index: [] for index in range(len(edits))}
-    for version in VERSIONS:
-        shm = build_shared_memory(version, 1, layout_edits=edits).memory
-        assert isinstance(shm, EditedSharedMemory)
-        for index in shm.applied:
-            applied_in[index].append(version)
+    applied_in = check_layout_edits(edits)
     for index, edit in enumerate(edits):
         if not set(applied_in[index]) & set(versions):
             raise ConfigError(f"{edit.key}.{edit.kind}", f"changes none of the experiment's "
