@@ -36,7 +36,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -47,16 +47,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from simulator.analysis.columns import POINT_KEYS
+from simulator.analysis.intervals import (
+    CONFIDENCE,
+    NO_RATIO,
+    Ratio,
+    mean_interval,
+    ratio_interval,
+)
+from simulator.analysis.intervals import MeanInterval as Cell
 from simulator.config.machine_file import shipped_machines
 
 DOCS = Path(__file__).resolve().parent
 OUT = DOCS / "whatif"
 PAGE = DOCS / "whatif.md"
 COMMAND = "python docs/whatif.py"
-CONFIDENCE = 0.95
 HITM = ("local_hitm", "cross_domain_hitm", "remote_hitm")
 """The ``lines.csv`` columns of dirty-line transfers (HITMs), summed."""
 SNAPSHOT_COLUMNS = ("full_snapshots", "reused_snapshots", "copied_snapshots")
@@ -66,9 +72,6 @@ Point = tuple[int, int]
 """(clients, idle connections)."""
 Key = tuple[int, int, str]
 """(clients, idle connections, series)."""
-Ratio = tuple[float, float, float]
-"""(ratio, low, high); ``nan`` where undefined."""
-NO_RATIO: Ratio = (math.nan, math.nan, math.nan)
 
 
 @dataclass(frozen=True)
@@ -163,16 +166,6 @@ class Study:
         if column == "run":
             return next((r.label for r in self.runs if r.name == value), value)
         return f"`{value}`"
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A mean over seeds and the half-width of its interval (``nan`` when undefined)."""
-
-    mean: float
-    half: float
-    n: int
-    values: tuple[float, ...] = field(default=(), repr=False)
 
 
 # ----------------------------------------------------------------------------- the studies
@@ -742,48 +735,6 @@ def run_study(study: Study, machine: str, run: Run, scratch: Path, jobs: int | N
 
 
 # ----------------------------------------------------------------------------- statistics
-
-
-def t_quantile(dof: float) -> float:
-    """The two-sided :data:`CONFIDENCE` quantile of Student's t with ``dof`` degrees."""
-    return float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
-
-
-def mean_interval(values: Sequence[float]) -> Cell:
-    """Mean of ``values`` (``nan`` dropped) and the half-width of its t-interval.
-
-    The half-width is ``t(n - 1) * s / sqrt(n)``; ``nan`` below two values.
-    """
-    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    n = len(data)
-    if n == 0:
-        return Cell(math.nan, math.nan, 0)
-    mean = float(data.mean())
-    half = t_quantile(n - 1) * float(data.std(ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
-    return Cell(mean, half, n, tuple(float(v) for v in data))
-
-
-def ratio_interval(top: Cell, bottom: Cell) -> Ratio:
-    """``top.mean / bottom.mean`` and its interval: ``(ratio, low, high)``.
-
-    The log ratio's standard error by the delta method, ``se = sqrt(s_a^2 / (n_a m_a^2) +
-    s_b^2 / (n_b m_b^2))``, with Welch-Satterthwaite degrees of freedom; the interval is
-    ``ratio * exp(-t se)`` to ``ratio * exp(t se)``. ``nan`` bounds when either side has fewer
-    than two values; no ratio unless both means are positive.
-    """
-    if not (bottom.mean > 0 and top.mean > 0):
-        return NO_RATIO
-    ratio = top.mean / bottom.mean
-    if top.n < 2 or bottom.n < 2:
-        return ratio, math.nan, math.nan
-    cells = (top, bottom)
-    parts = [float(np.var(c.values, ddof=1)) / (c.n * c.mean ** 2) for c in cells]
-    se = math.sqrt(sum(parts))
-    if se == 0:
-        return ratio, ratio, ratio
-    dof = se ** 4 / sum(p ** 2 / (c.n - 1) for p, c in zip(parts, cells, strict=True))
-    t = t_quantile(dof)
-    return ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se)
 
 
 # ----------------------------------------------------------------------------- the page

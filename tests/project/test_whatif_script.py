@@ -69,39 +69,6 @@ def test_line_counts_per_transaction_and_per_snapshot() -> None:
     assert "loads_per_snapshot" not in curve.columns  # the input is left alone
 
 
-def test_mean_interval_is_the_t_interval_of_the_mean() -> None:
-    cell = WHATIF.mean_interval([1.0, 2.0, 3.0])
-    assert cell.mean == 2.0
-    assert cell.n == 3
-    assert cell.half == pytest.approx(T_2 * 1.0 / math.sqrt(3))
-    assert WHATIF.mean_interval([5.0, 5.0, 5.0]).half == 0.0
-    single = WHATIF.mean_interval([7.0, float("nan")])
-    assert (single.mean, single.n) == (7.0, 1)
-    assert math.isnan(single.half)
-
-
-def test_ratio_interval_by_the_delta_method() -> None:
-    top = WHATIF.mean_interval([110.0, 120.0, 130.0])  # mean 120, s 10
-    bottom = WHATIF.mean_interval([100.0, 100.0, 100.0])  # no spread
-    ratio, low, high = WHATIF.ratio_interval(top, bottom)
-    # only the top varies: se = (10 / 120) / sqrt(3), 2 degrees of freedom
-    se = 10.0 / 120.0 / math.sqrt(3)
-    assert ratio == pytest.approx(1.2)
-    assert low == pytest.approx(1.2 * math.exp(-T_2 * se))
-    assert high == pytest.approx(1.2 * math.exp(T_2 * se))
-    assert low < 1.0 < high  # three seeds this far apart do not resolve +20 %
-    both = WHATIF.ratio_interval(top, top)
-    assert both[0] == pytest.approx(1.0)
-    # two equal halves of the variance: Welch-Satterthwaite gives 4 degrees of freedom
-    se_both = math.sqrt(2) * se
-    assert both[2] == pytest.approx(math.exp(2.7764451051977987 * se_both))
-    assert WHATIF.ratio_interval(bottom, bottom) == (1.0, 1.0, 1.0)
-    lone = WHATIF.ratio_interval(WHATIF.mean_interval([2.0]), bottom)
-    assert lone[0] == pytest.approx(0.02)
-    assert math.isnan(lone[1])
-    assert all(math.isnan(v) for v in WHATIF.ratio_interval(top, WHATIF.mean_interval([])))
-
-
 def synthetic_lockfree(out: Path) -> None:
     """Three seeds of two algorithms at two points, one seed's window not converged."""
     rows = []

@@ -1,0 +1,98 @@
+"""Confidence intervals over seed replications: a mean's t-interval and a ratio's interval.
+
+A point run with several root seeds gives independent replications of one configuration; their
+spread is the model's own noise (where the scheduler placed tasks, which transactions fell in the
+window). This module turns replications into a mean with a Student-t interval, and two such means
+into a ratio with a delta-method interval, at :data:`CONFIDENCE`.
+
+Left out: intervals that account for correlation between the two sides of a ratio (the seeds of
+two configurations are treated as independent samples).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["CONFIDENCE", "NO_RATIO", "MeanInterval", "Ratio", "mean_interval",
+           "ratio_interval", "t_quantile"]
+
+CONFIDENCE = 0.95
+"""Coverage of every interval."""
+
+Ratio = tuple[float, float, float]
+"""A ratio and its interval: ``(ratio, low, high)``."""
+
+NO_RATIO: Ratio = (math.nan, math.nan, math.nan)
+"""The ratio of sides that have none (a side missing or not positive)."""
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """A mean over replications and the half-width of its interval (``nan`` when undefined)."""
+
+    mean: float
+    half: float
+    n: int
+    values: tuple[float, ...] = field(default=(), repr=False)
+
+    @property
+    def sd(self) -> float:
+        """Sample standard deviation of the values (``nan`` below two)."""
+        return float(np.std(self.values, ddof=1)) if self.n >= 2 else math.nan
+
+    @property
+    def low(self) -> float:
+        """Lower bound of the interval."""
+        return self.mean - self.half
+
+    @property
+    def high(self) -> float:
+        """Upper bound of the interval."""
+        return self.mean + self.half
+
+
+def t_quantile(dof: float) -> float:
+    """The two-sided :data:`CONFIDENCE` quantile of Student's t with ``dof`` degrees."""
+    return float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
+
+
+def mean_interval(values: Sequence[float]) -> MeanInterval:
+    """Mean of ``values`` (``nan`` dropped) and the half-width of its t-interval.
+
+    The half-width is ``t(n - 1) * s / sqrt(n)``; ``nan`` below two values.
+    """
+    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    n = len(data)
+    if n == 0:
+        return MeanInterval(math.nan, math.nan, 0)
+    mean = float(data.mean())
+    half = t_quantile(n - 1) * float(data.std(ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
+    return MeanInterval(mean, half, n, tuple(float(v) for v in data))
+
+
+def ratio_interval(top: MeanInterval, bottom: MeanInterval) -> Ratio:
+    """``top.mean / bottom.mean`` and its interval: ``(ratio, low, high)``.
+
+    The log ratio's standard error by the delta method, ``se = sqrt(s_a^2 / (n_a m_a^2) +
+    s_b^2 / (n_b m_b^2))``, with Welch-Satterthwaite degrees of freedom; the interval is
+    ``ratio * exp(-t se)`` to ``ratio * exp(t se)``. ``nan`` bounds when either side has fewer
+    than two values; no ratio unless both means are positive.
+    """
+    if not (bottom.mean > 0 and top.mean > 0):
+        return NO_RATIO
+    ratio = top.mean / bottom.mean
+    if top.n < 2 or bottom.n < 2:
+        return ratio, math.nan, math.nan
+    sides = (top, bottom)
+    parts = [float(np.var(side.values, ddof=1)) / (side.n * side.mean ** 2) for side in sides]
+    se = math.sqrt(sum(parts))
+    if se == 0:
+        return ratio, ratio, ratio
+    dof = se ** 4 / sum(p ** 2 / (side.n - 1) for p, side in zip(parts, sides, strict=True))
+    t = t_quantile(dof)
+    return ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se)

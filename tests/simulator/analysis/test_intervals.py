@@ -1,0 +1,53 @@
+"""The interval arithmetic of seed replications (simulator/analysis/intervals.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from simulator.analysis.intervals import MeanInterval, mean_interval, ratio_interval
+
+T_2 = 4.302652729911275
+"""Student's t, two-sided 95 %, 2 degrees of freedom."""
+
+
+def test_mean_interval_is_the_t_interval_of_the_mean() -> None:
+    cell = mean_interval([1.0, 2.0, 3.0])
+    assert cell.mean == 2.0
+    assert cell.n == 3
+    assert cell.half == pytest.approx(T_2 * 1.0 / math.sqrt(3))
+    assert mean_interval([5.0, 5.0, 5.0]).half == 0.0
+    single = mean_interval([7.0, float("nan")])
+    assert (single.mean, single.n) == (7.0, 1)
+    assert math.isnan(single.half)
+
+
+def test_ratio_interval_by_the_delta_method() -> None:
+    top = mean_interval([110.0, 120.0, 130.0])  # mean 120, s 10
+    bottom = mean_interval([100.0, 100.0, 100.0])  # no spread
+    ratio, low, high = ratio_interval(top, bottom)
+    # only the top varies: se = (10 / 120) / sqrt(3), 2 degrees of freedom
+    se = 10.0 / 120.0 / math.sqrt(3)
+    assert ratio == pytest.approx(1.2)
+    assert low == pytest.approx(1.2 * math.exp(-T_2 * se))
+    assert high == pytest.approx(1.2 * math.exp(T_2 * se))
+    assert low < 1.0 < high  # three seeds this far apart do not resolve +20 %
+    both = ratio_interval(top, top)
+    assert both[0] == pytest.approx(1.0)
+    # two equal halves of the variance: Welch-Satterthwaite gives 4 degrees of freedom
+    se_both = math.sqrt(2) * se
+    assert both[2] == pytest.approx(math.exp(2.7764451051977987 * se_both))
+    assert ratio_interval(bottom, bottom) == (1.0, 1.0, 1.0)
+    lone = ratio_interval(mean_interval([2.0]), bottom)
+    assert lone[0] == pytest.approx(0.02)
+    assert math.isnan(lone[1])
+    assert all(math.isnan(v) for v in ratio_interval(top, mean_interval([])))
+
+
+def test_mean_interval_bounds_and_spread() -> None:
+    cell = mean_interval([1.0, 2.0, 3.0])
+    assert cell.sd == pytest.approx(1.0)
+    assert (cell.low, cell.high) == pytest.approx((2.0 - cell.half, 2.0 + cell.half))
+    assert math.isnan(MeanInterval(1.0, math.nan, 1, (1.0,)).sd)
+    assert mean_interval([]).n == 0
