@@ -1,20 +1,23 @@
 """``snapsim calibrate``: fit global model parameters to published measurements.
 
 Runs :func:`simulator.study.calibrate.calibrate` and writes into ``--out`` ``calibration.csv``
-(every evaluation) and ``best.yaml`` (the best values as ``--set`` overrides, the objective, the
-fixed overrides and the datasets); prints the best values.
+(every evaluation) and ``best.yaml`` (the command, the objective, the best values as ``--set``
+overrides, the fixed overrides and the datasets); prints the best values. With ``--sensitivity
+F`` it then moves each best value by -F and +F (:func:`simulator.study.calibrate.sensitivity`),
+writes ``sensitivity.csv``, adds the moves to ``best.yaml`` and prints them.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 import numpy as np
 
 from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
 from simulator.errors import ConfigError
-from simulator.study.calibrate import calibrate, parse_parameter
+from simulator.study.calibrate import Evaluator, calibrate, parse_parameter, sensitivity
 from simulator.study.experiment_file import dump_yaml
 from simulator.study.measurements import load_manifest
 from simulator.study.store import atomic_path
@@ -39,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a fixed override for every point")
     parser.add_argument("--jobs", type=int, metavar="N", help="local worker processes")
+    parser.add_argument("--sensitivity", type=float, default=0.0, metavar="F",
+                        help="then move each best value by -F and +F (e.g. 0.1), one at a time: "
+                             "objective and worst series of each move (2 runs per parameter "
+                             "and one of the best point; default: none)")
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
 
 
@@ -50,22 +57,26 @@ def main(args: argparse.Namespace) -> int:
     if args.max_evaluations < len(parameters) + 1:
         raise ConfigError("--max-evaluations",
                           f"must be at least {len(parameters) + 1} (the first simplex)")
+    if not 0.0 <= args.sensitivity < 1.0:
+        raise ConfigError("--sensitivity", f"must lie in [0, 1), got {args.sensitivity}")
     manifest = load_manifest(args.manifest)
     prepare_kernel()
     settings = {**RUN_DEFAULTS, **manifest.run}
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
-    history = calibrate(
+    evaluator = Evaluator(
         manifest, parameters, datasets=args.dataset,
         duration_ms=float(args.duration_ms or settings["duration_ms"]),
         warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
-        overrides=args.set, jobs=checked_jobs(args.jobs) or default_jobs(),
-        max_evaluations=args.max_evaluations, log=log)
+        overrides=args.set, jobs=checked_jobs(args.jobs) or default_jobs(), log=log)
+    history = calibrate(evaluator, max_evaluations=args.max_evaluations)
     with atomic_path(out / "calibration.csv") as tmp:
         history.to_csv(tmp, index=False)
     best = history.iloc[int(np.argmin(history["objective"].to_numpy()))]
     sets = [p.override(float(best[p.key])) for p in parameters]
     document: dict[str, object] = {
+        "command": shlex.join(["snapsim", *getattr(args, "argv", [])]),
+        "evaluations": len(history),
         "objective": float(best["objective"]),
         "set": sets,
         "fixed": list(args.set),
@@ -77,4 +88,25 @@ def main(args: argparse.Namespace) -> int:
     for item in sets:
         print(f"  --set {item}")
     log(f"wrote {out}/calibration.csv and {out}/best.yaml")
+    if args.sensitivity:
+        moves = sensitivity(evaluator, [float(best[p.key]) for p in parameters],
+                            fraction=args.sensitivity)
+        with atomic_path(out / "sensitivity.csv") as tmp:
+            moves.to_csv(tmp, index=False)
+        records = [{str(k): v for k, v in m.items()} for m in moves.to_dict("records")]
+        document["sensitivity"] = [
+            {"parameter": str(m["parameter"]), "factor": float(m["factor"]),
+             "objective": round(float(m["objective"]), 6),
+             "worst_series": str(m["worst_series"]),
+             "worst_max_abs_rel_error": round(float(m["worst_max_abs_rel_error"]), 6)}
+            for m in records]
+        with atomic_path(out / "best.yaml") as tmp:
+            tmp.write_text(dump_yaml(document), encoding="utf-8")
+        print(f"sensitivity (each value moved by -{args.sensitivity:g} and "
+              f"+{args.sensitivity:g}, one at a time):")
+        for m in records:
+            print(f"  {m['parameter']:<48} x{m['factor']:<5.3g} objective "
+                  f"{m['objective']:.4f} ({m['objective_change']:+.4f}); worst "
+                  f"{m['worst_series']} {100 * m['worst_max_abs_rel_error']:.1f} %")
+        log(f"wrote {out}/sensitivity.csv")
     return EXIT_OK

@@ -15,8 +15,10 @@ objective is too.
 
 :func:`calibrate` returns every evaluation (the values, the objective and each series' median and
 maximum error); the command writes it as ``calibration.csv`` and the best values as ``--set``
-overrides in ``best.yaml``. Fitted values are then written into the model's versioned cost file
-by hand (see the README and ``docs/validation.md``).
+overrides in ``best.yaml``. :func:`sensitivity` moves each fitted value by a fraction (±10 %,
+say) from the best point, one at a time, and reports the objective and the worst series of each
+move: how sharply the data pin each value. Fitted values are then written into the model's
+versioned cost file by hand, with the command and the objective (see ``docs/validation.md``).
 
 Left out: uncertainty estimates of the fitted values and global optimisation (Nelder-Mead finds a
 local minimum from the starting point, the middle of the bounds or ``START``).
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,33 +123,105 @@ def nelder_mead(function: Callable[[np.ndarray], float], start: np.ndarray, *,
     return best, value
 
 
-def calibrate(manifest: Manifest, parameters: Sequence[Parameter], *,
-              datasets: Sequence[str] | None, duration_ms: float, warmup_ms: float,
-              overrides: Sequence[str], jobs: int, max_evaluations: int,
-              log: Callable[[str], None]) -> pd.DataFrame:
-    """Run the search; return one row per evaluation (values, objective, per-series errors)."""
-    rows: list[dict[str, object]] = []
+class Evaluator:
+    """Evaluates parameter values: one validation run of the datasets with them as overrides.
 
-    def evaluate(position: np.ndarray) -> float:
-        values = [p.value(float(x)) for p, x in zip(parameters, position, strict=True)]
-        sets = [*overrides, *(p.override(v) for p, v in zip(parameters, values, strict=True))]
+    Every evaluation is appended to :attr:`rows` (the values, the objective, each series' median
+    and maximum error) and logged.
+    """
+
+    def __init__(self, manifest: Manifest, parameters: Sequence[Parameter], *,
+                 datasets: Sequence[str] | None, duration_ms: float, warmup_ms: float,
+                 overrides: Sequence[str], jobs: int, log: Callable[[str], None]) -> None:
+        self.manifest = manifest
+        self.parameters = tuple(parameters)
+        self.datasets = datasets
+        self.duration_ms = duration_ms
+        self.warmup_ms = warmup_ms
+        self.overrides = tuple(overrides)
+        self.jobs = jobs
+        self.log = log
+        self.rows: list[dict[str, object]] = []
+
+    def __call__(self, values: Sequence[float]) -> dict[str, object]:
+        """Validate with ``values`` (one per parameter); return the evaluation's row."""
+        parameters = self.parameters
+        sets = [*self.overrides,
+                *(p.override(v) for p, v in zip(parameters, values, strict=True))]
         started = time.perf_counter()
-        table = validate(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms,
-                         overrides=sets, jobs=jobs, datasets=datasets)
-        summary = summarise(table, manifest)
+        table = validate(self.manifest, duration_ms=self.duration_ms, warmup_ms=self.warmup_ms,
+                         overrides=sets, jobs=self.jobs, datasets=self.datasets)
+        summary = summarise(table, self.manifest)
         score = objective(summary)
         row: dict[str, object] = {p.key: v for p, v in zip(parameters, values, strict=True)}
         row["objective"] = score
         for item in summary.itertuples():
             row[f"median:{item.dataset}:{item.series}"] = item.median_abs_rel_error
             row[f"max:{item.dataset}:{item.series}"] = item.max_abs_rel_error
-        rows.append(row)
+        self.rows.append(row)
         shown = ", ".join(f"{p.key.rsplit('.', 1)[-1]}={v:.4g}"
                           for p, v in zip(parameters, values, strict=True))
-        log(f"evaluation {len(rows)}: {shown}: objective {score:.4f} "
-            f"({time.perf_counter() - started:.0f} s)")
-        return score
+        self.log(f"evaluation {len(self.rows)}: {shown}: objective {score:.4f} "
+                 f"({time.perf_counter() - started:.0f} s)")
+        return row
 
+
+def calibrate(evaluator: Evaluator, *, max_evaluations: int) -> pd.DataFrame:
+    """Run the search; return one row per evaluation (values, objective, per-series errors)."""
+    parameters = evaluator.parameters
+
+    def evaluate(position: np.ndarray) -> float:
+        values = [p.value(float(x)) for p, x in zip(parameters, position, strict=True)]
+        return float(evaluator(values)["objective"])  # type: ignore[arg-type]
+
+    first = len(evaluator.rows)
     start = np.array([p.position(p.start) if p.start is not None else 0.5 for p in parameters])
     nelder_mead(evaluate, start, max_evaluations=max_evaluations)
+    return pd.DataFrame(evaluator.rows[first:])
+
+
+def worst_series(row: Mapping[str, object]) -> tuple[str, float]:
+    """The series with the largest maximum error in an evaluation's row: (name, error)."""
+    errors = {key.removeprefix("max:"): float(value)  # type: ignore[arg-type]
+              for key, value in row.items() if key.startswith("max:")}
+    if not errors:
+        return "", math.nan
+    name = max(errors, key=lambda key: errors[key])
+    return name, errors[name]
+
+
+def sensitivity(evaluator: Evaluator, best: Sequence[float], *,
+                fraction: float) -> pd.DataFrame:
+    """Each value of ``best`` moved by ``-fraction`` and ``+fraction``, one at a time.
+
+    One row per move: the parameter, the factor, the value, the objective, its change from the
+    best point's objective (``best`` is evaluated first) and the worst series (largest maximum
+    error) with its error. Moves leave the parameters' bounds if they must: the bounds limit the
+    search, not the model.
+
+    Raises:
+        ValueError: ``fraction`` not in (0, 1), or not one value per parameter.
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
+    parameters = evaluator.parameters
+    if len(best) != len(parameters):
+        raise ValueError(f"expected {len(parameters)} values, got {len(best)}")
+    base = evaluator(list(best))
+    base_objective = float(base["objective"])  # type: ignore[arg-type]
+    rows: list[dict[str, object]] = []
+
+    def add(key: str, factor: float, value: float, row: Mapping[str, object]) -> None:
+        name, error = worst_series(row)
+        score = float(row["objective"])  # type: ignore[arg-type]
+        rows.append({"parameter": key, "factor": factor, "value": value, "objective": score,
+                     "objective_change": score - base_objective, "worst_series": name,
+                     "worst_max_abs_rel_error": error})
+
+    add("(best)", 1.0, math.nan, base)
+    for index, parameter in enumerate(parameters):
+        for factor in (1.0 - fraction, 1.0 + fraction):
+            values = list(best)
+            values[index] = best[index] * factor
+            add(parameter.key, factor, values[index], evaluator(values))
     return pd.DataFrame(rows)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from simulator.cli import main
 from tests.simulator.study.test_validate import write_manifest
@@ -80,4 +81,26 @@ def test_calibrate_cli_writes_history_and_best(tmp_path: Path,
     assert {"options.costs.client", "objective", "median:tiny:tps_pre14"} <= set(history)
     best = (out / "best.yaml").read_text(encoding="utf-8")
     assert "options.costs.client=" in best
+    assert "command: snapsim calibrate --manifest" in best
+    assert "sensitivity" not in best
     assert "--set options.costs.client=" in capsys.readouterr().out
+
+
+def test_calibrate_cli_sensitivity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path)
+    out = tmp_path / "cal"
+    assert main(["calibrate", "--manifest", str(manifest), "--param",
+                 "options.costs.client=5000:20000:cycles", "--max-evaluations", "2",
+                 "--sensitivity", "0.1", "--duration-ms", "1", "--warmup-ms", "0.5",
+                 "--jobs", "1", "--out", str(out)]) == 0
+    moves = pd.read_csv(out / "sensitivity.csv")
+    assert list(moves["factor"]) == pytest.approx([1.0, 0.9, 1.1])
+    recorded = yaml.safe_load((out / "best.yaml").read_text(encoding="utf-8"))["sensitivity"]
+    assert [move["factor"] for move in recorded] == pytest.approx([1.0, 0.9, 1.1])
+    assert all(move["worst_series"].startswith("tiny:") for move in recorded)
+    assert "sensitivity (each value moved by -0.1 and +0.1" in capsys.readouterr().out
+    for bad in ("1.5", "-0.1"):
+        assert main(["calibrate", "--manifest", str(manifest), "--param",
+                     "options.costs.client=5000:20000:cycles", "--sensitivity", bad,
+                     "--out", str(tmp_path / "bad")]) == 2
+        assert "--sensitivity" in capsys.readouterr().err

@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.study.calibrate import nelder_mead, objective, parse_parameter
+from simulator.study.calibrate import (
+    Evaluator,
+    nelder_mead,
+    objective,
+    parse_parameter,
+    sensitivity,
+    worst_series,
+)
 from simulator.study.measurements import load_manifest, shipped_manifest_path
 from simulator.study.validate import summarise, validate
 
@@ -203,3 +210,35 @@ def test_nelder_mead_starts_from_the_start_and_keeps_to_its_budget() -> None:
 def test_objective_weights_median_and_max() -> None:
     summary = pd.DataFrame({"median_abs_rel_error": [0.1, 0.3], "max_abs_rel_error": [0.2, 0.4]})
     assert objective(summary) == pytest.approx(0.2 + 0.5 * 0.3)
+
+
+def test_worst_series_is_the_largest_maximum_error() -> None:
+    row = {"objective": 0.3, "median:a:x": 0.9, "max:a:x": 0.2, "max:b:y": 0.5}
+    assert worst_series(row) == ("b:y", 0.5)
+    assert worst_series({"objective": 0.0})[0] == ""
+
+
+def test_sensitivity_moves_each_value_both_ways_from_the_best(tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path))
+    parameters = [parse_parameter("options.costs.client=5000:20000:cycles"),
+                  parse_parameter("options.costs.scan_cycles_per_entry.pre14=1:8")]
+    evaluator = Evaluator(manifest, parameters, datasets=None, duration_ms=1.0, warmup_ms=0.5,
+                          overrides=[], jobs=1, log=lambda _: None)
+    moves = sensitivity(evaluator, [10000.0, 4.0], fraction=0.1)
+    assert list(moves["parameter"]) == ["(best)", *[p.key for p in parameters for _ in (0, 1)]]
+    assert list(moves["factor"]) == pytest.approx([1.0, 0.9, 1.1, 0.9, 1.1])
+    assert list(moves["value"][1:]) == pytest.approx([9000.0, 11000.0, 3.6, 4.4])
+    # five validation runs, the others' values left at the best point
+    assert [row["options.costs.client"] for row in evaluator.rows] == pytest.approx(
+        [10000.0, 9000.0, 11000.0, 10000.0, 10000.0])
+    assert [row["options.costs.scan_cycles_per_entry.pre14"] for row in evaluator.rows] == \
+        pytest.approx([4.0, 4.0, 4.0, 3.6, 4.4])
+    assert moves["objective_change"].iloc[0] == 0.0
+    assert (moves["objective"] - moves["objective"].iloc[0]).tolist() == \
+        pytest.approx(moves["objective_change"].tolist())
+    assert list(zip(moves["worst_series"], moves["worst_max_abs_rel_error"], strict=True)) == \
+        [worst_series(row) for row in evaluator.rows]
+    # more client work per transaction lowers the predicted TPS: the error moves
+    assert moves["objective"].iloc[1] != moves["objective"].iloc[2]
+    with pytest.raises(ValueError, match="fraction"):
+        sensitivity(evaluator, [10000.0, 4.0], fraction=1.5)
