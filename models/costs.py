@@ -20,7 +20,14 @@ from typing import TypeVar
 
 from simulator.config import configs_dir
 from simulator.config.units import parse_size_bytes, parse_time_ns
-from simulator.config.values import expect_number, expect_section, join_key
+from simulator.config.values import (
+    expect_int,
+    expect_list,
+    expect_mapping,
+    expect_number,
+    expect_section,
+    join_key,
+)
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
@@ -96,14 +103,19 @@ class PgCosts:
 
 
 _TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
-             "mostly_idle_sleep", "connection")
-_OPTIONAL_TOP_KEYS = ("connection",)
+             "mostly_idle_sleep", "connection", "calibration")
+_OPTIONAL_TOP_KEYS = ("connection", "calibration")
 """Keys a cost file may leave out: they take the shipped file's values (older files predate
 them)."""
 _STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
 _CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
+_CALIBRATION_KEYS = ("command", "datasets", "objective", "evaluations", "fitted", "date",
+                     "sensitivity")
+"""The record of the fit that set the fitted values (``snapsim calibrate``'s ``best.yaml``)."""
+_RECORD_ONLY = ("calibration",)
+"""Sections that document the file and are no part of the model (left out of its document)."""
 
 
 def load_costs(path: str | Path = DEFAULT_COSTS_FILE) -> PgCosts:
@@ -119,7 +131,9 @@ def read_costs_document(path: str | Path = DEFAULT_COSTS_FILE) -> dict[str, obje
     data = read_yaml(Path(path))
     costs_from_dict(data, str(path))
     assert isinstance(data, dict)
-    missing = [key for key in _OPTIONAL_TOP_KEYS if key not in data]
+    for key in _RECORD_ONLY:
+        data.pop(key, None)
+    missing = [key for key in _OPTIONAL_TOP_KEYS if key not in data and key not in _RECORD_ONLY]
     if missing:
         shipped = read_yaml(DEFAULT_COSTS_FILE)
         assert isinstance(shipped, dict)
@@ -146,9 +160,12 @@ def _costs(data: object) -> PgCosts:
     top = expect_section(data, "", _TOP_KEYS, optional=_OPTIONAL_TOP_KEYS)
     connection_doc = top.get("connection")
     if connection_doc is None:
-        shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS)
+        shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS,
+                                 optional=_RECORD_ONLY)
         connection_doc = shipped["connection"]
     connection = expect_section(connection_doc, "connection", _CONNECTION_KEYS)
+    if "calibration" in top:
+        _check_calibration(top["calibration"])
     backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
     scan = expect_section(top["scan_cycles_per_entry"], "scan_cycles_per_entry", _SCAN_KEYS)
     footprint = expect_section(top["footprint"], "footprint", _FOOTPRINT_KEYS)
@@ -166,6 +183,28 @@ def _costs(data: object) -> PgCosts:
         connection=ConnectionCosts(**{key: _cycles(join_key("connection", key), connection[key])
                                       for key in _CONNECTION_KEYS}),
     )
+
+
+def _check_calibration(value: object) -> None:
+    """The ``calibration`` record: the command, datasets, objective and values of the fit."""
+    record = expect_section(value, "calibration", _CALIBRATION_KEYS, optional=("sensitivity",))
+    for key in ("command", "date"):
+        if not isinstance(record[key], str) or not str(record[key]).strip():
+            raise ConfigError(join_key("calibration", key),
+                              f"must be a non-empty string, got {record[key]!r}")
+    datasets = expect_list("calibration.datasets", record["datasets"])
+    if not datasets or not all(isinstance(name, str) for name in datasets):
+        raise ConfigError("calibration.datasets",
+                          f"must list dataset names, got {record['datasets']!r}")
+    _non_negative("calibration.objective", record["objective"])
+    if expect_int("calibration.evaluations", record["evaluations"]) < 1:
+        raise ConfigError("calibration.evaluations",
+                          f"must be at least 1, got {record['evaluations']!r}")
+    fitted = expect_mapping("calibration.fitted", record["fitted"])
+    if not fitted:
+        raise ConfigError("calibration.fitted", "must name at least one fitted key")
+    if "sensitivity" in record:
+        expect_list("calibration.sensitivity", record["sensitivity"])
 
 
 def _cycles(path: str, value: object) -> float:

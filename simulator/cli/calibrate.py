@@ -2,14 +2,18 @@
 
 Runs :func:`simulator.study.calibrate.calibrate` and writes into ``--out`` ``calibration.csv``
 (every evaluation) and ``best.yaml`` (the command, the objective, the best values as ``--set``
-overrides, the fixed overrides and the datasets); prints the best values. With ``--sensitivity
-F`` it then moves each best value by -F and +F (:func:`simulator.study.calibrate.sensitivity`),
-writes ``sensitivity.csv``, adds the moves to ``best.yaml`` and prints them.
+overrides and as ``fitted`` values, the fixed overrides, the datasets and the date: its
+``command``, ``datasets``, ``objective``, ``evaluations``, ``fitted``, ``date`` and
+``sensitivity`` are the cost file's ``calibration:`` record); prints the best values. With
+``--sensitivity F`` it then moves each best value by -F and +F
+(:func:`simulator.study.calibrate.sensitivity`), writes ``sensitivity.csv``, adds the moves to
+``best.yaml`` and prints them.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import shlex
 from pathlib import Path
 
@@ -78,6 +82,8 @@ def main(args: argparse.Namespace) -> int:
         "command": shlex.join(["snapsim", *getattr(args, "argv", [])]),
         "evaluations": len(history),
         "objective": float(best["objective"]),
+        "fitted": {item.partition("=")[0]: item.partition("=")[2] for item in sets},
+        "date": datetime.date.today().isoformat(),
         "set": sets,
         "fixed": list(args.set),
         "datasets": list(args.dataset or manifest.datasets),

@@ -118,3 +118,33 @@ def test_scaled_multiplies_the_base_work_only() -> None:
     assert scaled.client_cycles == 2 * costs.client_cycles
     assert (scaled.scan, scaled.footprint_l3_bytes) == (costs.scan, costs.footprint_l3_bytes)
     assert costs.scaled(1.0) is costs
+
+
+RECORD = {"command": "snapsim calibrate --param options.costs.client=2000:30000:cycles",
+          "datasets": ["gold5215_idle"], "objective": 0.1, "evaluations": 12,
+          "fitted": {"options.costs.client": "10000 cycles"}, "date": "2026-11-24",
+          "sensitivity": [{"parameter": "options.costs.client", "factor": 0.9,
+                           "objective": 0.11}]}
+
+
+def test_a_calibration_record_is_checked_and_no_part_of_the_model(tmp_path: Path) -> None:
+    data = document()
+    data["calibration"] = copy.deepcopy(RECORD)
+    assert costs_from_dict(data) == costs_from_dict(document())
+    path = tmp_path / "costs.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert "calibration" not in read_costs_document(path)
+    assert load_costs(path) == load_costs()
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("command", ""), ("datasets", []), ("datasets", "gold5215_idle"), ("objective", -1),
+    ("evaluations", 0), ("fitted", {}), ("date", 20261124), ("sensitivity", "none"),
+    ("extra", 1),
+])
+def test_bad_calibration_records_name_their_key(key: str, value: object) -> None:
+    data = document()
+    data["calibration"] = {**copy.deepcopy(RECORD), key: value}
+    with pytest.raises(ConfigError) as caught:
+        costs_from_dict(data)
+    assert caught.value.key == f"calibration.{key}"

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from simulator.cli import main
+from snapsim_models.costs import costs_from_dict, read_costs_document
 from tests.simulator.study.test_validate import write_manifest
 
 
@@ -98,6 +99,12 @@ def test_calibrate_cli_sensitivity(tmp_path: Path, capsys: pytest.CaptureFixture
     recorded = yaml.safe_load((out / "best.yaml").read_text(encoding="utf-8"))["sensitivity"]
     assert [move["factor"] for move in recorded] == pytest.approx([1.0, 0.9, 1.1])
     assert all(move["worst_series"].startswith("tiny:") for move in recorded)
+    # what best.yaml records is the cost file's calibration record
+    document = yaml.safe_load((out / "best.yaml").read_text(encoding="utf-8"))
+    costs = read_costs_document()
+    costs["calibration"] = {key: document[key] for key in (
+        "command", "datasets", "objective", "evaluations", "fitted", "date", "sensitivity")}
+    assert costs_from_dict(costs) == costs_from_dict(read_costs_document())
     assert "sensitivity (each value moved by -0.1 and +0.1" in capsys.readouterr().out
     for bad in ("1.5", "-0.1"):
         assert main(["calibrate", "--manifest", str(manifest), "--param",
