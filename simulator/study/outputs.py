@@ -11,7 +11,8 @@ Files (every one written atomically: a temporary file renamed into place):
 * ``timings.csv``: wall-clock seconds per point;
 * ``usl.csv``: a Universal Scalability Law fit per curve, where a curve has 3 or more points;
 * ``tps.png`` (TPS against clients or idle clients, log x, one line per algorithm, measurements
-  overlaid), ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
+  overlaid; with several seeds the line is their mean and a band its 95 % interval),
+  ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
   transaction by function), ``ratio.png`` (when two algorithms share the grid);
 * ``columns.yaml``: the unit and meaning of every column of ``curve.csv``,
   ``curve_summary.csv`` and ``lines.csv`` (:data:`simulator.analysis.columns.COLUMNS`);
