@@ -1,9 +1,10 @@
 """The columns of a run's tables: the point's identity, and the unit and meaning of each.
 
-:data:`COLUMNS` is the one documented table of every column of ``curve.csv`` (``Result.curve``)
-and ``lines.csv`` (``Result.lines``); ``columns.yaml`` of an output directory is built from it
-(:func:`columns_document`). A workload model that adds a column it does not document leaves a
-gap there (unit and meaning ``null``), which the tests catch for the shipped model.
+:data:`COLUMNS` is the one documented table of every column of ``curve.csv`` (``Result.curve``),
+``curve_summary.csv`` (``Result.curve_summary``) and ``lines.csv`` (``Result.lines``);
+``columns.yaml`` of an output directory is built from it (:func:`columns_document`). A workload
+model that adds a column it does not document leaves a gap there (unit and meaning ``null``),
+which the tests catch for the shipped model.
 """
 
 from __future__ import annotations
@@ -106,6 +107,40 @@ _CURVE = {
     "rel_error": ("fraction", "tps / measured_tps - 1"),
 }
 
+SUMMARY_KEYS = tuple(key for key in POINT_KEYS if key != "seed")
+"""Columns that identify a point of ``curve_summary.csv``: the point keys but the seed."""
+
+NOT_SUMMARISED = ("root_seed", "duration_ms", "warmup_ms", "work_scale", "measured_tps", "error",
+                  WINDOW_CONVERGED)
+"""Curve columns without statistics in ``curve_summary.csv``, numbers among them: the root seed
+(what the summary is over), the run's settings (the same for every seed), the measurement
+compared with (carried as it is), the error and the trust flag (summarised their own way)."""
+
+SUMMARY_STATISTICS = {
+    "mean": "mean over the point's successful seeds",
+    "sd": "sample standard deviation over the point's successful seeds (empty below two)",
+    "low": "lower bound of the 95 % Student-t interval of the mean over the seeds (empty below "
+           "two)",
+    "high": "upper bound of the 95 % Student-t interval of the mean over the seeds (empty below "
+            "two)",
+}
+"""What ``curve_summary.csv`` gives of each summarised column: ``<column>_<statistic>``, over
+the point's successful seeds that have a value (the interval's coverage is
+:data:`simulator.analysis.intervals.CONFIDENCE`)."""
+
+_SUMMARY = {
+    **{key: _POINT[key] for key in SUMMARY_KEYS},
+    "n_seeds": ("seeds", "root seeds of the point that succeeded: those the statistics are over"),
+    "n_failed": ("seeds", "root seeds of the point that failed (an error), left out of the "
+                 "statistics"),
+    WINDOW_CONVERGED: ("bool", "whether every successful seed's warm-up and window are long "
+                       "enough to trust its TPS (empty when none succeeded)"),
+    "measured_tps": _CURVE["measured_tps"],
+    **{f"{column}_{statistic}": (unit, f"{what} of: {meaning}")
+       for column, (unit, meaning) in _CURVE.items() if column not in NOT_SUMMARISED
+       for statistic, what in SUMMARY_STATISTICS.items()},
+}
+
 _LINES = {
     "label": ("-", "the cache line's name, e.g. PGXACT[5..10]"),
     "address": ("bytes", "the line's address in the simulated memory"),
@@ -124,6 +159,7 @@ _LINES = {
 
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
     "curve.csv": {**_POINT, **_CURVE},
+    "curve_summary.csv": _SUMMARY,
     "lines.csv": {**_POINT, **_LINES},
 }
 """Per table, every documented column: ``(unit, one-line meaning)``; ``-`` for no unit."""
@@ -142,13 +178,24 @@ PREFIXED: dict[str, dict[str, tuple[str, str]]] = {
 
 
 def describe(table: str, column: str) -> tuple[str | None, str | None]:
-    """Unit and meaning of a column of ``table`` (``None`` for both when undocumented)."""
+    """Unit and meaning of a column of ``table`` (``None`` for both when undocumented).
+
+    A statistic of ``curve_summary.csv`` that :data:`COLUMNS` does not list (of a
+    :data:`PREFIXED` column) is described from the ``curve.csv`` column it summarises.
+    """
     known = COLUMNS.get(table, {})
     if column in known:
         return known[column]
     for prefix, (unit, meaning) in PREFIXED.get(table, {}).items():
         if column.startswith(prefix) and len(column) > len(prefix):
             return unit, meaning.format(name=column.removeprefix(prefix))
+    if table == "curve_summary.csv":
+        for statistic, what in SUMMARY_STATISTICS.items():
+            base = column.removesuffix(f"_{statistic}")
+            if base != column and base not in COLUMNS["curve.csv"]:
+                base_unit, base_meaning = describe("curve.csv", base)
+                if base_meaning is not None:
+                    return base_unit, f"{what} of: {base_meaning}"
     return None, None
 
 

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["CONFIDENCE", "NO_RATIO", "MeanInterval", "Ratio", "mean_interval",
            "ratio_interval", "t_quantile"]
@@ -58,6 +57,8 @@ class MeanInterval:
 
 def t_quantile(dof: float) -> float:
     """The two-sided :data:`CONFIDENCE` quantile of Student's t with ``dof`` degrees."""
+    from scipy import stats  # imported when used: SciPy's import is slow (and argparse)
+
     return float(stats.t.ppf(0.5 + CONFIDENCE / 2, dof))
 
 

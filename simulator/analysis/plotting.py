@@ -18,8 +18,9 @@ workload model reports.
 
 Conventions: an algorithm keeps one colour in every plot when the caller passes ``colours``
 (:func:`algorithm_colours` of the workload model's algorithms; otherwise colours follow the
-order of first appearance); replicates at the same x are averaged and, where there are several
-seeds, their range is drawn as a band; an idle-connection axis is logarithmic with the
+order of first appearance); replicates (seeds) at the same x are averaged and, where there are
+several, the 95 % Student-t interval of their mean (:mod:`simulator.analysis.intervals`) is
+drawn as a band; an idle-connection axis is logarithmic with the
 0-connection point set half a decade left of the smallest other count, labelled 0 behind an
 axis break (a symmetric-log axis would spend half its width between 0 and 100, where there is
 no point). Left out: figure layout (the caller's).
@@ -34,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.analysis.columns import POINT_KEYS
+from simulator.analysis.intervals import CONFIDENCE, mean_interval
 from simulator.hardware.codes import CLASS_NAMES, AccessClass
 
 if TYPE_CHECKING:
@@ -181,8 +183,9 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
     """TPS against ``x`` (default: idle clients if they vary, else active clients), log x axis.
 
     One solid line per algorithm and value of the other varying point keys; an algorithm keeps
-    its colour and its series differ by marker. Replicates at the same x are averaged; with
-    several seeds their range is a band around the line.
+    its colour and its series differ by marker. Replicates (seeds) at the same x are averaged;
+    where some x has two or more, a shaded band is the 95 % t-interval of the mean at each x
+    that has (:func:`~simulator.analysis.intervals.mean_interval`).
 
     Args:
         curve: one row per point with the point keys and ``tps``.
@@ -208,17 +211,20 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
                               and x in measurements.columns else [])]
         zero = zero_position(every)
     markers: dict[tuple[object, ...], str] = {}
+    banded = False
     for (algorithm, *values), group in _grouped(curve, ["algorithm", *others]):
         marker = markers.setdefault(tuple(values), MARKERS[len(markers) % len(MARKERS)])
-        stats = group.groupby(x, sort=True)["tps"].agg(["mean", "min", "max"])
-        where = place_zero(stats.index.to_numpy(), zero)
+        intervals = {at: mean_interval([float(v) for v in part["tps"]])
+                     for at, part in group.groupby(x, sort=True)}
+        where = place_zero(np.asarray(list(intervals)), zero)
         label = ", ".join(filter(None, [str(algorithm), _describe(others, values)]))
-        ax.plot(where, stats["mean"].to_numpy(), marker=marker, color=colours[algorithm],
-                label=label)
-        if group.groupby(x).size().max() > 1:  # replicates (seeds): their range
-            ax.fill_between(where, stats["min"].to_numpy(), stats["max"].to_numpy(),
-                            color=colours[algorithm], alpha=0.2, linewidth=0,
-                            label="_seed range")
+        ax.plot(where, [i.mean for i in intervals.values()], marker=marker,
+                color=colours[algorithm], label=label)
+        if max(i.n for i in intervals.values()) > 1:  # replicates (seeds): their interval
+            ax.fill_between(where, [i.low for i in intervals.values()],
+                            [i.high for i in intervals.values()], color=colours[algorithm],
+                            alpha=0.2, linewidth=0, label="_seed interval")
+            banded = True
     if measurements is not None:
         _plot_measurements(ax, measurements, x, colours, markers, zero)
     set_client_axis(ax, x, zero)
@@ -226,7 +232,13 @@ def plot_tps(curve: pd.DataFrame, x: str | None = None, ax: Axes | None = None,
     ax.set_ylim(bottom=0)
     plain_numbers(ax)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+    handles, labels = ax.get_legend_handles_labels()
+    if banded:  # one legend entry says what the bands are
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="grey", alpha=0.2, linewidth=0))
+        labels.append(f"shaded: {CONFIDENCE:.0%} interval of the mean over seeds")
+    ax.legend(handles, labels, fontsize="small")
     return ax
 
 

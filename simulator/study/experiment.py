@@ -36,6 +36,7 @@ import pandas as pd
 
 from simulator.analysis.columns import POINT_KEYS
 from simulator.analysis.plotting import algorithm_colours, plot_tps
+from simulator.analysis.summary import curve_summary
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
@@ -408,6 +409,15 @@ class Result:
     def failures(self) -> pd.DataFrame:
         """The points that failed, with their error."""
         return self.curve[failed_points(self.curve)]
+
+    @property
+    def curve_summary(self) -> pd.DataFrame:
+        """One row per point over its root seeds, as ``curve_summary.csv``.
+
+        ``n_seeds``, ``n_failed`` and each result column's mean, standard deviation and 95 %
+        interval of the mean (:func:`simulator.analysis.summary.curve_summary` of ``curve``).
+        """
+        return curve_summary(self.curve)
 
     def plot(self, x: str | None = None, ax: Axes | None = None) -> Axes:
         """TPS against idle or active clients (log x), measurements overlaid if named.

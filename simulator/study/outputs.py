@@ -2,16 +2,20 @@
 
 Files (every one written atomically: a temporary file renamed into place):
 
-* ``curve.csv`` / ``curve.parquet``: one row per point (``Result.curve``); byte-identical for the
-  same configuration and seeds (wall-clock times are kept apart);
+* ``curve.csv`` / ``curve.parquet``: one row per point and root seed (``Result.curve``);
+  byte-identical for the same configuration and seeds (wall-clock times are kept apart);
+* ``curve_summary.csv``: one row per point over its root seeds (``Result.curve_summary``,
+  :func:`simulator.analysis.summary.curve_summary`): successful and failed seeds, and the mean,
+  standard deviation and 95 % interval of the mean of every result column;
 * ``lines.csv``: the per-line tables of every point (``snapsim c2c DIR`` reads it);
 * ``timings.csv``: wall-clock seconds per point;
 * ``usl.csv``: a Universal Scalability Law fit per curve, where a curve has 3 or more points;
 * ``tps.png`` (TPS against clients or idle clients, log x, one line per algorithm, measurements
-  overlaid), ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
+  overlaid; with several seeds the line is their mean and a band its 95 % interval),
+  ``transfers.png`` (transfers per transaction by class), ``breakdown.png`` (time per
   transaction by function), ``ratio.png`` (when two algorithms share the grid);
-* ``columns.yaml``: the unit and meaning of every column of ``curve.csv`` and ``lines.csv``
-  (:data:`simulator.analysis.columns.COLUMNS`);
+* ``columns.yaml``: the unit and meaning of every column of ``curve.csv``,
+  ``curve_summary.csv`` and ``lines.csv`` (:data:`simulator.analysis.columns.COLUMNS`);
 * ``config.resolved.yaml`` and ``experiment.yaml`` (written by ``snapsim run`` when it starts),
   ``metadata.yaml`` (written last by ``snapsim run``: versions, git commit, machine hash, times,
   command line; :mod:`simulator.study.metadata`) and ``points/`` (one file per finished point,
@@ -45,7 +49,8 @@ if TYPE_CHECKING:
 
     from simulator.study.experiment import Result
 
-TABLES = ("curve.csv", "curve.parquet", "lines.csv", "timings.csv", "usl.csv")
+TABLES = ("curve.csv", "curve.parquet", "curve_summary.csv", "lines.csv", "timings.csv",
+          "usl.csv")
 PLOTS = ("tps.png", "transfers.png", "breakdown.png", "ratio.png")
 CONFIGS = ("config.resolved.yaml", "experiment.yaml", "columns.yaml", "metadata.yaml")
 POINTS_DIR = "points"
@@ -56,15 +61,17 @@ OWNED = (*TABLES, *PLOTS, *CONFIGS, POINTS_DIR)
 def write_results(result: Result, directory: Path) -> list[Path]:
     """Write the tables and plots of a result into ``directory``; return the files written."""
     directory.mkdir(parents=True, exist_ok=True)
+    summary = result.curve_summary
     written = [
         atomic_write(directory / "curve.csv", lambda p: result.curve.to_csv(p, index=False)),
         atomic_write(directory / "curve.parquet",
                      lambda p: result.curve.to_parquet(p, index=False)),
+        atomic_write(directory / "curve_summary.csv", lambda p: summary.to_csv(p, index=False)),
         atomic_write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
         atomic_write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
         atomic_write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns_document(
-            {"curve.csv": result.curve.columns, "lines.csv": result.lines.columns})),
-            encoding="utf-8")),
+            {"curve.csv": result.curve.columns, "curve_summary.csv": summary.columns,
+             "lines.csv": result.lines.columns})), encoding="utf-8")),
     ]
     usl = usl_summary(result.curve)
     if usl is not None:
@@ -284,7 +291,9 @@ def load(directory: str | Path) -> Result:
     ``curve``, ``lines`` and ``timings`` as written (an empty ``error`` reads as ``""``), the
     measured overlay if the run named measurements, the work scale, and the experiment rebuilt
     from ``config.resolved.yaml`` (its machine by name or path: a machine file since moved
-    fails only when the experiment is run again). Nothing is simulated.
+    fails only when the experiment is run again). Nothing is simulated. ``curve_summary`` is
+    computed from the curve as ``snapsim run`` computed ``curve_summary.csv`` (so a directory
+    written before that file existed has it too).
 
     Raises:
         ConfigError: the directory is missing or not a finished run, or its files cannot be read.

@@ -10,6 +10,9 @@ fetch), so that it can be mailed or attached to a mailing-list post:
 * the plots the run drew (``tps.png``, ``transfers.png``, ``breakdown.png``, ``ratio.png``);
 * the curve (every point's keys, TPS, latencies and time per transaction by category), each
   column's unit and meaning on hover (``columns.yaml``);
+* when a point has several root seeds, per point its TPS and latencies as the mean over the
+  seeds ± the half-width of the 95 % interval of the mean
+  (:func:`~simulator.analysis.summary.curve_summary`, as ``curve_summary.csv``);
 * per point, the lines with the most HITMs in perf c2c terms
   (:func:`~simulator.analysis.c2c.c2c_table`);
 * the resolved configuration (``config.resolved.yaml``).
@@ -28,6 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.analysis.c2c import c2c_table
+from simulator.analysis.columns import SUMMARY_KEYS
+from simulator.analysis.summary import curve_summary
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.outputs import atomic_write, plot_title, read_curve, read_lines
@@ -40,6 +45,9 @@ PLOTS = ("tps.png", "transfers.png", "breakdown.png", "ratio.png")
 CURVE_COLUMNS = ("machine", "algorithm", "workload", "clients", "idle_clients", "idle_kind",
                  "seed", "tps", "latency_mean_us", "latency_p99_us", "cpu_utilisation")
 """The curve columns shown first; every ``*_us`` time-per-transaction column follows."""
+
+SEED_COLUMNS = ("tps", "latency_mean_us", "latency_p99_us")
+"""The columns the table over the seeds shows as mean ± half-width."""
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
@@ -108,6 +116,26 @@ def _curve_frame(curve: pd.DataFrame) -> pd.DataFrame:
     return curve[shown]
 
 
+def _seeds_frame(curve: pd.DataFrame) -> pd.DataFrame | None:
+    """Per point, :data:`SEED_COLUMNS` as ``mean ± half-width``; ``None`` with one seed each."""
+    summary = curve_summary(curve)
+    if summary.empty or summary["n_seeds"].max() < 2:
+        return None
+    frame = summary[[k for k in (*SUMMARY_KEYS, "n_seeds", "n_failed") if k in summary.columns]]
+    frame = frame.copy()
+    for column in SEED_COLUMNS:
+        if f"{column}_mean" not in summary.columns:
+            continue
+        cells = []
+        for mean, high in zip(summary[f"{column}_mean"], summary[f"{column}_high"], strict=True):
+            text = "-" if pd.isna(mean) else _cell(float(mean))
+            if not pd.isna(high):
+                text += f" \u00b1 {_cell(float(high - mean))}"
+            cells.append(text)
+        frame[column] = cells
+    return frame
+
+
 def _hot_lines(lines: pd.DataFrame, top: int) -> str:
     if lines.empty or "label" not in lines.columns:
         return "<p>No per-line table in this run.</p>"
@@ -143,6 +171,10 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
     window = ((float(str(resolved["duration_ms"])), float(str(resolved["warmup_ms"])))
               if {"duration_ms", "warmup_ms"} <= set(resolved) else None)
     what = plot_title(curve, window)  # the plots' own title
+    seeds = _seeds_frame(curve)
+    summary_meanings = columns.get("curve_summary.csv", {})
+    seed_meanings = {**(meanings if isinstance(meanings, Mapping) else {}),
+                     **(summary_meanings if isinstance(summary_meanings, Mapping) else {})}
     figures = "".join(_image(directory / p) for p in PLOTS if (directory / p).exists())
     config_text = ((directory / "config.resolved.yaml").read_text(encoding="utf-8")
                    if (directory / "config.resolved.yaml").exists() else "(none)")
@@ -158,6 +190,11 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
         "<h2>Curve</h2>",
         "<p>One row per point; hover over a column's name for its unit and meaning.</p>",
         _table(_curve_frame(curve), meanings if isinstance(meanings, Mapping) else {}),
+        *([] if seeds is None else [
+            "<h2>Over the seeds</h2>",
+            "<p>Per point, the mean over its successful seeds \u00b1 the half-width of the 95 % "
+            "interval of the mean (<code>curve_summary.csv</code> has every column).</p>",
+            _table(seeds, seed_meanings)]),
         f"<h2>Hot lines (top {top_lines} per point by total HITMs)</h2>",
         _hot_lines(lines, top_lines),
         "<h2>Resolved configuration</h2>", f"<pre>{html.escape(config_text)}</pre>",

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
 from matplotlib.container import BarContainer
 from matplotlib.lines import Line2D
 
@@ -109,17 +110,39 @@ def test_given_colours_keep_an_algorithm_s_colour_whatever_the_plot_shows() -> N
     assert {line.get_color() for line in data_lines(ax2)} == {"C1", "C2"}
 
 
-def test_several_seeds_draw_their_range_as_a_band() -> None:
+T_2 = 4.302652729749  # Student's t, 97.5 % quantile, 2 degrees of freedom (tables)
+
+
+def test_several_seeds_draw_the_interval_of_their_mean_as_a_band() -> None:
     curve = make_curve()
-    second = curve.assign(seed=curve["seed"] + 1, tps=curve["tps"] * 1.1)
-    ax = plot_tps(pd.concat([curve, second]))
-    assert len(ax.collections) == 4  # one band per line
-    # the first band is post at 1 client: TPS 2000, 1818, 1000 and 10 % more with seed 2
-    band = np.asarray(ax.collections[0].get_paths()[0].vertices)[:, 1]
-    assert band.max() == pytest.approx(2200.0)
-    assert band.min() == pytest.approx(1000.0)
-    single = plot_tps(make_curve(), ax=plt.subplots()[1])
-    assert len(single.collections) == 0
+    seeds = pd.concat([curve.assign(seed=curve["seed"] + k, tps=curve["tps"] * factor)
+                       for k, factor in enumerate((0.9, 1.0, 1.2))])
+    ax = plot_tps(seeds)
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == len(ax.collections) == 4  # one band per line
+    # the first line and band are post at 1 client: TPS 2000, 1818, 1000 times 0.9, 1 and 1.2
+    factors = np.array([0.9, 1.0, 1.2])
+    half = T_2 * factors.std(ddof=1) / np.sqrt(3)  # per unit of TPS
+    line = data_lines(ax)[0]
+    assert line.get_label() == "post, clients=1"
+    assert np.asarray(line.get_ydata()) == pytest.approx(
+        np.array([2000.0, 2000 / 1.1, 1000.0]) * factors.mean())
+    band = np.asarray(bands[0].get_paths()[0].vertices)[:, 1]
+    assert band.max() == pytest.approx(2000.0 * (factors.mean() + half), rel=1e-9)
+    assert band.min() == pytest.approx(1000.0 * (factors.mean() - half), rel=1e-9)
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [text.get_text() for text in legend.get_texts()][-1] == (
+        "shaded: 95% interval of the mean over seeds")
+
+
+def test_one_seed_per_point_draws_no_band() -> None:
+    ax = plot_tps(make_curve())
+    assert not ax.collections
+    assert len(data_lines(ax)) == 4
+    legend = ax.get_legend()
+    assert legend is not None
+    assert not [t for t in legend.get_texts() if "interval" in t.get_text()]
 
 
 def test_tps_panels_split_client_counts_when_idle_connections_vary() -> None:

@@ -31,9 +31,9 @@ idle_clients: [0, 50, 300]
 duration_ms: 0.4
 warmup_ms: 0.2
 """
-EXPECTED_FILES = ["curve.csv", "curve.parquet", "lines.csv", "timings.csv", "usl.csv",
-                  "config.resolved.yaml", "experiment.yaml", "tps.png", "transfers.png",
-                  "breakdown.png", "ratio.png"]
+EXPECTED_FILES = ["curve.csv", "curve.parquet", "curve_summary.csv", "lines.csv", "timings.csv",
+                  "usl.csv", "config.resolved.yaml", "experiment.yaml", "tps.png",
+                  "transfers.png", "breakdown.png", "ratio.png"]
 
 
 @pytest.fixture
@@ -276,6 +276,12 @@ def test_a_failing_point_is_recorded_and_the_run_exits_1_after_writing_everythin
     assert list(failed["algorithm"]) == ["post14"]
     assert list(failed["idle_clients"]) == [50]
     assert (curve[curve["error"] == ""]["tps"].astype(float) > 0).all()
+    summary = pd.read_csv(out / "curve_summary.csv")
+    lost = (summary["algorithm"] == "post14") & (summary["idle_clients"] == 50)
+    assert list(summary[lost][["n_seeds", "n_failed"]].itertuples(index=False)) == [(0, 1)]
+    assert summary[lost]["tps_mean"].isna().all()
+    assert (summary[~lost]["n_seeds"] == 1).all()
+    assert (summary[~lost]["tps_mean"] > 0).all()
     for name in ("lines.csv", "tps.png", "breakdown.png", "config.resolved.yaml"):
         assert (out / name).exists()
     monkeypatch.setattr(simulator.study.sweep, "workload_model", workload_model)
@@ -305,6 +311,9 @@ def test_default_experiment_runs_with_its_measurement_overlay(
     curve = pd.read_csv(out / "curve.csv")
     assert list(curve["measured_tps"]) == [33599, 29377, 33406, 33434]
     assert "rel_error" in curve.columns
+    summary = pd.read_csv(out / "curve_summary.csv")
+    assert list(summary["measured_tps"]) == list(curve["measured_tps"])
+    assert list(summary["rel_error_mean"]) == pytest.approx(list(curve["rel_error"]))
     assert "TPS" in capsys.readouterr().out
 
 

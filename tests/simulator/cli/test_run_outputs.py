@@ -58,7 +58,7 @@ def test_metadata_stays_out_of_the_curve(run_dir: Path) -> None:
     assert not {"snapsim_version", "git_commit", "wall_s", "started_utc"} & set(curve.columns)
 
 
-@pytest.mark.parametrize("table", ["curve.csv", "lines.csv"])
+@pytest.mark.parametrize("table", ["curve.csv", "curve_summary.csv", "lines.csv"])
 def test_columns_yaml_documents_every_column_written(run_dir: Path, table: str) -> None:
     documented = yaml.safe_load((run_dir / "columns.yaml").read_text(encoding="utf-8"))[table]
     written = list(pd.read_csv(run_dir / table, nrows=0).columns)
@@ -102,6 +102,18 @@ def test_load_returns_the_result_of_the_run(run_dir: Path) -> None:
     assert result.work_scale == 1.0
     assert result.failures.empty
     assert isinstance(result.plot(), Axes)
+    pd.testing.assert_frame_equal(result.curve_summary,
+                                  pd.read_csv(run_dir / "curve_summary.csv"), check_dtype=False)
+
+
+def test_one_seed_gives_a_summary_without_intervals(run_dir: Path) -> None:
+    curve = pd.read_csv(run_dir / "curve.csv")
+    summary = pd.read_csv(run_dir / "curve_summary.csv")
+    assert len(summary) == len(curve) == 8
+    assert (summary["n_seeds"] == 1).all()
+    assert (summary["n_failed"] == 0).all()
+    assert list(summary["tps_mean"]) == list(curve["tps"])
+    assert summary[["tps_sd", "tps_low", "tps_high"]].isna().all(axis=None)
 
 
 def test_load_refuses_a_missing_or_unfinished_directory(run_dir: Path, tmp_path: Path) -> None:

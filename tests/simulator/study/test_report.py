@@ -14,9 +14,11 @@ matplotlib.use("Agg")
 
 import matplotlib.image as mpimg
 import numpy as np
+import pandas as pd
 import pytest
 
 from simulator.cli import main
+from simulator.study.report import report_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
@@ -76,6 +78,20 @@ def test_the_page_is_self_contained_and_holds_the_run(run_dir: Path,
     text = path.read_text(encoding="utf-8")
     for expected in ("gold5215-2s", "ProcArrayLock", "snapsim_version", "duration_ms"):
         assert expected in text
+    assert "Over the seeds" not in text  # one seed per point: no table over the seeds
+
+
+def test_several_seeds_add_a_table_of_means_and_half_widths(tmp_path: Path) -> None:
+    rows = [{"machine": "m", "algorithm": "pre14", "workload": "w", "clients": 1,
+             "idle_clients": 0, "idle_kind": "idle", "seed": root, "root_seed": root,
+             "tps": tps, "latency_mean_us": 1e6 / tps, "latency_p99_us": 2e6 / tps, "error": ""}
+            for root, tps in enumerate((20_000.0, 22_000.0, 27_000.0))]
+    pd.DataFrame(rows).to_csv(tmp_path / "curve.csv", index=False)
+    text = report_html(tmp_path)
+    assert "<h2>Over the seeds</h2>" in text
+    # mean 23,000; sd sqrt((3000^2 + 1000^2 + 4000^2) / 2) = 3605.6; t(2) 4.3027 * sd / sqrt(3)
+    assert "<td class=\"text\">23,000 \u00b1 8,957</td>" in text
+    assert "<td class=\"text\">44.2 \u00b1 16.3</td>" in text  # latency 1e6 / TPS: 50, 45.5, 37
 
 
 def test_a_directory_that_is_not_a_run_is_bad_input(tmp_path: Path,

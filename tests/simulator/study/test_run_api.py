@@ -17,6 +17,7 @@ from simulator.analysis.plotting import ratio_curve
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, Plan, experiments_dir, point_seed
+from simulator.study.outputs import write_results
 from simulator.study.store import PointStore
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import available_models, workload_model
@@ -124,3 +125,27 @@ def test_a_store_resumes_a_run_without_recomputing(tmp_path: Path,
     assert [len(plan.done) for plan in plans] == [0, 2]
     assert [task.key for task in plans[1].tasks] == [task.key for task in plans[0].tasks]
     pd.testing.assert_frame_equal(first.curve, again.curve, check_exact=True)
+
+
+def test_seed_replications_are_summarised_per_point(tmp_path: Path) -> None:
+    experiment = Experiment(**{**TINY, "algorithms": ("pre14", "post14"),  # type: ignore[arg-type]
+                               "seeds": (0, 1, 2)})
+    result = simulator.run(experiment)
+    assert len(result.curve) == 12  # 2 algorithms x 2 idle counts x 3 seeds
+    written = write_results(result, tmp_path)
+    assert tmp_path / "curve_summary.csv" in written
+    summary = pd.read_csv(tmp_path / "curve_summary.csv")
+    pd.testing.assert_frame_equal(summary, result.curve_summary, check_dtype=False)
+    assert len(summary) == 4  # one row per point
+    assert list(zip(summary["algorithm"], summary["idle_clients"], strict=True)) == [
+        ("pre14", 0), ("pre14", 200), ("post14", 0), ("post14", 200)]
+    assert (summary["n_seeds"] == 3).all()
+    assert (summary["n_failed"] == 0).all()
+    for _, point in summary.iterrows():
+        seeds = result.curve[(result.curve["algorithm"] == point["algorithm"])
+                             & (result.curve["idle_clients"] == point["idle_clients"])]
+        assert sorted(seeds["root_seed"]) == [0, 1, 2]
+        for column in ("tps", "latency_mean_us", "latency_p99_us", "remote_hitm"):
+            assert point[f"{column}_mean"] == pytest.approx(seeds[column].mean(), rel=1e-12)
+            assert point[f"{column}_low"] <= point[f"{column}_mean"] <= point[f"{column}_high"]
+    assert (summary["tps_high"] > summary["tps_low"]).any()  # the seeds do differ
