@@ -11,6 +11,7 @@ two configurations are treated as independent samples).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class MeanInterval:
         return self.mean + self.half
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(dof: float) -> float:
     """The two-sided :data:`CONFIDENCE` quantile of Student's t with ``dof`` degrees."""
     from scipy import stats  # imported when used: SciPy's import is slow (and argparse)
