@@ -220,3 +220,14 @@ def test_a_ratio_point_that_a_curve_measures_is_simulated_once(tmp_path: Path) -
     assert only_curves.ratios.empty
     assert only_curves.ratio_simulations == 0
 
+
+def test_shipped_ratios_name_their_source_and_stand_in() -> None:
+    manifest = load_manifest()
+    check_ratios(manifest)
+    assert set(manifest.ratios) == {
+        "xmin_out_of_pgxact_select_only", "xmin_out_of_pgxact_batch100",
+        "snapshot_cache_smaller_2s", "snapshot_cache_larger_2s", "pgxact_9_2_read_only_peak"}
+    for ratio in manifest.ratios.values():
+        assert ratio.source.startswith("PostgreSQL commit ")
+        assert ratio.stand_in
+        assert ratio.tolerance in (0.05, 0.10)
