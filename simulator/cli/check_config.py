@@ -4,9 +4,10 @@ The kind of file is recognised by its content (:data:`CONFIG_KINDS`, tried in or
 file, a measurement manifest or an experiment file, each by a top-level key that only that kind
 has (so a misspelt key is then named by the check, not taken for another kind). Each kind is
 checked completely (an experiment with its ``extends`` chain, its workload model's options, its
-machine and its measurements; a manifest with every file it names) and summarised in one line
-after ``ok:``. The file is read once, so ``FILE`` can be a stream (``/dev/stdin``); ``-`` reads
-standard input (relative paths in it are taken from the current directory).
+machine and its measurements; a manifest with every file it names and its ratios' names) and
+summarised in one line after ``ok:``. The file is read once, so ``FILE`` can be a stream
+(``/dev/stdin``); ``-`` reads standard input (relative paths in it are taken from the current
+directory).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from simulator.study.experiment_file import (
     load_document,
 )
 from simulator.study.measurements import MANIFEST_KEYS, load_manifest
+from simulator.study.validate import check_ratios
 
 STDIN = "-"
 STDIN_SOURCE = "<stdin>"
@@ -122,10 +124,12 @@ def is_manifest(data: Mapping[str, object]) -> bool:
 
 
 def check_manifest(source: str, data: Mapping[str, object] | None = None) -> str:
-    """Validate a measurement manifest and every file it names; a one-line summary."""
+    """Validate a measurement manifest, every file it names and its ratios; a one-line summary."""
     manifest = load_manifest(source, data)
     rows = sum(len(dataset.table()) for dataset in manifest.datasets.values())
-    return f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points"
+    check_ratios(manifest)
+    return (f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points, "
+            f"{len(manifest.ratios)} ratios")
 
 
 _EXPERIMENT_ONLY_KEYS = tuple(key for key in EXPERIMENT_KEYS if key not in ("name", "description"))

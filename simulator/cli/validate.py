@@ -1,10 +1,13 @@
 """``snapsim validate``: run the model on published measurements and report its errors.
 
 Writes ``validation.csv`` (every measured point with its prediction), ``summary.csv`` (per
-dataset and series) and the plots of :func:`simulator.study.validate.plot_validation` into
-``--out``, prints the summary and exits 1 when a series exceeds a threshold of the manifest,
-unless the manifest marks it ``expected: fail`` (a known gap, reported with its reason); a series
-so marked that passes exits 1 too (remove the mark), like pytest's strict xfail.
+dataset and series), ``ratios.csv`` (per published ratio) and the plots of
+:func:`simulator.study.validate.plot_validation` into ``--out``, prints the summary and the
+ratios and exits 1 when a series exceeds a threshold of the manifest or a ratio leaves its
+tolerance, unless the manifest marks it ``expected: fail`` (a known gap, reported with its
+reason); one so marked that passes exits 1 too (remove the mark), like pytest's strict xfail.
+``--dataset`` and ``--ratio`` select what runs: without either, every dataset and ratio; with
+some, only those named.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from simulator.study.store import atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.validate import (
     RUN_DEFAULTS,
+    check_ratios,
     gate_passes,
     plot_validation,
+    run_validation,
     summarise,
-    validate,
 )
 from simulator.study.workload_model import workload_model
 
@@ -48,7 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="measurement manifest (default: the shipped one)")
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--dataset", action="append", metavar="NAME",
-                        help="validate only this dataset (repeatable)")
+                        help="validate only this dataset (repeatable; with --ratio too)")
+    parser.add_argument("--ratio", action="append", metavar="NAME",
+                        help="validate only this published ratio (repeatable; with --dataset "
+                        "too)")
     parser.add_argument("--duration-ms", type=float, metavar="MS",
                         help="simulated time per point (default: the manifest's run settings, "
                         "a dataset's own where it has them)")
@@ -79,33 +86,47 @@ def main(args: argparse.Namespace) -> int:
     workload_model()  # the model is installed
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
-    for name in args.dataset or manifest.datasets:  # every input is read before the long part
+    selecting = bool(args.dataset or args.ratio)
+    datasets = (args.dataset or []) if selecting else None
+    ratios = (args.ratio or []) if selecting else None
+    # every input is read before the long part
+    for name in manifest.datasets if datasets is None else datasets:
         dataset = manifest.dataset(name)
         dataset.table()
         load_machine(dataset.machine, args.machine_set)
+    check_ratios(manifest, ratios, args.machine_set)
     prepare_kernel()
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     try:
-        table = validate(manifest, duration_ms=float(duration), warmup_ms=float(warmup),
-                         seed=int(settings["seed"]), overrides=args.set,
-                         jobs=jobs, client=client, progress=show_progress(args.no_progress),
-                         log=log, datasets=args.dataset, machine_overrides=args.machine_set,
-                         fixed=[key for key, value in (("duration_ms", args.duration_ms),
-                                                       ("warmup_ms", args.warmup_ms))
-                                if value is not None])
+        result = run_validation(
+            manifest, duration_ms=float(duration), warmup_ms=float(warmup),
+            seed=int(settings["seed"]), overrides=args.set, jobs=jobs, client=client,
+            progress=show_progress(args.no_progress), log=log, datasets=datasets,
+            ratios=ratios, machine_overrides=args.machine_set,
+            fixed=[key for key, value in (("duration_ms", args.duration_ms),
+                                          ("warmup_ms", args.warmup_ms)) if value is not None])
     finally:
         if client is not None:
             client.close()
+    table = result.points
     summary = summarise(table, manifest)
     with atomic_path(out / "validation.csv") as tmp:
         table.to_csv(tmp, index=False)
     with atomic_path(out / "summary.csv") as tmp:
         summary.to_csv(tmp, index=False)
-    plots = plot_validation(table, out)
-    _print_summary(summary, manifest)
-    log(f"wrote {out}/: validation.csv, summary.csv, {len(plots)} plots "
-        f"({len(table)} measured points, {time.perf_counter() - started:.1f} s)")
-    return EXIT_OK if gate_passes(summary) else EXIT_FAILED
+    with atomic_path(out / "ratios.csv") as tmp:
+        result.ratios.to_csv(tmp, index=False)
+    plots = plot_validation(table, out) if not table.empty else []
+    if not summary.empty:
+        _print_summary(summary, manifest)
+    if not result.ratios.empty:
+        _print_ratios(result.ratios)
+        log(f"the ratios' own {result.ratio_simulations} simulations (points no curve "
+            f"measures) took {result.ratio_wall_s:.1f} s of worker time")
+    log(f"wrote {out}/: validation.csv, summary.csv, ratios.csv, {len(plots)} plots "
+        f"({len(table)} measured points, {len(result.ratios)} ratios, "
+        f"{time.perf_counter() - started:.1f} s)")
+    return EXIT_OK if gate_passes(summary, result.ratios) else EXIT_FAILED
 
 
 def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
@@ -128,6 +149,27 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
         print(f"{unconverged} scored points did not converge in their window "
               "(window_converged false in validation.csv): their errors may be the window's; "
               "check them with a longer --duration-ms / --warmup-ms")
+
+
+def _print_ratios(ratios: pd.DataFrame) -> None:
+    rows = [(str(r.ratio), str(r.machine), str(r.clients), str(r.numerator), str(r.denominator),
+             f"{r.published:.3f}", f"{r.predicted:.3f}", f"{r.rel_error:+.1%}",
+             f"±{r.tolerance:.0%}", "" if r.window_converged else "no",
+             _RESULTS[str(r.outcome)]) for r in ratios.itertuples()]
+    print("published ratios: predicted = numerator TPS / denominator TPS, within the tolerance "
+          "of the published one")
+    for line in format_table(("RATIO", "MACHINE", "CLIENTS", "NUMERATOR", "DENOMINATOR",
+                              "PUBLISHED", "PREDICTED", "ERROR", "TOLERANCE", "UNCONVERGED",
+                              "RESULT"), rows):
+        print(line)
+    for r in ratios.itertuples():
+        if r.error:
+            print(f"ratio {r.ratio}: a simulation failed: {r.error!s}")
+        if r.outcome == "expected fail":
+            print(f"known gap ratio {r.ratio}: {r.reason}")
+        elif r.outcome == "unexpected pass":
+            print(f"UNEXPECTED PASS ratio {r.ratio}: within its tolerance although the manifest "
+                  f"expects it to fail ({r.reason}); remove its expected: fail")
 
 
 _RESULTS = {"pass": "ok", "fail": "FAIL", "expected fail": "known gap",

@@ -17,11 +17,20 @@ Every measured value is checked when a dataset is read: a TPS that is blank, not
 positive, a client count that is not an integer >= 1 (idle: >= 0), and a point measured twice in
 one series are errors naming the file, the CSV line and the column.
 
-Nothing here knows what the algorithms mean; names are checked by whoever runs the points.
+A manifest may also list ``ratios``: published speed-ups of one algorithm (or setting) over
+another at one configuration (:class:`Ratio`): the machine that stands in for the publication's,
+the workload, the clients, the two sides (an algorithm, optionally with ``set:`` overrides of the
+experiment's ``options``), the published ratio, its relative tolerance and the source; a ratio
+can be marked ``expected: fail`` like a series.
+
+Nothing here knows what the algorithms mean; names are checked by whoever runs the points
+(:func:`simulator.study.validate.check_ratios` for the ratios).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +51,8 @@ from simulator.errors import ConfigError
 
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                     "clients", "idle_clients", "measured_tps")
-_TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets")
-MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets")
+_TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets", "ratios")
+MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets", "ratios")
 """Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
@@ -52,8 +61,16 @@ _DATASET_RUN_KEYS = ("duration_ms", "warmup_ms")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
 _SERIES_KEYS = ("algorithm", "expected", "reason")
+_RATIO_KEYS = ("machine", "stand_in", "workload", "batch", "clients", "idle_clients", "idle_kind",
+               "numerator", "denominator", "published", "tolerance", "source", "expected",
+               "reason", "run")
+_RATIO_OPTIONAL = ("stand_in", "batch", "idle_clients", "idle_kind", "expected", "reason", "run")
+_SIDE_KEYS = ("algorithm", "set")
+RATIO_SET_PREFIX = "options"
+"""The experiment key a ratio side's ``set:`` overrides may change (and nothing else: the
+machine, workload and clients are the ratio's own)."""
 EXPECTED = ("pass", "fail")
-"""Values of a series' ``expected``: ``fail`` marks a known gap of the model."""
+"""Values of a series' or a ratio's ``expected``: ``fail`` marks a known gap of the model."""
 
 
 def shipped_manifest_path() -> Path:
@@ -169,6 +186,50 @@ class CalibrationPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class RatioSide:
+    """One side of a ratio: an algorithm and the ``options`` overrides it runs with."""
+
+    algorithm: str
+    sets: tuple[tuple[str, object], ...] = ()
+    """``(dotted key, value)`` pairs, e.g. ``("options.layout", [...])``, applied in order."""
+
+    def label(self) -> str:
+        """``algorithm``, or ``algorithm with key=value, ...`` (values as JSON)."""
+        if not self.sets:
+            return self.algorithm
+        shown = ", ".join(f"{key}={json.dumps(value, separators=(',', ':'))}"
+                          for key, value in self.sets)
+        return f"{self.algorithm} with {shown}"
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """A published speed-up of ``numerator`` over ``denominator`` at one configuration."""
+
+    name: str
+    machine: str
+    workload: str
+    clients: int
+    numerator: RatioSide
+    denominator: RatioSide
+    published: float
+    """The published ratio (numerator TPS / denominator TPS)."""
+    tolerance: float
+    """Relative: the prediction passes within ``published * (1 ± tolerance)``."""
+    source: str
+    stand_in: str = ""
+    """Why ``machine`` stands in for the publication's machine."""
+    batch: int | None = None
+    """``options.batch`` of both points (statements per round trip of the batched workload)."""
+    idle_clients: int = 0
+    idle_kind: str = "idle"
+    known_gap: str = ""
+    """Why the model is expected to miss it (``expected: fail``), else empty."""
+    run: Mapping[str, float] = field(default_factory=dict)
+    """The ratio's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``."""
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """A parsed manifest."""
 
@@ -180,6 +241,8 @@ class Manifest:
     """Machine name → the point giving its single-client TPS."""
     run: Mapping[str, float]
     """Simulation settings of ``snapsim validate`` (``duration_ms``, ``warmup_ms``, ``seed``)."""
+    ratios: Mapping[str, Ratio] = field(default_factory=dict)
+    """Published ratios by name."""
 
     def dataset(self, name: str) -> Dataset:
         """The dataset called ``name``.
@@ -191,6 +254,18 @@ class Manifest:
             raise ConfigError("measurements", f"no dataset {name!r} in {self.path} "
                               f"(datasets: {', '.join(self.datasets)})")
         return self.datasets[name]
+
+    def ratio(self, name: str) -> Ratio:
+        """The ratio called ``name``.
+
+        Raises:
+            ConfigError: no such ratio (the message lists them).
+        """
+        if name not in self.ratios:
+            listed = ", ".join(self.ratios) or "none"
+            raise ConfigError("measurements", f"no ratio {name!r} in {self.path} "
+                              f"(ratios: {listed})")
+        return self.ratios[name]
 
     def single_client_tps(self, machine: str) -> float | None:
         """The machine's measured single-client TPS, if the manifest gives one."""
@@ -228,7 +303,8 @@ def load_manifest(path: str | Path | None = None, data: object = None) -> Manife
 
 def _build(data: object, path: Path) -> Manifest:
     top = expect_mapping("", data)
-    check_keys(top, "", _TOP_KEYS, optional=("version", "thresholds", "machines", "run"))
+    check_keys(top, "", _TOP_KEYS,
+               optional=("version", "thresholds", "machines", "run", "ratios"))
     run_section = expect_mapping("run", top.get("run") or {})
     check_keys(run_section, "run", _RUN_KEYS, optional=_RUN_KEYS)
     run = {key: (float(expect_int("run.seed", value)) if key == "seed"
@@ -262,23 +338,45 @@ def _build(data: object, path: Path) -> Manifest:
             clients=expect_int(f"{key}.single_client_tps.clients", point["clients"]),
             idle_clients=expect_int(f"{key}.single_client_tps.idle_clients",
                                     point["idle_clients"]))
+    ratios = {str(name): _ratio(str(name), value)
+              for name, value in expect_mapping("ratios", top.get("ratios") or {}).items()}
     return Manifest(path=path, datasets=datasets, median_abs_rel_error=limits[_THRESHOLD_KEYS[0]],
                     max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], calibration=calibration,
-                    run=run)
+                    run=run, ratios=ratios)
+
+
+def _run_window(key: str, value: object) -> dict[str, float]:
+    """A dataset's or a ratio's own ``run:`` (``duration_ms`` > 0, ``warmup_ms`` >= 0)."""
+    run_section = expect_mapping(key, value or {})
+    check_keys(run_section, key, _DATASET_RUN_KEYS, optional=_DATASET_RUN_KEYS)
+    run = {name: (_fraction(f"{key}.{name}", item) if name == "duration_ms"
+                  else expect_number(f"{key}.{name}", item))
+           for name, item in run_section.items()}
+    if run.get("warmup_ms", 0.0) < 0:
+        raise ConfigError(f"{key}.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    return run
+
+
+def _known_gap(key: str, data: Mapping[str, object], what: str) -> str:
+    """The ``reason`` of ``expected: fail``, or ``""`` when the entry is expected to pass."""
+    expected = expect_str(f"{key}.expected", data.get("expected", "pass"))
+    if expected not in EXPECTED:
+        raise ConfigError(f"{key}.expected",
+                          f"unknown value {expected!r} (choose one of: {', '.join(EXPECTED)})")
+    reason = expect_str(f"{key}.reason", data.get("reason", "")).strip()
+    if expected == "fail" and not reason:
+        raise ConfigError(f"{key}.reason",
+                          "required with expected: fail (why the model misses it)")
+    if expected == "pass" and reason:
+        raise ConfigError(f"{key}.reason", f"only a {what} with expected: fail has one")
+    return reason
 
 
 def _dataset(name: str, value: object, base: Path) -> Dataset:
     key = f"datasets.{name}"
     data = expect_mapping(key, value)
     check_keys(data, key, _DATASET_KEYS, optional=("description", "run"))
-    run_section = expect_mapping(f"{key}.run", data.get("run") or {})
-    check_keys(run_section, f"{key}.run", _DATASET_RUN_KEYS, optional=_DATASET_RUN_KEYS)
-    run = {name: (_fraction(f"{key}.run.{name}", value) if name == "duration_ms"
-                  else expect_number(f"{key}.run.{name}", value))
-           for name, value in run_section.items()}
-    if run.get("warmup_ms", 0.0) < 0:
-        raise ConfigError(f"{key}.run.warmup_ms",
-                          f"must not be negative, got {run['warmup_ms']}")
+    run = _run_window(f"{key}.run", data.get("run"))
     series = {}
     known_gaps = {}
     for column, value in expect_mapping(f"{key}.series", data["series"]).items():
@@ -288,18 +386,9 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
             continue
         check_keys(value, entry_key, _SERIES_KEYS, optional=("expected", "reason"))
         series[str(column)] = expect_str(f"{entry_key}.algorithm", value["algorithm"])
-        expected = expect_str(f"{entry_key}.expected", value.get("expected", "pass"))
-        if expected not in EXPECTED:
-            raise ConfigError(f"{entry_key}.expected",
-                              f"unknown value {expected!r} (choose one of: {', '.join(EXPECTED)})")
-        reason = expect_str(f"{entry_key}.reason", value.get("reason", "")).strip()
-        if expected == "fail":
-            if not reason:
-                raise ConfigError(f"{entry_key}.reason",
-                                  "required with expected: fail (why the model misses it)")
+        reason = _known_gap(entry_key, value, "series")
+        if reason:
             known_gaps[str(column)] = reason
-        elif reason:
-            raise ConfigError(f"{entry_key}.reason", "only a series with expected: fail has one")
     if not series:
         raise ConfigError(f"{key}.series", "must map at least one TPS column to an algorithm")
     return Dataset(
@@ -314,6 +403,68 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
         known_gaps=known_gaps,
         run=run,
     )
+
+
+def _ratio(name: str, value: object) -> Ratio:
+    """The entry ``ratios.NAME``, every key checked (names are the runner's to check)."""
+    key = join_key("ratios", name)
+    data = expect_mapping(key, value)
+    check_keys(data, key, _RATIO_KEYS, optional=_RATIO_OPTIONAL)
+    published = expect_number(f"{key}.published", data["published"])
+    if not (published > 0 and math.isfinite(published)):
+        raise ConfigError(f"{key}.published", f"must be a positive ratio, got {published}")
+    tolerance = expect_number(f"{key}.tolerance", data["tolerance"])
+    if not (tolerance >= 0 and math.isfinite(tolerance)):
+        raise ConfigError(f"{key}.tolerance",
+                          f"must be a non-negative fraction (0.1: within 10 %), got {tolerance}")
+    batch = None
+    if "batch" in data:
+        batch = expect_int(f"{key}.batch", data["batch"])
+        if batch < 1:
+            raise ConfigError(f"{key}.batch", f"must be at least 1, got {batch}")
+    clients = expect_int(f"{key}.clients", data["clients"])
+    if clients < 1:
+        raise ConfigError(f"{key}.clients", f"must be at least 1, got {clients}")
+    idle_clients = expect_int(f"{key}.idle_clients", data.get("idle_clients", 0))
+    if idle_clients < 0:
+        raise ConfigError(f"{key}.idle_clients", f"must not be negative, got {idle_clients}")
+    texts = {}
+    for item in ("machine", "workload", "idle_kind", "source", "stand_in"):
+        text = expect_str(f"{key}.{item}", data.get(item, "idle" if item == "idle_kind" else ""))
+        if not text.strip() and item != "stand_in":
+            raise ConfigError(f"{key}.{item}", "must not be empty")
+        texts[item] = text.strip()
+    return Ratio(
+        name=name, machine=texts["machine"], workload=texts["workload"], clients=clients,
+        numerator=_ratio_side(f"{key}.numerator", data["numerator"]),
+        denominator=_ratio_side(f"{key}.denominator", data["denominator"]),
+        published=published, tolerance=tolerance, source=texts["source"],
+        stand_in=texts["stand_in"], batch=batch, idle_clients=idle_clients,
+        idle_kind=texts["idle_kind"], known_gap=_known_gap(key, data, "ratio"),
+        run=_run_window(f"{key}.run", data.get("run")))
+
+
+def _ratio_side(key: str, value: object) -> RatioSide:
+    """``algorithm`` or ``{algorithm: ..., set: {options.KEY: VALUE, ...}}``."""
+    if not isinstance(value, Mapping):
+        algorithm = expect_str(key, value).strip()
+        if not algorithm:
+            raise ConfigError(key, "must name an algorithm")
+        return RatioSide(algorithm)
+    check_keys(value, key, _SIDE_KEYS, optional=("set",))
+    algorithm = expect_str(f"{key}.algorithm", value["algorithm"]).strip()
+    if not algorithm:
+        raise ConfigError(f"{key}.algorithm", "must name an algorithm")
+    sets = []
+    for dotted, item in expect_mapping(f"{key}.set", value.get("set") or {}).items():
+        parts = str(dotted).split(".")
+        if len(parts) < 2 or parts[0] != RATIO_SET_PREFIX or not all(parts):
+            raise ConfigError(join_key(f"{key}.set", str(dotted)),
+                              f"expected a key of the experiment's {RATIO_SET_PREFIX} "
+                              f"(such as {RATIO_SET_PREFIX}.layout); the machine, workload "
+                              "and clients are the ratio's own")
+        sets.append((str(dotted), item))
+    return RatioSide(algorithm, tuple(sets))
 
 
 def _column_or_count(key: str, value: object) -> str | int:

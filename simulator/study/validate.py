@@ -22,12 +22,21 @@ A series the manifest marks ``expected: fail`` (a known gap of the model, with i
 a gate like pytest's strict xfail: while it fails its outcome is ``expected fail`` and it does not
 fail :func:`gate_passes`; once it passes its outcome is ``unexpected pass`` and it does, so that
 the mark is removed.
+
+The manifest's published ratios (:class:`~simulator.study.measurements.Ratio`) are checked beside
+the curves: :func:`run_validation` simulates each ratio's two points in the same run (a point that
+a curve also measures, with the same window and options, is simulated once) and
+:func:`score_ratios` sets each ratio's predicted value (numerator TPS / denominator TPS), its
+relative error against the published one, whether it lies within the tolerance, and its outcome,
+gated like a series' (:data:`RATIO_COLUMNS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
+import hashlib
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +45,16 @@ import pandas as pd
 
 from simulator.analysis.plotting import plot_tps, tps_panels
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import load_machine
+from simulator.config.machine_file import load_machine, resolve_machine_path
+from simulator.config.overrides import set_dotted
+from simulator.config.values import join_key
 from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, plan, single_client_work_scale
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
-from simulator.study.measurements import Manifest
+from simulator.study.measurements import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
-from simulator.study.sweep import PointTask, run_tasks
+from simulator.study.sweep import PointRecord, PointTask, run_tasks
+from simulator.study.workload_model import workload_model
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,6 +73,36 @@ VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
                       "calibration_point", "error", "duration_ms", "warmup_ms",
                       "window_converged")
+RATIO_COLUMNS = ("ratio", "machine", "workload", "batch", "clients", "idle_clients", "idle_kind",
+                 "numerator", "denominator", "numerator_tps", "denominator_tps", "published",
+                 "predicted", "rel_error", "tolerance", "passed", "expected", "outcome", "reason",
+                 "error", "duration_ms", "warmup_ms", "window_converged", "numerator_wall_s",
+                 "denominator_wall_s")
+"""Columns of a ratio's row (``ratios.csv``): its configuration (``batch``: the ``options.batch``
+of both points, empty when the manifest gives none), the two sides' labels (an algorithm, ``with``
+its ``set:`` overrides) and simulated TPS, ``published`` and ``predicted`` (numerator TPS /
+denominator TPS), ``rel_error`` (predicted / published - 1), ``tolerance`` (relative),
+``passed`` (``|rel_error| <= tolerance``), ``expected``, ``outcome`` and ``reason`` as in
+:data:`SUMMARY_COLUMNS`, ``error`` (a failed simulation's), the window, ``window_converged``
+(both points' windows converged) and each point's wall time in seconds (a point shared with a
+curve or another ratio is simulated once and shows its one wall time in each row)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """What :func:`run_validation` returns."""
+
+    points: pd.DataFrame
+    """Every measured point of the selected datasets (:data:`VALIDATION_COLUMNS`)."""
+    ratios: pd.DataFrame
+    """Every selected ratio, scored (:data:`RATIO_COLUMNS`)."""
+    ratio_simulations: int
+    """Simulations that only the ratios need (their points that no curve measures)."""
+    ratio_wall_s: float
+    """Wall time of those simulations, summed over the workers, in seconds."""
+
+
+TaskKey = tuple[object, ...]
 
 
 def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
@@ -71,13 +113,41 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
              machine_overrides: Sequence[str] = ()) -> pd.DataFrame:
     """Simulate every measured point of the manifest; return the point-by-point table.
 
-    ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
-    (e.g. ``options.costs.client=12000 cycles``); ``datasets`` restricts the run. A dataset's
-    own ``run`` replaces ``duration_ms`` / ``warmup_ms`` for its points, except the ones named
-    in ``fixed`` (the caller chose them for every point). A point measured by two datasets with
-    different windows is simulated once per window. ``machine_overrides`` (``--machine-set``
-    items) change every machine's file, for ablations (``scheduler.run_queues=global``).
+    The curves of :func:`run_validation` without its ratios (see there for the arguments).
     """
+    return run_validation(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed,
+                          overrides=overrides, jobs=jobs, client=client, progress=progress,
+                          log=log, datasets=datasets, ratios=(), fixed=fixed,
+                          machine_overrides=machine_overrides).points
+
+
+def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
+                   warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0,
+                   overrides: Sequence[str] = (), jobs: int = 1, client: Any = None,
+                   progress: bool = False, log: Callable[[str], None] | None = None,
+                   datasets: Sequence[str] | None = None, ratios: Sequence[str] | None = None,
+                   fixed: Collection[str] = (),
+                   machine_overrides: Sequence[str] = ()) -> Validation:
+    """Simulate the measured points and the ratios' points in one run; return both tables.
+
+    ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
+    (e.g. ``options.costs.client=12000 cycles``); ``datasets`` and ``ratios`` restrict the run
+    (``None``: all of them, an empty list: none). A dataset's or a ratio's own ``run`` replaces
+    ``duration_ms`` / ``warmup_ms`` for its points, except the ones named in ``fixed`` (the
+    caller chose them for every point). A point needed twice (two datasets, a dataset and a
+    ratio) with the same window and options is simulated once. ``machine_overrides``
+    (``--machine-set`` items) change every machine's file, for ablations
+    (``scheduler.run_queues=global``).
+
+    Raises:
+        ConfigError: an unknown dataset or ratio, a ratio that names an unknown machine,
+            algorithm, workload or idle kind or has a bad ``set:``, nothing selected.
+    """
+    selected = [manifest.ratio(name) for name in
+                (manifest.ratios if ratios is None else ratios)]
+    if datasets is not None and not datasets and not selected:
+        raise ConfigError("--dataset", "no dataset or ratio selected")
+    check_ratios(manifest, [ratio.name for ratio in selected], machine_overrides)
     measured = _measured(manifest, datasets)
     given = {"duration_ms": duration_ms, "warmup_ms": warmup_ms}
     for key, value in given.items():
@@ -85,13 +155,14 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
                measured["dataset"].unique()}
         measured[key] = [value if key in fixed else own[name] for name in measured["dataset"]]
     machines: dict[str, MachineConfig] = {}
-    tasks: dict[tuple[object, ...], PointTask] = {}
     scales: dict[str, float] = {}
-    for machine_name in measured["machine"].unique():
+    for machine_name in dict.fromkeys([*measured["machine"], *(r.machine for r in selected)]):
         machine = load_machine(str(machine_name), machine_overrides)
         machines[str(machine_name)] = machine
         scales[str(machine_name)] = _work_scale(manifest, machine, duration_ms, warmup_ms,
                                                 seed, overrides, log)
+    tasks: dict[TaskKey, PointTask] = {}
+    row_keys: dict[object, TaskKey] = {}
     for (machine_name, workload, idle_kind, duration_value, warmup_value), group in \
             measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms"],
                              sort=False):
@@ -99,41 +170,108 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
         duration, warmup = float(str(duration_value)), float(str(warmup_value))
         experiment = _experiment(machine, str(workload), str(idle_kind), group, duration,
                                  warmup, seed, overrides)
-        model = experiment.validate()
-        options = model.resolve_options(experiment.options)
         wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
-        for task in plan(experiment, machine, options, scales[str(machine_name)]):
-            spec = task.spec
-            point = (spec.algorithm, spec.clients, spec.idle_clients)
-            point_key = (machine_name, workload, idle_kind, duration, warmup, *point)
-            if point in wanted and point_key not in tasks:
-                tasks[point_key] = replace(
-                    task, key=f"{machine_name}-{workload}-{idle_kind}-{duration:g}ms-{task.key}",
-                    index=len(tasks))
+        keys = _schedule(tasks, experiment, machine, str(machine_name),
+                         scales[str(machine_name)], wanted)
+        for index, algorithm, clients, idle in zip(group.index, group["algorithm"],
+                                                   group["clients"], group["idle_clients"],
+                                                   strict=True):
+            row_keys[index] = keys[(str(algorithm), int(clients), int(idle))]
+    curve_tasks = len(tasks)
+    ratio_keys: list[tuple[TaskKey, TaskKey]] = []
+    windows: list[tuple[float, float]] = []
+    for ratio in selected:
+        machine = machines[ratio.machine]
+        window = tuple(value if key in fixed else ratio.run.get(key, value)
+                       for key, value in given.items())
+        windows.append((float(window[0]), float(window[1])))
+        sides = []
+        for side in (ratio.numerator, ratio.denominator):
+            experiment = _ratio_experiment(ratio, side, machine, windows[-1], seed, overrides)
+            point = (side.algorithm, ratio.clients, ratio.idle_clients)
+            keys = _schedule(tasks, experiment, machine, ratio.machine, scales[ratio.machine],
+                             {point})
+            sides.append(keys[point])
+        ratio_keys.append((sides[0], sides[1]))
     if log is not None:
-        log(f"validate: {len(measured)} measured points, {len(tasks)} simulations")
+        extra = (f"; {len(selected)} ratios, {len(tasks) - curve_tasks} more simulations"
+                 if selected else "")
+        log(f"validate: {len(measured)} measured points, {curve_tasks} simulations{extra}")
     records = run_tasks(list(tasks.values()), jobs=jobs, client=client, progress=progress)
     predicted = dict(zip(tasks, records, strict=True))
+    points = _point_table(manifest, measured, [predicted[row_keys[i]] for i in measured.index])
+    rows = [_ratio_row(ratio, window, predicted[numerator], predicted[denominator])
+            for ratio, window, (numerator, denominator) in
+            zip(selected, windows, ratio_keys, strict=True)]
+    ratio_only = records[curve_tasks:]
+    return Validation(points=points, ratios=score_ratios(pd.DataFrame(rows)),
+                      ratio_simulations=len(ratio_only),
+                      ratio_wall_s=float(sum(record.wall_s for record in ratio_only)))
+
+
+def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: MachineConfig,
+              machine_name: str, scale: float,
+              wanted: Collection[tuple[object, object, object]]
+              ) -> dict[tuple[str, int, int], TaskKey]:
+    """Add the ``wanted`` points of the experiment to ``tasks`` (once each); return their keys.
+
+    Points are ``(algorithm, clients, idle clients)``; ``machine_name`` is the machine as the
+    manifest names it. A task's key is its machine, workload,
+    idle kind, window, resolved options and point: the same point asked for twice (with the
+    same window and options) is simulated once.
+    """
+    model = experiment.validate()
+    options = model.resolve_options(experiment.options)
+    fingerprint = json.dumps(options, sort_keys=True, default=str)
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
+    duration, warmup = experiment.duration_ms, experiment.warmup_ms
+    keys = {}
+    for task in plan(experiment, machine, options, scale):
+        spec = task.spec
+        point = (spec.algorithm, spec.clients, spec.idle_clients)
+        if point not in wanted:
+            continue
+        key: TaskKey = (machine_name, spec.workload, spec.idle_kind, duration, warmup,
+                        fingerprint, *point)
+        if key not in tasks:
+            tasks[key] = replace(
+                task, key=f"{machine_name}-{spec.workload}-{spec.idle_kind}-{duration:g}ms-"
+                f"{warmup:g}ms-{digest}-{task.key}", index=len(tasks))
+        keys[point] = key
+    return keys
+
+
+def _point_table(manifest: Manifest, measured: pd.DataFrame,
+                 records: Sequence[PointRecord]) -> pd.DataFrame:
+    """The measured rows with their predictions (:data:`VALIDATION_COLUMNS`).
+
+    ``records`` are the rows' simulated points, in the rows' order.
+    """
     rows = []
-    for row in measured.to_dict("records"):
-        record = predicted[(row["machine"], row["workload"], row["idle_kind"],
-                            row["duration_ms"], row["warmup_ms"], row["algorithm"],
-                            row["clients"], row["idle_clients"])]
-        tps = float("nan") if record.failed else float(str(record.row["tps"]))
-        converged = not record.failed and bool(record.row.get("window_converged", True))
+    for row, record in zip(measured.to_dict("records"), records, strict=True):
+        tps = _tps(record)
         rows.append({**row, "predicted_tps": tps,
                      "rel_error": tps / float(row["measured_tps"]) - 1, "error": record.error,
-                     "window_converged": converged})
-    table = pd.DataFrame(rows)
+                     "window_converged": _converged(record)})
+    table = pd.DataFrame(rows, columns=[*measured.columns, "predicted_tps", "rel_error",
+                                        "error", "window_converged"])
     table["calibration_point"] = _calibration_flags(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
+
+
+def _tps(record: PointRecord) -> float:
+    return float("nan") if record.failed else float(str(record.row["tps"]))
+
+
+def _converged(record: PointRecord) -> bool:
+    return not record.failed and bool(record.row.get("window_converged", True))
 
 
 def _measured(manifest: Manifest, datasets: Sequence[str] | None) -> pd.DataFrame:
     names = list(manifest.datasets) if datasets is None else list(datasets)
     frames = [manifest.dataset(name).table() for name in names]
     if not frames:
-        raise ConfigError("--dataset", "no dataset selected")
+        return pd.DataFrame(columns=list(MEASURED_COLUMNS))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -170,6 +308,111 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
     return single_client_work_scale(probe, machine, options, target, log)
 
 
+def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
+                      window: tuple[float, float], seed: int,
+                      overrides: Sequence[str]) -> Experiment:
+    """One side's point as an experiment of one point.
+
+    The ratio's configuration, then ``--set``, the ratio's ``batch`` and the side's own
+    ``set:``, each over the ones before.
+    """
+    group = pd.DataFrame({"algorithm": [side.algorithm], "clients": [ratio.clients],
+                          "idle_clients": [ratio.idle_clients]})
+    experiment = _experiment(machine, ratio.workload, ratio.idle_kind, group, window[0],
+                             window[1], seed, overrides)
+    document: dict[str, object] = {"options": dict(experiment.options)}
+    batch = [] if ratio.batch is None else [("options.batch", ratio.batch)]
+    for dotted, value in [*batch, *side.sets]:
+        document = set_dotted(document, dotted.split("."), value, f"ratios.{ratio.name}")
+    options = document["options"]
+    assert isinstance(options, Mapping)
+    return replace(experiment, options=options)
+
+
+def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,
+                 machine_overrides: Sequence[str] = ()) -> None:
+    """Check the names and options of the ratios (default: all) before any point runs.
+
+    Raises:
+        ConfigError: an unknown ratio, machine, algorithm, workload or idle kind, or a ``set:``
+            the workload model rejects, with the ratio's key (``ratios.NAME.numerator``) and the
+            manifest as the source.
+    """
+    model = workload_model()
+    source = str(manifest.path)
+    for name in manifest.ratios if names is None else names:
+        ratio = manifest.ratio(name)
+        key = f"ratios.{name}"
+        try:
+            resolve_machine_path(ratio.machine)
+        except ConfigError as exc:
+            raise ConfigError(f"{key}.machine", exc.message, source) from None
+        for item, value, choices in (("workload", ratio.workload, model.workloads),
+                                     ("idle_kind", ratio.idle_kind, model.idle_kinds)):
+            if value not in choices:
+                raise ConfigError(f"{key}.{item}", f"unknown {item.replace('_', ' ')} "
+                                  f"{value!r} (choose from {', '.join(choices)})", source)
+        machine = load_machine(ratio.machine, machine_overrides)
+        for part, side in (("numerator", ratio.numerator), ("denominator", ratio.denominator)):
+            where = f"{key}.{part}"
+            if side.algorithm not in model.algorithms:
+                raise ConfigError(where if not side.sets else f"{where}.algorithm",
+                                  f"unknown algorithm {side.algorithm!r} "
+                                  f"(choose from {', '.join(model.algorithms)})", source)
+            try:
+                experiment = _ratio_experiment(ratio, side, machine, (1.0, 0.0), 0, ())
+                experiment.validate().resolve_options(experiment.options)
+            except ConfigError as exc:
+                raise ConfigError(join_key(f"{where}.set" if side.sets else where, exc.key),
+                                  exc.message, source) from None
+
+
+def _ratio_row(ratio: Ratio, window: tuple[float, float], numerator: PointRecord,
+               denominator: PointRecord) -> dict[str, object]:
+    """A ratio's row before scoring: its configuration and its two simulated points."""
+    return {
+        "ratio": ratio.name, "machine": ratio.machine, "workload": ratio.workload,
+        "batch": ratio.batch, "clients": ratio.clients, "idle_clients": ratio.idle_clients,
+        "idle_kind": ratio.idle_kind, "numerator": ratio.numerator.label(),
+        "denominator": ratio.denominator.label(), "numerator_tps": _tps(numerator),
+        "denominator_tps": _tps(denominator), "published": ratio.published,
+        "tolerance": ratio.tolerance, "reason": ratio.known_gap,
+        "error": "; ".join(record.error for record in (numerator, denominator) if record.error),
+        "duration_ms": window[0], "warmup_ms": window[1],
+        "window_converged": _converged(numerator) and _converged(denominator),
+        "numerator_wall_s": numerator.wall_s, "denominator_wall_s": denominator.wall_s,
+    }
+
+
+def score_ratios(rows: pd.DataFrame) -> pd.DataFrame:
+    """Score ratio rows (:data:`RATIO_COLUMNS`; ``predicted`` and the outcome are computed).
+
+    ``predicted`` is ``numerator_tps / denominator_tps`` (NaN when a point failed, which
+    fails the ratio); it passes when ``|predicted / published - 1| <= tolerance``; a non-empty
+    ``reason`` marks it ``expected: fail``.
+    """
+    table = rows.reindex(columns=list(RATIO_COLUMNS))
+    if table.empty:
+        return table
+    table["batch"] = table["batch"].astype("Int64")
+    table["predicted"] = (table["numerator_tps"].astype(float)
+                          / table["denominator_tps"].astype(float))
+    table["rel_error"] = table["predicted"] / table["published"].astype(float) - 1
+    table["passed"] = (table["rel_error"].abs() <= table["tolerance"].astype(float)).astype(bool)
+    table["reason"] = table["reason"].fillna("").astype(str)
+    table["expected"] = ["fail" if reason else "pass" for reason in table["reason"]]
+    table["outcome"] = [outcome(str(expected), bool(passed)) for expected, passed in
+                        zip(table["expected"], table["passed"], strict=True)]
+    table["error"] = table["error"].fillna("").astype(str)
+    return table
+
+
+def outcome(expected: str, passed: bool) -> str:
+    """The outcome (:data:`OUTCOMES`) of a series or ratio expected to ``pass`` or ``fail``."""
+    return {("pass", True): "pass", ("pass", False): "fail", ("fail", False): "expected fail",
+            ("fail", True): "unexpected pass"}[expected, passed]
+
+
 def _calibration_flags(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
     flags = pd.Series(False, index=table.index)
     for point in manifest.calibration.values():
@@ -194,12 +437,10 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
                       and worst <= manifest.max_abs_rel_error)
         reason = manifest.dataset(str(dataset)).known_gaps.get(str(series), "")
         expected = "fail" if reason else "pass"
-        outcome = {("pass", True): "pass", ("pass", False): "fail",
-                   ("fail", False): "expected fail", ("fail", True): "unexpected pass"}
         rows.append({
             "dataset": dataset, "series": series, "algorithm": group["algorithm"].iloc[0],
             "points": len(scored), "median_abs_rel_error": median, "max_abs_rel_error": worst,
-            "passed": passed, "expected": expected, "outcome": outcome[expected, passed],
+            "passed": passed, "expected": expected, "outcome": outcome(expected, passed),
             "reason": reason,
             "unconverged": int((~scored["window_converged"].astype(bool)).sum())
             if "window_converged" in scored else 0,
@@ -207,9 +448,10 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
-def gate_passes(summary: pd.DataFrame) -> bool:
-    """Whether every series came out as expected: no ``fail`` and no ``unexpected pass``."""
-    return not summary["outcome"].isin(FAILING_OUTCOMES).any()
+def gate_passes(summary: pd.DataFrame, ratios: pd.DataFrame | None = None) -> bool:
+    """Whether every series and ratio came out as expected: no fail, no unexpected pass."""
+    tables = [summary] if ratios is None else [summary, ratios]
+    return not any(table["outcome"].isin(FAILING_OUTCOMES).any() for table in tables)
 
 
 def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:

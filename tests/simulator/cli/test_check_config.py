@@ -13,6 +13,7 @@ from simulator.cli import main
 from simulator.study import estimate
 from simulator.study.experiment_file import experiments_dir
 from simulator.study.measurements import shipped_manifest_path
+from tests.simulator.study.test_ratios import RATIO, ratio_manifest
 
 
 def test_check_config_validates_experiments_and_manifests(
@@ -20,11 +21,14 @@ def test_check_config_validates_experiments_and_manifests(
     assert main(["check-config", str(experiments_dir() / "default.yaml")]) == 0
     assert "experiment default: 24 points (pre14, post14) on gold5215-2s" in capsys.readouterr().out
     assert main(["check-config", str(shipped_manifest_path())]) == 0
-    assert "5 datasets, 108 measured points" in capsys.readouterr().out
+    assert "5 datasets, 108 measured points, 5 ratios" in capsys.readouterr().out
     bad = tmp_path / "e.yaml"
     bad.write_text("extends: default\nalgorithms: [pre14, post15]\n", encoding="utf-8")
     assert main(["check-config", str(bad)]) == 2
     assert "unknown algorithm 'post15'" in capsys.readouterr().err
+    ratios = ratio_manifest(tmp_path, RATIO.replace("numerator: post14", "numerator: post15"))
+    assert main(["check-config", str(ratios)]) == 2
+    assert "ratios.tiny_ratio.numerator: unknown algorithm 'post15'" in capsys.readouterr().err
 
 
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:

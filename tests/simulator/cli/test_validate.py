@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from simulator.cli import main
+from simulator.study.validate import RATIO_COLUMNS
 from snapsim_models.costs import costs_from_dict, read_costs_document
+from tests.simulator.study.test_ratios import RATIO, ratio_manifest
 from tests.simulator.study.test_validate import write_manifest
 
 
@@ -111,3 +113,55 @@ def test_calibrate_cli_sensitivity(tmp_path: Path, capsys: pytest.CaptureFixture
                      "options.costs.client=5000:20000:cycles", "--sensitivity", bad,
                      "--out", str(tmp_path / "bad")]) == 2
         assert "--sensitivity" in capsys.readouterr().err
+
+
+def test_cli_checks_ratios_beside_the_curves_and_selects_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    loose = ratio_manifest(tmp_path)
+    assert main(["validate", "--manifest", str(loose), "--out", str(out), "--jobs", "1",
+                 "--no-progress"]) == 0
+    ratios = pd.read_csv(out / "ratios.csv", keep_default_na=False)
+    assert list(ratios.columns) == list(RATIO_COLUMNS)
+    assert ratios[["ratio", "numerator", "denominator", "outcome"]].values.tolist() == [
+        ["tiny_ratio", "post14", "pre14", "pass"]]
+    assert len(pd.read_csv(out / "validation.csv")) == 4
+    printed = capsys.readouterr().out
+    assert "published ratios" in printed
+    assert any(line.startswith("tiny_ratio") and line.endswith("ok")
+               for line in printed.splitlines())
+
+    strict = ratio_manifest(tmp_path, RATIO.replace("tolerance: 0.9", "tolerance: 0"))
+    assert main(["validate", "--manifest", str(strict), "--out", str(out), "--jobs", "1",
+                 "--no-progress", "--ratio", "tiny_ratio"]) == 1
+    assert pd.read_csv(out / "validation.csv").empty  # --ratio alone runs no curve
+    assert pd.read_csv(out / "ratios.csv")["outcome"].tolist() == ["fail"]
+    assert "FAIL" in capsys.readouterr().out
+
+    gap = ratio_manifest(tmp_path, RATIO.replace("tolerance: 0.9", "tolerance: 0\n"
+                                                 "    expected: fail\n    reason: too strict"))
+    assert main(["validate", "--manifest", str(gap), "--out", str(out), "--jobs", "1",
+                 "--no-progress", "--ratio", "tiny_ratio"]) == 0
+    assert "known gap ratio tiny_ratio: too strict" in capsys.readouterr().out
+    assert pd.read_csv(out / "ratios.csv")["outcome"].tolist() == ["expected fail"]
+
+    assert main(["validate", "--manifest", str(gap), "--out", str(out), "--jobs", "1",
+                 "--no-progress", "--dataset", "tiny"]) == 0
+    assert pd.read_csv(out / "ratios.csv").empty  # --dataset alone runs no ratio
+    assert len(pd.read_csv(out / "validation.csv")) == 4
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("numerator: post14", "numerator: post15", "ratios.tiny_ratio.numerator"),
+    ("tolerance: 0.9", "tolerance: -0.5", "ratios.tiny_ratio.tolerance"),
+    ("published: 1.05", "published: 0", "ratios.tiny_ratio.published"),
+])
+def test_a_bad_ratio_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           old: str, new: str, key: str) -> None:
+    path = ratio_manifest(tmp_path, RATIO.replace(old, new))
+    assert main(["validate", "--manifest", str(path), "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"{key}: " in err[0]
+    assert not (tmp_path / "o" / "ratios.csv").exists()
