@@ -7,7 +7,9 @@ ratios and exits 1 when a series exceeds a threshold of the manifest or a ratio 
 tolerance, unless the manifest marks it ``expected: fail`` (a known gap, reported with its
 reason); one so marked that passes exits 1 too (remove the mark), like pytest's strict xfail.
 ``--dataset`` and ``--ratio`` select what runs: without either, every dataset and ratio; with
-some, only those named.
+some, only those named. ``--seeds N`` runs every point with N root seeds: predictions are then
+means over the seeds with their 95 % intervals, errors are the means' errors, and the table
+counts the measured values that lie inside the model's interval.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated time per point (default: the manifest's run settings, "
                         "a dataset's own where it has them)")
     parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="run every point with N root seeds (the manifest's seed and the "
+                             "next N-1): predictions are means with 95 %% intervals, and the "
+                             "table says how many measured values lie inside (default 1)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override an experiment key for every point")
     parser.add_argument("--machine-set", action="append", default=[], metavar="KEY=VALUE",
@@ -83,6 +89,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--duration-ms", f"must be positive, got {duration}")
     if not warmup >= 0:
         raise ConfigError("--warmup-ms", f"must not be negative, got {warmup}")
+    if args.seeds < 1:
+        raise ConfigError("--seeds", f"must be at least 1, got {args.seeds}")
     workload_model()  # the model is installed
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
@@ -100,7 +108,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         result = run_validation(
             manifest, duration_ms=float(duration), warmup_ms=float(warmup),
-            seed=int(settings["seed"]), overrides=args.set, jobs=jobs, client=client,
+            seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
+            client=client,
             progress=show_progress(args.no_progress), log=log, datasets=datasets,
             ratios=ratios, machine_overrides=args.machine_set,
             fixed=[key for key, value in (("duration_ms", args.duration_ms),
@@ -130,13 +139,18 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
+    intervals = bool(summary["inside_interval"].notna().any())
     rows = [(str(r.dataset), str(r.series), str(r.algorithm), str(r.points),
              f"{r.median_abs_rel_error:.1%}", f"{r.max_abs_rel_error:.1%}",
+             *([f"{r.inside_interval}/{r.points}"] if intervals else []),
              str(r.unconverged), _RESULTS[str(r.outcome)]) for r in summary.itertuples()]
     print(f"median |error| <= {manifest.median_abs_rel_error:.0%}, "
-          f"max |error| <= {manifest.max_abs_rel_error:.0%} per series")
+          f"max |error| <= {manifest.max_abs_rel_error:.0%} per series"
+          + (" (errors of the mean over the seeds; IN 95 %: measured values inside the "
+             "model's interval)" if intervals else ""))
     for line in format_table(("DATASET", "SERIES", "ALGORITHM", "POINTS", "MEDIAN", "MAX",
-                              "UNCONVERGED", "RESULT"), rows):
+                              *(["IN 95 %"] if intervals else []), "UNCONVERGED", "RESULT"),
+                             rows):
         print(line)
     for r in summary.itertuples():
         if r.outcome == "expected fail":
@@ -153,7 +167,8 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
 
 def _print_ratios(ratios: pd.DataFrame) -> None:
     rows = [(str(r.ratio), str(r.machine), str(r.clients), str(r.numerator), str(r.denominator),
-             f"{r.published:.3f}", f"{r.predicted:.3f}", f"{r.rel_error:+.1%}",
+             f"{r.published:.3f}", _ratio_text(r.predicted, r.predicted_low, r.predicted_high),
+             f"{r.rel_error:+.1%}",
              f"±{r.tolerance:.0%}", "" if r.window_converged else "no",
              _RESULTS[str(r.outcome)]) for r in ratios.itertuples()]
     print("published ratios: predicted = numerator TPS / denominator TPS, within the tolerance "
@@ -170,6 +185,14 @@ def _print_ratios(ratios: pd.DataFrame) -> None:
         elif r.outcome == "unexpected pass":
             print(f"UNEXPECTED PASS ratio {r.ratio}: within its tolerance although the manifest "
                   f"expects it to fail ({r.reason}); remove its expected: fail")
+
+
+def _ratio_text(predicted: object, low: object, high: object) -> str:
+    """A predicted ratio, with its 95 % interval when there is one."""
+    value, bottom, top = (float(str(item)) for item in (predicted, low, high))
+    if pd.isna(bottom) or pd.isna(top):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{bottom:.3f}, {top:.3f}]"
 
 
 _RESULTS = {"pass": "ok", "fail": "FAIL", "expected fail": "known gap",

@@ -37,12 +37,14 @@ import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from math import nan
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from simulator.analysis.intervals import MeanInterval, mean_interval, ratio_interval
 from simulator.analysis.plotting import plot_tps, tps_panels
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine, resolve_machine_path
@@ -61,23 +63,31 @@ if TYPE_CHECKING:
 
 RUN_DEFAULTS = {"duration_ms": 5.0, "warmup_ms": 2.0, "seed": 0}
 SUMMARY_COLUMNS = ("dataset", "series", "algorithm", "points", "median_abs_rel_error",
-                   "max_abs_rel_error", "passed", "expected", "outcome", "reason", "unconverged")
+                   "max_abs_rel_error", "passed", "expected", "outcome", "reason", "unconverged",
+                   "inside_interval")
 """Columns of :func:`summarise`: ``passed`` (within both thresholds), ``expected`` (``pass`` or
 ``fail``, from the manifest), ``outcome`` (one of :data:`OUTCOMES`), ``reason`` (the manifest's
-reason of an expected failure, else empty) and ``unconverged`` (scored points whose window did
-not converge: their error may be the window's, not the model's)."""
+reason of an expected failure, else empty), ``unconverged`` (scored points whose window did
+not converge: their error may be the window's, not the model's) and ``inside_interval`` (scored
+points whose measured TPS lies inside the model's 95 % interval over the seeds; empty with one
+seed)."""
 OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
 """``outcome`` of a series: as expected (``pass``, ``expected fail``) or not (the other two)."""
 FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
                       "calibration_point", "error", "duration_ms", "warmup_ms",
-                      "window_converged")
+                      "window_converged", "seeds", "predicted_sd", "predicted_low",
+                      "predicted_high", "measured_inside")
+"""Columns of :func:`validate`'s table. With several seeds, ``predicted_tps`` is the mean over
+the seeds (``seeds`` of them), ``predicted_sd`` their standard deviation, ``predicted_low`` /
+``predicted_high`` the 95 % t-interval of the mean and ``measured_inside`` whether the measured
+TPS lies in it (all four empty with one seed); ``rel_error`` is the mean's."""
 RATIO_COLUMNS = ("ratio", "machine", "workload", "batch", "clients", "idle_clients", "idle_kind",
                  "numerator", "denominator", "numerator_tps", "denominator_tps", "published",
                  "predicted", "rel_error", "tolerance", "passed", "expected", "outcome", "reason",
                  "error", "duration_ms", "warmup_ms", "window_converged", "numerator_wall_s",
-                 "denominator_wall_s")
+                 "denominator_wall_s", "seeds", "predicted_low", "predicted_high")
 """Columns of a ratio's row (``ratios.csv``): its configuration (``batch``: the ``options.batch``
 of both points, empty when the manifest gives none), the two sides' labels (an algorithm, ``with``
 its ``set:`` overrides) and simulated TPS, ``published`` and ``predicted`` (numerator TPS /
@@ -85,7 +95,10 @@ denominator TPS), ``rel_error`` (predicted / published - 1), ``tolerance`` (rela
 ``passed`` (``|rel_error| <= tolerance``), ``expected``, ``outcome`` and ``reason`` as in
 :data:`SUMMARY_COLUMNS`, ``error`` (a failed simulation's), the window, ``window_converged``
 (both points' windows converged) and each point's wall time in seconds (a point shared with a
-curve or another ratio is simulated once and shows its one wall time in each row)."""
+curve or another ratio is simulated once and shows its one wall time in each row; summed over
+the seeds). With several seeds the two TPS are means over the ``seeds`` seeds and
+``predicted_low`` / ``predicted_high`` the 95 % interval of their ratio (delta method; empty
+with one seed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +116,12 @@ class Validation:
 
 
 TaskKey = tuple[object, ...]
+SeedKeys = tuple[TaskKey, ...]
+"""A point's task keys, one per root seed."""
 
 
 def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
-             warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0,
+             warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0, seeds: int = 1,
              overrides: Sequence[str] = (), jobs: int = 1, client: Any = None,
              progress: bool = False, log: Callable[[str], None] | None = None,
              datasets: Sequence[str] | None = None, fixed: Collection[str] = (),
@@ -116,13 +131,13 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
     The curves of :func:`run_validation` without its ratios (see there for the arguments).
     """
     return run_validation(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed,
-                          overrides=overrides, jobs=jobs, client=client, progress=progress,
-                          log=log, datasets=datasets, ratios=(), fixed=fixed,
+                          seeds=seeds, overrides=overrides, jobs=jobs, client=client,
+                          progress=progress, log=log, datasets=datasets, ratios=(), fixed=fixed,
                           machine_overrides=machine_overrides).points
 
 
 def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
-                   warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0,
+                   warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0, seeds: int = 1,
                    overrides: Sequence[str] = (), jobs: int = 1, client: Any = None,
                    progress: bool = False, log: Callable[[str], None] | None = None,
                    datasets: Sequence[str] | None = None, ratios: Sequence[str] | None = None,
@@ -137,12 +152,18 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     caller chose them for every point). A point needed twice (two datasets, a dataset and a
     ratio) with the same window and options is simulated once. ``machine_overrides``
     (``--machine-set`` items) change every machine's file, for ablations
-    (``scheduler.run_queues=global``).
+    (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
+    ``seed`` to ``seed + seeds - 1`` and is reported as their mean with its interval (a
+    machine's work scale is calibrated with ``seed`` alone).
 
     Raises:
-        ConfigError: an unknown dataset or ratio, a ratio that names an unknown machine,
-            algorithm, workload or idle kind or has a bad ``set:``, nothing selected.
+        ConfigError: ``seeds`` below 1, an unknown dataset or ratio, a ratio that names an
+            unknown machine, algorithm, workload or idle kind or has a bad ``set:``, nothing
+            selected.
     """
+    if seeds < 1:
+        raise ConfigError("--seeds", f"must be at least 1, got {seeds}")
+    roots = list(range(seed, seed + seeds))
     selected = [manifest.ratio(name) for name in
                 (manifest.ratios if ratios is None else ratios)]
     if datasets is not None and not datasets and not selected:
@@ -162,14 +183,14 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
         scales[str(machine_name)] = _work_scale(manifest, machine, duration_ms, warmup_ms,
                                                 seed, overrides, log)
     tasks: dict[TaskKey, PointTask] = {}
-    row_keys: dict[object, TaskKey] = {}
+    row_keys: dict[object, SeedKeys] = {}
     for (machine_name, workload, idle_kind, duration_value, warmup_value), group in \
             measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms"],
                              sort=False):
         machine = machines[str(machine_name)]
         duration, warmup = float(str(duration_value)), float(str(warmup_value))
         experiment = _experiment(machine, str(workload), str(idle_kind), group, duration,
-                                 warmup, seed, overrides)
+                                 warmup, roots, overrides)
         wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
         keys = _schedule(tasks, experiment, machine, str(machine_name),
                          scales[str(machine_name)], wanted)
@@ -178,7 +199,7 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
                                                    strict=True):
             row_keys[index] = keys[(str(algorithm), int(clients), int(idle))]
     curve_tasks = len(tasks)
-    ratio_keys: list[tuple[TaskKey, TaskKey]] = []
+    ratio_keys: list[tuple[SeedKeys, SeedKeys]] = []
     windows: list[tuple[float, float]] = []
     for ratio in selected:
         machine = machines[ratio.machine]
@@ -187,7 +208,7 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
         windows.append((float(window[0]), float(window[1])))
         sides = []
         for side in (ratio.numerator, ratio.denominator):
-            experiment = _ratio_experiment(ratio, side, machine, windows[-1], seed, overrides)
+            experiment = _ratio_experiment(ratio, side, machine, windows[-1], roots, overrides)
             point = (side.algorithm, ratio.clients, ratio.idle_clients)
             keys = _schedule(tasks, experiment, machine, ratio.machine, scales[ratio.machine],
                              {point})
@@ -199,8 +220,12 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
         log(f"validate: {len(measured)} measured points, {curve_tasks} simulations{extra}")
     records = run_tasks(list(tasks.values()), jobs=jobs, client=client, progress=progress)
     predicted = dict(zip(tasks, records, strict=True))
-    points = _point_table(manifest, measured, [predicted[row_keys[i]] for i in measured.index])
-    rows = [_ratio_row(ratio, window, predicted[numerator], predicted[denominator])
+
+    def seeded(keys: SeedKeys) -> list[PointRecord]:
+        return [predicted[key] for key in keys]
+
+    points = _point_table(manifest, measured, [seeded(row_keys[i]) for i in measured.index])
+    rows = [_ratio_row(ratio, window, seeded(numerator), seeded(denominator))
             for ratio, window, (numerator, denominator) in
             zip(selected, windows, ratio_keys, strict=True)]
     ratio_only = records[curve_tasks:]
@@ -212,59 +237,74 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
 def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: MachineConfig,
               machine_name: str, scale: float,
               wanted: Collection[tuple[object, object, object]]
-              ) -> dict[tuple[str, int, int], TaskKey]:
+              ) -> dict[tuple[str, int, int], SeedKeys]:
     """Add the ``wanted`` points of the experiment to ``tasks`` (once each); return their keys.
 
     Points are ``(algorithm, clients, idle clients)``; ``machine_name`` is the machine as the
-    manifest names it. A task's key is its machine, workload,
-    idle kind, window, resolved options and point: the same point asked for twice (with the
-    same window and options) is simulated once.
+    manifest names it. A task's key is its machine, workload, idle kind, window, resolved
+    options, point and root seed: the same point asked for twice (with the same window and
+    options) is simulated once per seed. A point's keys are one per root seed, in order.
     """
     model = experiment.validate()
     options = model.resolve_options(experiment.options)
     fingerprint = json.dumps(options, sort_keys=True, default=str)
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
     duration, warmup = experiment.duration_ms, experiment.warmup_ms
-    keys = {}
+    keys: dict[tuple[str, int, int], SeedKeys] = {}
     for task in plan(experiment, machine, options, scale):
         spec = task.spec
         point = (spec.algorithm, spec.clients, spec.idle_clients)
         if point not in wanted:
             continue
         key: TaskKey = (machine_name, spec.workload, spec.idle_kind, duration, warmup,
-                        fingerprint, *point)
+                        fingerprint, *point, task.root_seed)
         if key not in tasks:
             tasks[key] = replace(
                 task, key=f"{machine_name}-{spec.workload}-{spec.idle_kind}-{duration:g}ms-"
-                f"{warmup:g}ms-{digest}-{task.key}", index=len(tasks))
-        keys[point] = key
+                f"{warmup:g}ms-{digest}-{task.key}-s{task.root_seed}", index=len(tasks))
+        keys[point] = (*keys.get(point, ()), key)
     return keys
 
 
 def _point_table(manifest: Manifest, measured: pd.DataFrame,
-                 records: Sequence[PointRecord]) -> pd.DataFrame:
+                 records: Sequence[Sequence[PointRecord]]) -> pd.DataFrame:
     """The measured rows with their predictions (:data:`VALIDATION_COLUMNS`).
 
-    ``records`` are the rows' simulated points, in the rows' order.
+    ``records`` are the rows' simulated points (one per seed), in the rows' order.
     """
     rows = []
-    for row, record in zip(measured.to_dict("records"), records, strict=True):
-        tps = _tps(record)
-        rows.append({**row, "predicted_tps": tps,
-                     "rel_error": tps / float(row["measured_tps"]) - 1, "error": record.error,
-                     "window_converged": _converged(record)})
-    table = pd.DataFrame(rows, columns=[*measured.columns, "predicted_tps", "rel_error",
-                                        "error", "window_converged"])
+    for row, seeded in zip(measured.to_dict("records"), records, strict=True):
+        tps = _tps(seeded)
+        measured_tps = float(row["measured_tps"])
+        inside = (tps.low <= measured_tps <= tps.high) if tps.n >= 2 else None
+        rows.append({**row, "predicted_tps": tps.mean,
+                     "rel_error": tps.mean / measured_tps - 1, "error": _error(seeded),
+                     "window_converged": _converged(seeded), "seeds": len(seeded),
+                     "predicted_sd": tps.sd, "predicted_low": tps.low if tps.n >= 2 else nan,
+                     "predicted_high": tps.high if tps.n >= 2 else nan,
+                     "measured_inside": inside})
+    added = ("predicted_tps", "rel_error", "error", "window_converged", "seeds",
+             "predicted_sd", "predicted_low", "predicted_high", "measured_inside")
+    table = pd.DataFrame(rows, columns=[*measured.columns, *added])
+    table["measured_inside"] = table["measured_inside"].astype("boolean")
     table["calibration_point"] = _calibration_flags(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
 
 
-def _tps(record: PointRecord) -> float:
-    return float("nan") if record.failed else float(str(record.row["tps"]))
+def _tps(records: Sequence[PointRecord]) -> MeanInterval:
+    """The TPS over the seeds with its interval; a failed seed makes the mean ``nan``."""
+    if any(record.failed for record in records):
+        return MeanInterval(nan, nan, 0)
+    return mean_interval([float(str(record.row["tps"])) for record in records])
 
 
-def _converged(record: PointRecord) -> bool:
-    return not record.failed and bool(record.row.get("window_converged", True))
+def _error(records: Sequence[PointRecord]) -> str:
+    return "; ".join(dict.fromkeys(record.error for record in records if record.error))
+
+
+def _converged(records: Sequence[PointRecord]) -> bool:
+    return all(not record.failed and bool(record.row.get("window_converged", True))
+               for record in records)
 
 
 def _measured(manifest: Manifest, datasets: Sequence[str] | None) -> pd.DataFrame:
@@ -276,14 +316,14 @@ def _measured(manifest: Manifest, datasets: Sequence[str] | None) -> pd.DataFram
 
 
 def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd.DataFrame,
-                duration_ms: float, warmup_ms: float, seed: int,
+                duration_ms: float, warmup_ms: float, seeds: Sequence[int],
                 overrides: Sequence[str]) -> Experiment:
     document: dict[str, object] = {
         "algorithms": list(dict.fromkeys(group["algorithm"])),
         "workload": workload, "idle_kind": idle_kind,
         "clients": sorted({int(c) for c in group["clients"]}),
         "idle_clients": sorted({int(i) for i in group["idle_clients"]}),
-        "duration_ms": duration_ms, "warmup_ms": warmup_ms, "seeds": [seed],
+        "duration_ms": duration_ms, "warmup_ms": warmup_ms, "seeds": list(seeds),
     }
     document = apply_overrides(document, overrides)
     experiment = experiment_from_document(document, "--set", default_name="validation")
@@ -303,13 +343,13 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
     group = pd.DataFrame({"algorithm": [algorithm], "clients": [point.clients],
                           "idle_clients": [point.idle_clients]})
     probe = _experiment(machine, dataset.workload, dataset.idle_kind, group, duration_ms,
-                        warmup_ms, seed, overrides)
+                        warmup_ms, [seed], overrides)
     options = probe.validate().resolve_options(probe.options)
     return single_client_work_scale(probe, machine, options, target, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
-                      window: tuple[float, float], seed: int,
+                      window: tuple[float, float], seeds: Sequence[int],
                       overrides: Sequence[str]) -> Experiment:
     """One side's point as an experiment of one point.
 
@@ -319,7 +359,7 @@ def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
     group = pd.DataFrame({"algorithm": [side.algorithm], "clients": [ratio.clients],
                           "idle_clients": [ratio.idle_clients]})
     experiment = _experiment(machine, ratio.workload, ratio.idle_kind, group, window[0],
-                             window[1], seed, overrides)
+                             window[1], seeds, overrides)
     document: dict[str, object] = {"options": dict(experiment.options)}
     batch = [] if ratio.batch is None else [("options.batch", ratio.batch)]
     for dotted, value in [*batch, *side.sets]:
@@ -360,27 +400,31 @@ def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,
                                   f"unknown algorithm {side.algorithm!r} "
                                   f"(choose from {', '.join(model.algorithms)})", source)
             try:
-                experiment = _ratio_experiment(ratio, side, machine, (1.0, 0.0), 0, ())
+                experiment = _ratio_experiment(ratio, side, machine, (1.0, 0.0), [0], ())
                 experiment.validate().resolve_options(experiment.options)
             except ConfigError as exc:
                 raise ConfigError(join_key(f"{where}.set" if side.sets else where, exc.key),
                                   exc.message, source) from None
 
 
-def _ratio_row(ratio: Ratio, window: tuple[float, float], numerator: PointRecord,
-               denominator: PointRecord) -> dict[str, object]:
-    """A ratio's row before scoring: its configuration and its two simulated points."""
+def _ratio_row(ratio: Ratio, window: tuple[float, float], numerator: Sequence[PointRecord],
+               denominator: Sequence[PointRecord]) -> dict[str, object]:
+    """A ratio's row before scoring: its configuration and its two simulated points (per seed)."""
+    top, bottom = _tps(numerator), _tps(denominator)
+    _, low, high = ratio_interval(top, bottom)
     return {
         "ratio": ratio.name, "machine": ratio.machine, "workload": ratio.workload,
         "batch": ratio.batch, "clients": ratio.clients, "idle_clients": ratio.idle_clients,
         "idle_kind": ratio.idle_kind, "numerator": ratio.numerator.label(),
-        "denominator": ratio.denominator.label(), "numerator_tps": _tps(numerator),
-        "denominator_tps": _tps(denominator), "published": ratio.published,
+        "denominator": ratio.denominator.label(), "numerator_tps": top.mean,
+        "denominator_tps": bottom.mean, "published": ratio.published,
         "tolerance": ratio.tolerance, "reason": ratio.known_gap,
-        "error": "; ".join(record.error for record in (numerator, denominator) if record.error),
+        "error": _error([*numerator, *denominator]),
         "duration_ms": window[0], "warmup_ms": window[1],
         "window_converged": _converged(numerator) and _converged(denominator),
-        "numerator_wall_s": numerator.wall_s, "denominator_wall_s": denominator.wall_s,
+        "numerator_wall_s": sum(record.wall_s for record in numerator),
+        "denominator_wall_s": sum(record.wall_s for record in denominator),
+        "seeds": len(numerator), "predicted_low": low, "predicted_high": high,
     }
 
 
@@ -444,8 +488,19 @@ def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
             "reason": reason,
             "unconverged": int((~scored["window_converged"].astype(bool)).sum())
             if "window_converged" in scored else 0,
+            "inside_interval": _inside(scored),
         })
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    summary["inside_interval"] = summary["inside_interval"].astype("Int64")
+    return summary
+
+
+def _inside(scored: pd.DataFrame) -> int | None:
+    """Scored points whose measured TPS lies in the model's interval (``None``: no interval)."""
+    if "measured_inside" not in scored:
+        return None
+    known = scored["measured_inside"].dropna()
+    return int(known.astype(bool).sum()) if len(known) else None
 
 
 def gate_passes(summary: pd.DataFrame, ratios: pd.DataFrame | None = None) -> bool:

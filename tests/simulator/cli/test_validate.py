@@ -165,3 +165,23 @@ def test_a_bad_ratio_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
     assert len(err) == 1, err
     assert f"{key}: " in err[0]
     assert not (tmp_path / "o" / "ratios.csv").exists()
+
+
+def test_cli_seeds_print_how_many_measured_values_lie_inside(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = str(ratio_manifest(tmp_path))
+    out = tmp_path / "out"
+    assert main(["validate", "--manifest", manifest, "--out", str(out), "--jobs", "1",
+                 "--no-progress", "--seeds", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "IN 95 %" in printed
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["inside_interval"].notna().all()
+    assert (pd.read_csv(out / "validation.csv")["seeds"] == 2).all()
+    ratio = pd.read_csv(out / "ratios.csv").iloc[0]
+    assert f"{ratio['predicted']:.3f} [{ratio['predicted_low']:.3f}, " in printed
+    assert main(["validate", "--manifest", manifest, "--out", str(out), "--no-progress",
+                 "--seeds", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--seeds" in err[0]

@@ -18,7 +18,7 @@ from simulator.study.calibrate import (
     worst_series,
 )
 from simulator.study.measurements import load_manifest, shipped_manifest_path
-from simulator.study.validate import summarise, validate
+from simulator.study.validate import run_validation, summarise, validate
 
 CSV = """idle_connections,active_connections,tps_pre14,tps_post14
 0,1,33599,33406
@@ -242,3 +242,43 @@ def test_sensitivity_moves_each_value_both_ways_from_the_best(tmp_path: Path) ->
     assert moves["objective"].iloc[1] != moves["objective"].iloc[2]
     with pytest.raises(ValueError, match="fraction"):
         sensitivity(evaluator, [10000.0, 4.0], fraction=1.5)
+
+
+def test_seeds_give_the_mean_and_its_interval(tmp_path: Path) -> None:
+    from tests.simulator.study.test_ratios import ratio_manifest  # it imports this module
+
+    path = ratio_manifest(tmp_path)
+    # four clients: their start phases come from the seed (one client's run does not vary)
+    (tmp_path / "m.csv").write_text(CSV.replace(",1,", ",4,"), encoding="utf-8")
+    manifest = load_manifest(path)
+    single = [run_validation(manifest, duration_ms=2.0, warmup_ms=0.2, seed=root)
+              for root in (0, 1, 2)]
+    assert single[0].points["seeds"].tolist() == [1] * 4
+    assert single[0].points[["predicted_sd", "predicted_low", "predicted_high"]].isna().all().all()
+    assert single[0].points["measured_inside"].isna().all()
+    assert summarise(single[0].points, manifest)["inside_interval"].isna().all()
+    seeded = run_validation(manifest, duration_ms=2.0, warmup_ms=0.2, seed=0, seeds=3)
+    points = seeded.points
+    per_seed = np.array([run.points["predicted_tps"].to_numpy() for run in single])
+    assert (per_seed.std(axis=0) > 0).all()  # the seeds differ
+    np.testing.assert_allclose(points["predicted_tps"], per_seed.mean(axis=0))
+    np.testing.assert_allclose(points["predicted_sd"], per_seed.std(axis=0, ddof=1))
+    half = 4.302652729911275 * per_seed.std(axis=0, ddof=1) / np.sqrt(3)
+    np.testing.assert_allclose(points["predicted_high"] - points["predicted_tps"], half)
+    np.testing.assert_allclose(points["rel_error"],
+                               points["predicted_tps"] / points["measured_tps"] - 1)
+    inside = ((points["predicted_low"] <= points["measured_tps"])
+              & (points["measured_tps"] <= points["predicted_high"]))
+    assert points["measured_inside"].astype(bool).tolist() == inside.tolist()
+    assert points["seeds"].tolist() == [3] * 4
+    summary = summarise(points, manifest)
+    assert summary["inside_interval"].tolist() == [
+        int(inside[points["series"] == name].sum()) for name in summary["series"]]
+    ratio = seeded.ratios.iloc[0]
+    tops = [run.ratios.iloc[0]["numerator_tps"] for run in single]
+    bottoms = [run.ratios.iloc[0]["denominator_tps"] for run in single]
+    assert ratio["predicted"] == pytest.approx(np.mean(tops) / np.mean(bottoms))
+    assert ratio["predicted_low"] < ratio["predicted"] < ratio["predicted_high"]
+    assert ratio["seeds"] == 3
+    with pytest.raises(ConfigError, match="at least 1"):
+        run_validation(manifest, seeds=0)
