@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
 
-from tests.paths import REPO_ROOT
+from tests.paths import load_docs_script
 
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("findings", REPO_ROOT / "docs" / "findings.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["findings"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-FINDINGS = load_script()
+FINDINGS = load_docs_script("findings")
 
 
 def synthetic() -> pd.DataFrame:

@@ -3,28 +3,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from types import ModuleType
-
 import pandas as pd
 import pytest
 
-from tests.paths import REPO_ROOT
+from tests.paths import REPO_ROOT, load_docs_script
 
 ROOT = REPO_ROOT
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("predictions", ROOT / "docs" / "predictions.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_tps_table_has_one_row_per_point_and_the_post14_ratio() -> None:
-    script = load_script()
+    script = load_docs_script("predictions")
     curve = pd.DataFrame({
         "algorithm": ["pre14", "post14", "pre14", "post14"],
         "clients": [1, 1, 48, 48], "idle_clients": [0, 0, 0, 0],
@@ -36,7 +24,7 @@ def test_tps_table_has_one_row_per_point_and_the_post14_ratio() -> None:
 
 
 def test_tps_table_of_the_whatif_study_has_the_lockfree_ratio() -> None:
-    script = load_script()
+    script = load_docs_script("predictions")
     curve = pd.DataFrame({
         "algorithm": ["post14", "post14_lockfree"], "clients": [48, 48],
         "tps": [1000000.0, 1250000.0]})
@@ -47,7 +35,7 @@ def test_tps_table_of_the_whatif_study_has_the_lockfree_ratio() -> None:
 
 def test_unknown_machine_or_study_exits_2_before_running(
         capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script()
+    script = load_docs_script("predictions")
     assert script.main(["--machines", "no-such-machine"]) == 2
     assert "no-such-machine" in capsys.readouterr().err
     assert script.main(["--studies", "nope"]) == 2

@@ -4,33 +4,20 @@ synthetic curves (no simulation), its argument checks, and every study's runs as
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
 
-from tests.paths import REPO_ROOT
+from tests.paths import REPO_ROOT, load_docs_script
 
 T_2 = 4.302652729911275
 """Student's t, two-sided 95 %, 2 degrees of freedom."""
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("whatif", REPO_ROOT / "docs" / "whatif.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["whatif"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-WHATIF = load_script()
+WHATIF = load_docs_script("whatif")
 
 
 def test_labels_name_their_regions() -> None:
