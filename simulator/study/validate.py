@@ -280,8 +280,8 @@ def _point_table(manifest: Manifest, measured: pd.DataFrame,
         rows.append({**row, "predicted_tps": tps.mean,
                      "rel_error": tps.mean / measured_tps - 1, "error": _error(seeded),
                      "window_converged": _converged(seeded), "seeds": len(seeded),
-                     "predicted_sd": tps.sd, "predicted_low": tps.low if tps.n >= 2 else nan,
-                     "predicted_high": tps.high if tps.n >= 2 else nan,
+                     "predicted_sd": tps.sd, "predicted_low": tps.low,
+                     "predicted_high": tps.high,
                      "measured_inside": inside})
     added = ("predicted_tps", "rel_error", "error", "window_converged", "seeds",
              "predicted_sd", "predicted_low", "predicted_high", "measured_inside")
