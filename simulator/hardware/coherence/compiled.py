@@ -65,7 +65,7 @@ class CompiledCoherence:
             "l3_tag": n_domains * s3 * w3, "l3_dirty": n_domains * s3 * w3,
             "private_ptr": n_cores, "l3_ptr": n_domains,
             "set1": n_lines, "set2": n_lines, "set3": n_lines, "core_domain": n_cores,
-            "cal_count": n_lines,
+            "cal_count": n_lines, "l2_fill_victim": s2 * w2,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
@@ -110,7 +110,7 @@ class CompiledCoherence:
 
     def _initialise(self, keys: IntArray, homes: IntArray) -> None:
         for name in ("owner", "last_writer", "l1_way", "l2_way", "l3_way", "l1_tag", "l2_tag",
-                     "l3_tag"):
+                     "l3_tag", "l2_fill_victim"):
             self._flat(name)[:] = -1
         for level, cache in (("l1", self.machine.l1d), ("l2", self.machine.l2),
                              ("l3", self.machine.l3)):

@@ -58,7 +58,7 @@ P_OFFSETS = 16
 I32_SEGMENTS = (
     "owner", "ostate", "last_writer", "home", "holders", "n_holders", "l1_way", "l2_way",
     "l3_way", "l1_tag", "l2_tag", "l3_tag", "l3_dirty", "private_ptr", "l3_ptr", "set1", "set2",
-    "set3", "core_domain", "cal_count",
+    "set3", "core_domain", "cal_count", "l2_fill_victim",
 )
 I64_SEGMENTS = (
     "keys", "dirty_mask", "read_mask", "write_mask", "line_ops", "line_class",
@@ -139,7 +139,7 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
         p, i32, i64, f64,
         p[a], p[a + 1], p[a + 2], p[a + 3], p[a + 4], p[a + 5], p[a + 6], p[a + 7],
         p[a + 8], p[a + 9], p[a + 10], p[a + 11], p[a + 12], p[a + 13], p[a + 14], p[a + 15],
-        p[a + 16], p[a + 17], p[a + 18], p[a + 19],
+        p[a + 16], p[a + 17], p[a + 18], p[a + 19], p[a + 20],
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
         p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5],
@@ -772,6 +772,56 @@ def scan(
 
 
 @_jit()
+def _fill_whole_l2(v: Any, core: int, index2: int, private_lines: int, clock: int) -> int:
+    """:func:`pollute`'s L2 fills when every set receives at least as many as it has ways.
+
+    The replay's fill ``j`` goes to set ``(index2 + j) % s2`` and takes the way of least stamp,
+    so the ``r``-th fill of a set evicts the way of its ``r``-th least stamp: a tracked line of
+    rank ``r`` in set ``s`` leaves at fill ``r * s2 + (s - index2) % s2``. The tracked victims
+    are noted by fill in ``l2_fill_victim`` (one L2's worth of scratch, kept at -1 between
+    calls) and evicted in that order, each at the clock the replay would have (``MAX_WAYS`` per
+    fill plus the ticks of earlier spills), so the L3 and the directory end up exactly as after
+    the replay. Then every way holds :data:`JUNK`. Returns the clock after the fills.
+    """
+    s2, w2 = v.s2, v.w2
+    first = core * s2 * w2
+    tracked = 0
+    for index in range(s2):
+        base = first + index * w2
+        behind = (index - index2 + s2) % s2
+        for w in range(w2):
+            tag = v.i32[_u(v.l2_tag + base + w)]
+            if tag >= 0:
+                key = v.i64[_u(v.l2_stamp + base + w)]
+                rank = 0
+                for other in range(w2):
+                    if v.i64[_u(v.l2_stamp + base + other)] < key:
+                        rank += 1
+                v.i32[_u(v.l2_fill_victim + rank * s2 + behind)] = tag
+                tracked += 1
+    extra = 0
+    core_lines = core * v.n_lines
+    fill = 0
+    while tracked:
+        victim = v.i32[_u(v.l2_fill_victim + fill)]
+        if victim >= 0:
+            v.i32[_u(v.l2_fill_victim + fill)] = -1
+            at = clock + (fill + 1) * MAX_WAYS + extra
+            v.i32[_u(v.l2_way + core_lines + victim)] = -1
+            v.i64[_u(v.counters + 0)] = at
+            _evicted_from_l2(v, core, victim)
+            extra += v.i64[_u(v.counters + 0)] - at
+            tracked -= 1
+        fill += 1
+    clock += private_lines * MAX_WAYS + extra
+    for base in range(first, first + s2 * w2, w2):
+        for w in range(w2):
+            v.i32[_u(v.l2_tag + base + w)] = JUNK
+            v.i64[_u(v.l2_stamp + base + w)] = clock | w
+    return clock
+
+
+@_jit()
 def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
             l3_lines: int) -> None:
     """Pass untracked lines through a core's private caches and its domain's L3.
@@ -786,7 +836,9 @@ def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
     tracked line leaves the core's L1, every way holds :data:`JUNK`) instead of replaying the
     fills. The L1 stamps then differ from a replay, and the clock advances less, but only the
     order of stamps within a set is ever compared, so the canonical state (JUNK ways carry no
-    order that can be observed) and every later access are the same.
+    order that can be observed) and every later access are the same. When every L2 set receives
+    at least as many fills as it has ways too (a footprint of the L2's size: a deep idle state's
+    flush), :func:`_fill_whole_l2` does the same for the L2.
     """
     v = _views(p, i32, i64, f64)
     s1, w1, s2, w2 = v.s1, v.w1, v.s2, v.w2
@@ -796,7 +848,11 @@ def pollute(p: Any, i32: Any, i64: Any, f64: Any, core: int, private_lines: int,
     core_lines = core * v.n_lines
     clock = v.i64[_u(v.counters + 0)]
     whole_l1 = private_lines >= s1 * w1
-    for _ in range(private_lines):
+    replayed = private_lines
+    if whole_l1 and private_lines >= s2 * w2:
+        clock = _fill_whole_l2(v, core, index2, private_lines, clock)
+        replayed = 0
+    for _ in range(replayed):
         clock += MAX_WAYS
         base = (set2_base + index2) * w2
         w = _way_to_fill(v.i64, v.l2_stamp + base, w2)

@@ -165,3 +165,60 @@ def test_a_whole_l1_footprint_that_evicts_tracked_l2_lines_agrees(inclusion: L3I
         assert (ref.access(1, line, int(Op.LOAD), 1, 0.0, out_ref)
                 == comp.access(1, line, int(Op.LOAD), 1, 0.0, out_comp))
     np.testing.assert_array_equal(out_ref, out_comp)
+
+
+@pytest.mark.parametrize("inclusion", INCLUSIONS)
+@pytest.mark.parametrize("private_lines", [15, 16, 17, 40])
+def test_whole_l2_footprints_agree(inclusion: L3Inclusion, private_lines: int) -> None:
+    """The kernel evicts a whole-L2 footprint's tracked victims in the replay's order directly.
+
+    The toy L2 holds 8 sets of 2 ways (16 lines): 15 lines take the replayed path, the others
+    the direct one. Both cores' L2s hold tracked lines of every LRU rank (some modified, some
+    shared with the other core) and the footprint starts mid-way through the sets, so the
+    victims' spills to the L3 come in an order that neither the sets' nor the ranks' order gives
+    alone; 8 untracked L3 lines after them show the LRU clock. The L3 has 6 sets, so victims of
+    different L2 sets meet in one L3 set and the order of their spills shows.
+    """
+    machine = toy_machine(inclusion=inclusion, l3=(6, 4))
+    keys = np.arange(40, dtype=np.int64)
+    homes = np.zeros(40, dtype=np.int64)
+    ref, comp = ReferenceCoherence(machine, keys, homes), CompiledCoherence(machine, keys, homes)
+    out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
+    rng = np.random.default_rng(private_lines)
+    for round_ in range(3):
+        for _ in range(60):
+            thread = int(rng.integers(0, 4))
+            line, op = int(rng.integers(0, 40)), int(rng.integers(0, 3))
+            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
+                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        ref.pollute(round_ % 2, 5, 0)  # moves the footprint's starting set
+        comp.pollute(round_ % 2, 5, 0)
+        ref.pollute(round_ % 2, private_lines, 8)
+        comp.pollute(round_ % 2, private_lines, 8)
+        assert ref.canonical_state() == comp.canonical_state(), f"round {round_}"
+    for line in range(40):  # later accesses see the same caches
+        assert (ref.access(2, line, int(Op.LOAD), 1, 0.0, out_ref)
+                == comp.access(2, line, int(Op.LOAD), 1, 0.0, out_comp))
+    np.testing.assert_array_equal(out_ref, out_comp)
+
+
+def test_a_deep_idle_flush_agrees_on_a_shipped_machine() -> None:
+    """``flush_private``'s footprint (the L2's size) on gold5215-2s: 1024 sets of 16 ways."""
+    machine = load_machine("gold5215-2s")
+    ref, comp = _pair(machine, n_lines=3000, seed=5)
+    rng = np.random.default_rng(5)
+    out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
+    l2_lines = machine.l2.size_bytes // 64
+    for round_ in range(2):
+        for _ in range(2500):
+            thread = int(rng.integers(0, 4))
+            line, op = int(rng.integers(0, 3000)), int(rng.integers(0, 3))
+            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
+                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        held = sum(1 for cores in comp.canonical_state()["holders"] if round_ % 2 in cores)
+        assert held > 500
+        ref.pollute(round_ % 2, l2_lines, 0)
+        comp.pollute(round_ % 2, l2_lines, 0)
+        assert ref.canonical_state() == comp.canonical_state(), f"round {round_}"
+        assert not any(round_ % 2 in cores for cores in comp.canonical_state()["holders"])
+    np.testing.assert_array_equal(out_ref, out_comp)
