@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -13,3 +15,8 @@ Int32Array = npt.NDArray[np.int32]
 
 FloatArray = npt.NDArray[np.float64]
 """Times and costs in nanoseconds, rates, fitted values."""
+
+SequenceFunction = Callable[[int, IntArray, IntArray, IntArray, float, FloatArray],
+                            tuple[float, float]]
+"""A coherence engine's unchecked ``sequence``: ``(thread, lines, ops, masks, now, out)`` to
+``(total cost, total wait)`` in ns."""

@@ -41,7 +41,7 @@ from simulator.hardware.codes import (
 from simulator.hardware.coherence.compiled import CompiledCoherence
 from simulator.hardware.coherence.reference import ReferenceCoherence
 from simulator.hardware.topology import Topology
-from simulator.types import FloatArray, IntArray
+from simulator.types import FloatArray, IntArray, SequenceFunction
 
 __all__ = ["ALL_BYTES", "AccessResult", "Implementation", "Machine", "byte_mask", "new_counters"]
 
@@ -97,6 +97,8 @@ class _CoherenceImpl(Protocol):
     def sequence(
         self, thread: int, lines: IntArray, ops: IntArray, masks: IntArray, now: float, out: Any
     ) -> tuple[float, float]: ...
+
+    def sequence_function(self) -> SequenceFunction: ...
 
     def pollute(self, core: int, private_lines: int, l3_lines: int) -> None: ...
 
@@ -227,6 +229,14 @@ class Machine:
                 raise ValueError("ops must be Op values")
         target = self.totals if out is None else out
         return self._engine.sequence(thread, lines, ops, masks, now, target)
+
+    def sequence_unchecked(self) -> SequenceFunction:
+        """:meth:`sequence` as a bare function ``(thread, lines, ops, masks, now, out)``.
+
+        No checks and no defaults, and no Python call between the caller and the engine: for
+        hot loops whose arrays were validated once (a process's memory operations).
+        """
+        return self._engine.sequence_function()
 
     def scan(
         self,

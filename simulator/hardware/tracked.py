@@ -74,6 +74,12 @@ class Ops(Sequence[Access]):
         return arrays
 
     @property
+    def arrays(self) -> tuple[IntArray, IntArray, IntArray]:
+        """``(lines, ops, masks)`` in one call (a process's hot path)."""
+        arrays = self._arrays
+        return arrays if arrays is not None else self._build()
+
+    @property
     def lines(self) -> IntArray:
         """Machine line index of every access."""
         arrays = self._arrays

@@ -57,7 +57,7 @@ from simulator.hardware.machine import Machine, new_counters
 from simulator.hardware.tracked import Ops, ScanPlan
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import Task
-from simulator.types import FloatArray
+from simulator.types import FloatArray, SequenceFunction
 
 __all__ = ["DEFAULT_RUN_AHEAD_NS", "CpuProcess"]
 
@@ -99,8 +99,9 @@ class CpuProcess(Generic[C]):
             if category not in slot:
                 raise ValueError(f"{role} category {category!r} is not one of {tuple(slot)!r}")
         self.env = env
+        self._machine_built: Machine | None = None
+        self._sequence: SequenceFunction | None = None
         self.machine = machine
-        """Set once the tracked lines are known and the machine is built."""
         self.clock_ghz = clock_ghz
         self.task = task
         self.name = name
@@ -117,6 +118,16 @@ class CpuProcess(Generic[C]):
         """Time charged per category, in ns (replace it to start new accounts)."""
         self.counters: FloatArray = new_counters()
         """The machine's counters of this process's memory operations (replace it likewise)."""
+
+    @property
+    def machine(self) -> Machine | None:
+        """The machine; set once the tracked lines are known and the machine is built."""
+        return self._machine_built
+
+    @machine.setter
+    def machine(self, machine: Machine | None) -> None:
+        self._machine_built = machine
+        self._sequence = None if machine is None else machine.sequence_unchecked()
 
     # ------------------------------------------------------------------ steps
 
@@ -150,7 +161,9 @@ class CpuProcess(Generic[C]):
         Queueing behind other transfers of the same line is charged to the ``lock_wait``
         category when ``lock_line`` (a lock word), else to ``category``.
         """
-        task = self._task()
+        task = self.task
+        if task is None:
+            task = self._task()  # raises
         if self._pending > self.run_ahead_ns and not accesses.private:
             # flush(), its common case inlined (one timeout, no scheduling)
             total_work, total_stall = sum(self._work), sum(self._stall)
@@ -165,9 +178,12 @@ class CpuProcess(Generic[C]):
                 yield from self._scheduled_flush(start, total_work, total_stall)
         if task.thread is None:  # woken from a sleep: get a thread first
             yield from task.run(0.0)
-        total, waited = self._machine().sequence(
-            task.thread, accesses.lines, accesses.ops, accesses.masks,  # type: ignore[arg-type]
-            self.env.now + self._pending, self.counters, check=False)
+        sequence = self._sequence
+        if sequence is None:
+            sequence = self._machine().sequence_unchecked()  # raises
+        lines, ops, masks = accesses.arrays
+        total, waited = sequence(task.thread, lines, ops, masks,  # type: ignore[arg-type]
+                                 self.env.now + self._pending, self.counters)
         stall = self._stall
         if lock_line and waited:
             stall[self._lock_wait] += waited
@@ -227,10 +243,13 @@ class CpuProcess(Generic[C]):
         """Spend the pending time now (one scheduler run) and charge it to its categories."""
         if self._pending <= 0.0:
             return
+        task = self.task
+        if task is None:
+            task = self._task()  # raises
         total_work, total_stall = sum(self._work), sum(self._stall)
         env = self.env
         start = env.now
-        wall = self._task().start_segment(total_work, total_stall)
+        wall = task.start_segment(total_work, total_stall)
         if wall is not None:  # no scheduling on the way: one timeout (the common case)
             if wall > 0.0 and not env.fast_forward(wall):
                 yield env.timeout(wall)

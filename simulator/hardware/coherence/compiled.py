@@ -8,6 +8,7 @@ segment as a named NumPy view (``state.view("owner")``, reshaped where it is per
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from simulator.hardware.codes import (
 from simulator.hardware.coherence import kernel
 from simulator.hardware.latency import LatencyTables
 from simulator.hardware.topology import Topology
-from simulator.types import IntArray
+from simulator.types import IntArray, SequenceFunction
 
 
 class CompiledCoherence:
@@ -107,6 +108,7 @@ class CompiledCoherence:
         self.f64 = np.zeros(totals["f64"], dtype=np.float64)
         self._initialise(keys, homes)
         self._l2_way_flat = self._flat("l2_way")
+        self._sequence: SequenceFunction | None = None
 
     def _initialise(self, keys: IntArray, homes: IntArray) -> None:
         for name in ("owner", "last_writer", "l1_way", "l2_way", "l3_way", "l1_tag", "l2_tag",
@@ -184,6 +186,13 @@ class CompiledCoherence:
         total, waited = kernel.sequence(self.p, self.i32, self.i64, self.f64, thread, lines, ops,
                                         masks, now, out)
         return float(total), float(waited)
+
+    def sequence_function(self) -> SequenceFunction:
+        """:meth:`sequence` as the kernel itself with the state bound (no Python call between)."""
+        if self._sequence is None:
+            self._sequence = functools.partial(kernel.sequence, self.p, self.i32, self.i64,
+                                               self.f64)
+        return self._sequence
 
     def scan(
         self,

@@ -48,6 +48,7 @@ from simulator.hardware.codes import (
 )
 from simulator.hardware.latency import CLEAN, DIRTY, LatencyTables
 from simulator.hardware.topology import Topology
+from simulator.types import SequenceFunction
 
 # Plain ints for the hot paths (IntEnum members are slower to compare and to index with).
 _M, _E, _O, _F = int(LineState.M), int(LineState.E), int(LineState.O), int(LineState.F)
@@ -193,6 +194,10 @@ class ReferenceCoherence:
             total += latency + wait
             waited += wait
         return total, waited
+
+    def sequence_function(self) -> SequenceFunction:
+        """:meth:`sequence` itself (the reference has nothing to bind)."""
+        return self.sequence
 
     def scan(
         self,

@@ -4,6 +4,7 @@ is charged to the model's categories."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from enum import StrEnum
 from typing import Any
@@ -44,10 +45,16 @@ class _Spy:
         self.times: list[float] = []
         self.result: tuple[float, float] | None = None
 
-    def sequence(self, *args: Any, **kwargs: Any) -> tuple[float, float]:
-        self.times.append(args[4])
-        total, waited = self.machine.sequence(*args, **kwargs)
-        return (total, waited) if self.result is None else self.result
+    def sequence_unchecked(self) -> Callable[..., tuple[float, float]]:
+        """The function a process issues its operations through: the machine's, recorded."""
+        sequence = self.machine.sequence_unchecked()
+
+        def recorded(*args: Any) -> tuple[float, float]:
+            self.times.append(args[4])
+            total, waited = sequence(*args)
+            return (total, waited) if self.result is None else self.result
+
+        return recorded
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.machine, name)
