@@ -130,7 +130,8 @@ class AtomicWord:
         instant of the CAS (``False`` for a CAS that writes back the value it found, as
         ``LWLockAttemptLock`` does when the lock is not free).
         """
-        yield from process.sync()
+        if process.pending_ns > process.run_ahead_ns:  # process.sync(), without its generator
+            yield from process.flush()
         failed = self._version.fails(seen)
         yield from process.ops(self._rmw_twice if failed else self._rmw, category,
                                self.lock_line)
@@ -140,17 +141,27 @@ class AtomicWord:
     def update(self, process: CpuProcess[C], category: C, *,
                changes: Changes = True) -> Generator[simpy.Event, Any, int]:
         """Load, then CAS until it succeeds; return the failed attempts."""
-        yield from process.sync()
+        if process.pending_ns > process.run_ahead_ns:  # process.sync(), without its generator
+            yield from process.flush()
         task = process.task
-        holds = (task is not None and task.thread is not None and process.machine is not None
-                 and process.machine.holds(task.thread, self.line, check=False))
+        machine = process.machine
+        holds = (task is not None and task.thread is not None and machine is not None
+                 and machine.holds(task.thread, self.line, check=False))
+        lock_line = self.lock_line
         if self.fused or holds:
-            yield from process.ops(self._load_rmw, category, self.lock_line)
-            self._succeeded(process, changes, failed=False)
+            yield from process.ops(self._load_rmw, category, lock_line)
+            self._succeeded(process, changes, False)
             return 0
-        seen = yield from self.load(process, category)
-        failed: int = yield from self.compare_and_swap(process, seen, category, changes=changes)
-        return failed
+        # self.load(), then self.compare_and_swap(), without their generators
+        yield from process.ops(self._load, category, lock_line)
+        version = self._version
+        seen = version.count
+        if process.pending_ns > process.run_ahead_ns:
+            yield from process.flush()
+        failed = version.fails(seen)
+        yield from process.ops(self._rmw_twice if failed else self._rmw, category, lock_line)
+        self._succeeded(process, changes, failed)
+        return int(failed)
 
     def fetch_add(self, process: CpuProcess[C], category: C,
                   accesses: Ops | None = None) -> ProcessGenerator:
@@ -159,16 +170,23 @@ class AtomicWord:
         ``accesses``: several of them issued back to back in one call (default: one RMW of the
         word); each RMW among them changes the word.
         """
-        sequence = self._rmw if accesses is None else accesses
-        yield from process.ops(sequence, category, self.lock_line)
-        self._version.changed(sum(1 for access in sequence if access.op == Op.RMW))
+        if accesses is None:
+            yield from process.ops(self._rmw, category, self.lock_line)
+            self._version.changed()
+            return
+        yield from process.ops(accesses, category, self.lock_line)
+        self._version.changed(sum(1 for access in accesses if access.op == Op.RMW))
 
     def _succeeded(self, process: CpuProcess[Any], changes: Changes, failed: bool) -> None:
         """Count a finished CAS loop (one attempt, plus the failed one) and apply its change."""
         if changes is True or (changes is not False and changes()):
             self._version.changed()
         counters = process.counters
-        counters[_ATTEMPTS] += 1 + failed
-        counters[_FAILURES] += failed
-        self.cas_attempts += 1 + failed
-        self.cas_failures += failed
+        if failed:
+            counters[_ATTEMPTS] += 2
+            counters[_FAILURES] += 1
+            self.cas_attempts += 2
+            self.cas_failures += 1
+        else:
+            counters[_ATTEMPTS] += 1
+            self.cas_attempts += 1
