@@ -172,7 +172,7 @@ class CpuProcess(Generic[C]):
             wall = task.start_segment(total_work, total_stall)
             if wall is not None:
                 if wall > 0.0 and not env.fast_forward(wall):
-                    yield env.timeout(wall)
+                    yield env.wait(wall)
                 self._settle(start, total_work, total_stall, 0.0)
             else:
                 yield from self._scheduled_flush(start, total_work, total_stall)
@@ -218,7 +218,7 @@ class CpuProcess(Generic[C]):
                     wall = task.start_segment(total_work, total_stall)
                     if wall is not None:
                         if wall > 0.0 and not env.fast_forward(wall):
-                            yield env.timeout(wall)
+                            yield env.wait(wall)
                         self._settle(start, total_work, total_stall, 0.0)
                     else:
                         yield from self._scheduled_flush(start, total_work, total_stall)
@@ -252,7 +252,7 @@ class CpuProcess(Generic[C]):
         wall = task.start_segment(total_work, total_stall)
         if wall is not None:  # no scheduling on the way: one timeout (the common case)
             if wall > 0.0 and not env.fast_forward(wall):
-                yield env.timeout(wall)
+                yield env.wait(wall)
             self._settle(start, total_work, total_stall, 0.0)
         else:
             yield from self._scheduled_flush(start, total_work, total_stall)

@@ -538,7 +538,7 @@ class Task:
                 yield from self._wake()
             sched = self._sched
             holder = sched._holder
-            timeout = sched.env.timeout
+            timeout = sched.env.wait
             fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
@@ -584,7 +584,7 @@ class Task:
                 yield from self._wake()
             sched = self._sched
             holder = sched._holder
-            timeout = sched.env.timeout
+            timeout = sched.env.wait
             fast_forward = sched.env.fast_forward
             while True:
                 left = sched._slice_ns - self._slice_used
@@ -734,7 +734,7 @@ class Task:
             switch = how == _SWITCH
             sched._occupy(thread, self)
         if cost > 0.0 and not sched.env.fast_forward(cost):
-            yield sched.env.timeout(cost)
+            yield sched.env.wait(cost)
         if switch:  # queued behind its waker on the waker's thread
             self.context_switches += 1
             self.context_switch_ns += cost

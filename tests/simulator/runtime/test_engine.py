@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -164,6 +164,42 @@ def test_fast_forward_gives_the_same_history_as_timeouts(delays: list[list[float
     assert fast_events <= slow_events
     if len(delays) == 1:
         assert fast_events < slow_events
+
+
+def _log_of_waits(delays: list[list[float]], wait: bool) -> list[tuple[float, int, Any]]:
+    """Each process waits its delays in turn (timeout or wait), logging what it received."""
+    env = SimEnvironment(seed=0)
+    log: list[tuple[float, int, Any]] = []
+
+    def proc(index: int, waits: list[float]) -> ProcessGenerator:
+        for delay in waits:
+            received = yield (env.wait(delay) if wait else env.timeout(delay))
+            log.append((env.now, index, received))
+
+    for index, waits in enumerate(delays):
+        env.process(proc(index, waits))
+    env.run()
+    return log
+
+
+def test_wait_is_a_timeout_with_the_same_queue_entry() -> None:
+    slow, fast = SimEnvironment(seed=0), SimEnvironment(seed=0)
+    slow.timeout(3.5)
+    fast.wait(3.5)
+    (at_slow, priority_slow, id_slow, event_slow), = slow._queue
+    (at_fast, priority_fast, id_fast, event_fast), = fast._queue
+    assert (at_fast, priority_fast, id_fast) == (at_slow, priority_slow, id_slow)
+    assert type(event_fast) is type(event_slow)
+    assert vars(event_fast) == {**vars(event_slow), "env": fast}
+
+
+@pytest.mark.parametrize("delays", [
+    [[1.0, 5.0, 1.0], [2.0, 2.0, 2.0]],
+    [[1.0, 1.0], [1.0, 1.0], [2.0]],  # ties at equal times: the ids decide
+    [[0.5, 7.25, 0.25, 4.0], [3.0, 0.0, 3.0], [10.0, 0.125]],
+])
+def test_wait_gives_the_same_history_as_timeouts(delays: list[list[float]]) -> None:
+    assert _log_of_waits(delays, wait=True) == _log_of_waits(delays, wait=False)
 
 
 def test_succeed_after_resumes_the_waiter_later_with_the_value() -> None:
