@@ -130,8 +130,7 @@ class AtomicWord:
         instant of the CAS (``False`` for a CAS that writes back the value it found, as
         ``LWLockAttemptLock`` does when the lock is not free).
         """
-        if process.pending_ns > process.run_ahead_ns:  # process.sync(), without its generator
-            yield from process.flush()
+        yield from process.sync()
         failed = self._version.fails(seen)
         yield from process.ops(self._rmw_twice if failed else self._rmw, category,
                                self.lock_line)
@@ -141,8 +140,7 @@ class AtomicWord:
     def update(self, process: CpuProcess[C], category: C, *,
                changes: Changes = True) -> Generator[simpy.Event, Any, int]:
         """Load, then CAS until it succeeds; return the failed attempts."""
-        if process.pending_ns > process.run_ahead_ns:  # process.sync(), without its generator
-            yield from process.flush()
+        yield from process.sync()
         task = process.task
         machine = process.machine
         holds = (task is not None and task.thread is not None and machine is not None
@@ -156,8 +154,7 @@ class AtomicWord:
         yield from process.ops(self._load, category, lock_line)
         version = self._version
         seen = version.count
-        if process.pending_ns > process.run_ahead_ns:
-            yield from process.flush()
+        yield from process.sync()
         failed = version.fails(seen)
         yield from process.ops(self._rmw_twice if failed else self._rmw, category, lock_line)
         self._succeeded(process, changes, failed)

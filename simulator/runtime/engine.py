@@ -40,10 +40,14 @@ import simpy
 
 from simulator.runtime.recorder import Recorder
 
-__all__ = ["ProcessGenerator", "SimEnvironment"]
+__all__ = ["ProcessGenerator", "SimEnvironment", "Step"]
 
 ProcessGenerator: TypeAlias = Generator[simpy.Event, Any, Any]
 """A SimPy process body: yields events, receives their values, may return a value."""
+
+Step: TypeAlias = ProcessGenerator | tuple[()]
+"""What a step of a process returns, to ``yield from``: a generator, or an empty tuple when the
+step has nothing to wait for (no generator object is created for it)."""
 
 
 class SimEnvironment(simpy.Environment):

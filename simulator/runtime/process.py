@@ -13,6 +13,10 @@ accounts. A model drives it through three kinds of steps:
   memory stall under memory-level parallelism), one kernel call per chunk so that other
   processes' writes interleave with it.
 
+Every step is used as ``yield from process.step(...)``. A step that cannot wait (``compute``, a
+``sync`` or ``flush`` with nothing to spend) returns an empty tuple instead of a generator (a
+:data:`~simulator.runtime.engine.Step`): ``yield from`` it costs no generator object.
+
 **Time is lazy.** A step does not wait at once: it adds its CPU time and stall to the process's
 *pending* time. The pending time is spent in one scheduler run (one SimPy timeout,
 :meth:`~CpuProcess.flush`) before the process's next memory operation and before anything that
@@ -55,7 +59,7 @@ import simpy
 
 from simulator.hardware.machine import Machine, new_counters
 from simulator.hardware.tracked import Ops, ScanPlan
-from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment, Step
 from simulator.runtime.scheduler import Task
 from simulator.types import FloatArray, SequenceFunction
 
@@ -145,12 +149,11 @@ class CpuProcess(Generic[C]):
         """Time the process has run ahead of the simulation clock (not yet spent)."""
         return self._pending
 
-    def compute(self, cycles: float, category: C) -> ProcessGenerator:
+    def compute(self, cycles: float, category: C) -> Step:
         """Execute instructions (stretched when the SMT sibling is busy)."""
         self._work[self._slot[category]] += cycles / self.clock_ghz
         self._pending += cycles / self.clock_ghz
-        return
-        yield  # a generator, like every step
+        return ()
 
     # NOTE: ops() and scan() inline flush()'s common case (one timeout, no scheduling) for
     # speed: they are the hot path. The three copies are deliberate; keep them identical.
@@ -230,19 +233,24 @@ class CpuProcess(Generic[C]):
                 stall_by[slot] += stall
                 self._pending += stall
 
-    def sync(self) -> ProcessGenerator:
+    def sync(self) -> Step:
         """Catch up with the clock (unless within the run-ahead allowance).
 
         Call before changing state other processes read (a lock's holders, a shared counter),
         so that the change happens at the right simulated instant.
         """
         if self._pending > self.run_ahead_ns:
-            yield from self.flush()
+            return self._flush()
+        return ()
 
-    def flush(self) -> ProcessGenerator:
+    def flush(self) -> Step:
         """Spend the pending time now (one scheduler run) and charge it to its categories."""
         if self._pending <= 0.0:
-            return
+            return ()
+        return self._flush()
+
+    def _flush(self) -> ProcessGenerator:
+        """:meth:`flush` of a positive pending time."""
         task = self.task
         if task is None:
             task = self._task()  # raises

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pytest
 
 from simulator.config.machine_file import load_machine
-from simulator.runtime.engine import ProcessGenerator
+from simulator.runtime.engine import Step
 from snapsim_models.backend import Backend, Category
 from snapsim_models.point import PointConfig, run_point
 from snapsim_models.snapshots import BARRIER_CYCLES
@@ -88,8 +88,7 @@ def test_count_moved_before_the_recheck_falls_back_to_the_locked_full_path() -> 
     h.run(h.algorithm.clear_xmin(me))
     compute = Backend.compute
 
-    def bump_during_barrier(backend: Backend, cycles: float,
-                            category: Category) -> ProcessGenerator:
+    def bump_during_barrier(backend: Backend, cycles: float, category: Category) -> Step:
         if cycles == BARRIER_CYCLES:
             h.procarray.completion_count += 1
         return compute(backend, cycles, category)
