@@ -161,7 +161,8 @@ def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
     The arrays of :class:`~simulator.hardware.coherence.compiled.CompiledCoherence`: per line
     (owner, state, masks, counters, the hot-line calendar), per core and line (holder flags, L1
     and L2 ways), per domain and line (L3 way) and per cache way (tags, LRU stamps, L3 dirty
-    bits, pointers). The latency tables and scalars (a few kB) are left out.
+    bits, pointers) and one L2's worth of scratch. The latency tables and scalars (a few kB)
+    are left out.
     """
     topology = machine.topology
     domains = topology.sockets * topology.domains_per_socket
@@ -171,7 +172,8 @@ def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
     private_ways = machine.l1d.sets * machine.l1d.ways + machine.l2.sets * machine.l2.ways
     caches = (cores * (private_ways * (4 + 8) + 8)
               + domains * (machine.l3.sets * machine.l3.ways * 16 + 4))
-    return lines * per_line + caches
+    scratch = machine.l2.sets * machine.l2.ways * 4  # one L2's worth, for whole-L2 footprints
+    return lines * per_line + caches + scratch
 
 
 def estimate_point(task: PointTask) -> PointEstimate:
