@@ -57,7 +57,8 @@ MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets", "ratios")
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series", "run")
-_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms")
+_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", "max_clients")
+_RATIO_RUN_KEYS = ("duration_ms", "warmup_ms")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
 _SERIES_KEYS = ("algorithm", "expected", "reason")
@@ -95,7 +96,12 @@ class Dataset:
     known_gaps: Mapping[str, str] = field(default_factory=dict)
     """TPS column → why the model is expected to fail it (``expected: fail``)."""
     run: Mapping[str, float] = field(default_factory=dict)
-    """The dataset's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``."""
+    """The dataset's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``, for its
+    points of at most ``max_clients`` active clients (every point without it)."""
+
+    def window_applies(self, clients: int) -> bool:
+        """Whether the dataset's own ``run`` sets the window of a point of ``clients``."""
+        return clients <= self.run.get("max_clients", float("inf"))
 
     def table(self) -> pd.DataFrame:
         """Tidy measured rows (:data:`MEASURED_COLUMNS`), one per CSV row and series.
@@ -345,15 +351,25 @@ def _build(data: object, path: Path) -> Manifest:
                     run=run, ratios=ratios)
 
 
-def _run_window(key: str, value: object) -> dict[str, float]:
-    """A dataset's or a ratio's own ``run:`` (``duration_ms`` > 0, ``warmup_ms`` >= 0)."""
+def _run_window(key: str, value: object, keys: tuple[str, ...]) -> dict[str, float]:
+    """A dataset's or a ratio's own ``run:``, checked against ``keys``.
+
+    ``duration_ms`` > 0, ``warmup_ms`` >= 0; a dataset's ``max_clients`` >= 1, with a window.
+    """
     run_section = expect_mapping(key, value or {})
-    check_keys(run_section, key, _DATASET_RUN_KEYS, optional=_DATASET_RUN_KEYS)
+    check_keys(run_section, key, keys, optional=keys)
     run = {name: (_fraction(f"{key}.{name}", item) if name == "duration_ms"
+                  else float(expect_int(f"{key}.{name}", item)) if name == "max_clients"
                   else expect_number(f"{key}.{name}", item))
            for name, item in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError(f"{key}.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    if run.get("max_clients", 1.0) < 1:
+        raise ConfigError(f"{key}.max_clients",
+                          f"must be at least 1, got {int(run['max_clients'])}")
+    if "max_clients" in run and len(run) == 1:
+        raise ConfigError(f"{key}.max_clients", "limits a window the run does not set "
+                          "(give duration_ms or warmup_ms)")
     return run
 
 
@@ -376,7 +392,7 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
     key = f"datasets.{name}"
     data = expect_mapping(key, value)
     check_keys(data, key, _DATASET_KEYS, optional=("description", "run"))
-    run = _run_window(f"{key}.run", data.get("run"))
+    run = _run_window(f"{key}.run", data.get("run"), _DATASET_RUN_KEYS)
     series = {}
     known_gaps = {}
     for column, value in expect_mapping(f"{key}.series", data["series"]).items():
@@ -441,7 +457,7 @@ def _ratio(name: str, value: object) -> Ratio:
         published=published, tolerance=tolerance, source=texts["source"],
         stand_in=texts["stand_in"], batch=batch, idle_clients=idle_clients,
         idle_kind=texts["idle_kind"], known_gap=_known_gap(key, data, "ratio"),
-        run=_run_window(f"{key}.run", data.get("run")))
+        run=_run_window(f"{key}.run", data.get("run"), _RATIO_RUN_KEYS))
 
 
 def _ratio_side(key: str, value: object) -> RatioSide:

@@ -148,8 +148,9 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
     (e.g. ``options.costs.client=12000 cycles``); ``datasets`` and ``ratios`` restrict the run
     (``None``: all of them, an empty list: none). A dataset's or a ratio's own ``run`` replaces
-    ``duration_ms`` / ``warmup_ms`` for its points, except the ones named in ``fixed`` (the
-    caller chose them for every point). A point needed twice (two datasets, a dataset and a
+    ``duration_ms`` / ``warmup_ms`` for its points (a dataset's for those of at most its
+    ``max_clients`` active clients), except the ones named in ``fixed`` (the caller chose them
+    for every point). A point needed twice (two datasets, a dataset and a
     ratio) with the same window and options is simulated once. ``machine_overrides``
     (``--machine-set`` items) change every machine's file, for ablations
     (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
@@ -172,9 +173,10 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     measured = _measured(manifest, datasets)
     given = {"duration_ms": duration_ms, "warmup_ms": warmup_ms}
     for key, value in given.items():
-        own = {name: manifest.dataset(name).run.get(key, value) for name in
-               measured["dataset"].unique()}
-        measured[key] = [value if key in fixed else own[name] for name in measured["dataset"]]
+        measured[key] = [
+            value if key in fixed or not manifest.dataset(name).window_applies(int(clients))
+            else manifest.dataset(name).run.get(key, value)
+            for name, clients in zip(measured["dataset"], measured["clients"], strict=True)]
     machines: dict[str, MachineConfig] = {}
     scales: dict[str, float] = {}
     for machine_name in dict.fromkeys([*measured["machine"], *(r.machine for r in selected)]):

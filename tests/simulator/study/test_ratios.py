@@ -98,6 +98,8 @@ def test_a_ratio_side_can_set_options_and_a_ratio_can_be_a_known_gap(tmp_path: P
      "unknown key"),
     ("clients: 4", "clients: 4\n    run: {duration_ms: 0}", "ratios.tiny_ratio.run.duration_ms",
      "must be positive"),
+    ("clients: 4", "clients: 4\n    run: {duration_ms: 1, max_clients: 1}",
+     "ratios.tiny_ratio.run.max_clients", "unknown key"),
 ])
 def test_a_bad_ratio_names_its_key(tmp_path: Path, old: str, new: str, key: str,
                                    message: str) -> None:

@@ -123,10 +123,34 @@ def test_a_dataset_window_applies_to_its_points_unless_the_caller_fixes_it(
         tiny["predicted_tps"])
 
 
+def test_a_dataset_window_with_max_clients_applies_to_its_smaller_points(
+        tmp_path: Path) -> None:
+    (tmp_path / "two.csv").write_text("idle_connections,active_connections,tps_pre14\n"
+                                      "0,1,33599\n0,2,60000\n", encoding="utf-8")
+    longer = """  longer:
+    file: two.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    run: {duration_ms: 0.8, max_clients: 1}
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps_pre14: pre14}
+"""
+    manifest = load_manifest(write_manifest(tmp_path, extra=longer))
+    dataset = manifest.dataset("longer")
+    assert dataset.window_applies(1) and not dataset.window_applies(2)
+    table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, datasets=["longer"])
+    assert dict(zip(table["clients"], table["duration_ms"], strict=True)) == {1: 0.8, 2: 0.4}
+
+
 @pytest.mark.parametrize(("run", "key"), [
     ("{duration_ms: 0}", "datasets.tiny.run.duration_ms"),
     ("{warmup_ms: -1}", "datasets.tiny.run.warmup_ms"),
     ("{seed: 3}", "datasets.tiny.run"),
+    ("{duration_ms: 1, max_clients: 0}", "datasets.tiny.run.max_clients"),
+    ("{duration_ms: 1, max_clients: 1.5}", "datasets.tiny.run.max_clients"),
+    ("{max_clients: 4}", "datasets.tiny.run.max_clients"),
 ])
 def test_a_bad_dataset_window_names_its_key(tmp_path: Path, run: str, key: str) -> None:
     path = write_manifest(tmp_path)
