@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, metavar="N",
                         help="runs per figure; the median is reported (default 3)")
     parser.add_argument("--full", action="store_true",
-                        help="also time 'snapsim validate' (validate_wall_s; minutes)")
+                        help="also time 'snapsim validate' and the default experiment "
+                        "(validate_wall_s, default_experiment_wall_s; minutes)")
     parser.add_argument("--skip", default="", metavar="GROUPS",
                         help=f"comma-separated groups to leave out ({', '.join(GROUPS)})")
     parser.add_argument("--duration-ms", type=float, metavar="MS",

@@ -69,6 +69,9 @@ a busy machine inflates less than wall time.
   1000, 3000 and 10000 connections (median wall per point, then the fit).
 * ``validate_wall_s`` (group ``validate``, only with ``--full``: it takes minutes): wall time of
   ``snapsim validate`` with the shipped manifest, default jobs, in a fresh process.
+* ``default_experiment_wall_s`` (group ``default``, only with ``--full``): wall time of
+  ``snapsim run`` (the default experiment, 24 points, default jobs, with its tables and plots)
+  in a fresh process from a warm cache (the kernel compiled), as a newcomer's second run.
 
 ``--scale F`` multiplies every client and connection count (at least 1) and ``--duration-ms``
 shortens the points: for smoke tests only, the figures then no longer measure the configurations
@@ -106,8 +109,8 @@ from simulator.study.experiment_file import experiment_from_document, load_docum
 
 N_LINES = 5000
 WRITE_FRACTION = 0.05
-GROUPS = ("kernel", "e2e", "n15000", "sweep", "scaling", "validate")
-DEFAULT_GROUPS = tuple(g for g in GROUPS if g != "validate")
+GROUPS = ("kernel", "e2e", "n15000", "sweep", "scaling", "validate", "default")
+DEFAULT_GROUPS = tuple(g for g in GROUPS if g not in ("validate", "default"))
 EXPERIMENT = "bench"
 """The shipped experiment file of the end-to-end points."""
 MACHINE_128T = "westmere-ex-8s"
@@ -463,6 +466,26 @@ def validate_figures(settings: Settings, report: Callable[[str, float, float], N
     return figures
 
 
+def default_experiment_figures(settings: Settings, report: Callable[[str, float, float], None]
+                               ) -> dict[str, float]:
+    """Wall time of ``snapsim run`` with the default experiment (fresh processes)."""
+    start = time.perf_counter()
+    walls = []
+    for _ in range(settings.repeats):
+        with tempfile.TemporaryDirectory(prefix="snapsim-bench-") as out:
+            began = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "simulator", "-q", "run", "--out", out,
+                                   "--no-progress"], capture_output=True, text=True,
+                                  check=False)
+            walls.append(time.perf_counter() - began)
+        if done.returncode != 0:
+            raise RuntimeError(f"snapsim run failed: {done.stderr.strip()[-2000:]}")
+    figures = {"default_experiment_wall_s": statistics.median(walls)}
+    report("default_experiment_wall_s", figures["default_experiment_wall_s"],
+           time.perf_counter() - start)
+    return figures
+
+
 # --------------------------------------------------------------------------------------------
 # Driver
 # --------------------------------------------------------------------------------------------
@@ -496,7 +519,8 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
     measure: dict[str, Callable[[Settings, Callable[[str, float, float], None]],
                                 dict[str, float]]] = {
         "e2e": e2e_figures, "n15000": n15000_figures, "sweep": sweep_figures,
-        "scaling": scaling_figures, "validate": validate_figures}
+        "scaling": scaling_figures, "validate": validate_figures,
+        "default": default_experiment_figures}
     if any(group in groups for group in measure):
         warm_model(base)
     conditions: dict[str, object] = {}

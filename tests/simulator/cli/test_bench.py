@@ -75,3 +75,26 @@ def test_a_failing_group_is_reported_and_the_others_still_measured(
     assert figures["conditions"]["failed_groups"] == {
         "n15000": "RuntimeError: benchmark point failed: NoTransactionError: no transaction"}
     assert "bench: group n15000 failed: RuntimeError" in captured.err
+
+
+def test_full_times_the_default_experiment_in_a_fresh_process(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    import simulator.study.bench as bench
+
+    commands: list[list[str]] = []
+
+    def fake_run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert main(["bench", "--json", "--full", "--repeats", "2", *TINY,
+                 "--skip", "kernel,e2e,n15000,sweep,scaling"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures) == {"validate_wall_s", "default_experiment_wall_s", "conditions"}
+    runs = [command for command in commands if "run" in command]
+    assert len(runs) == 2  # one fresh process per repeat
+    assert all(command[1:3] == ["-m", "simulator"] and "--out" in command for command in runs)
+    assert figures["conditions"]["groups"] == ["validate", "default"]

@@ -139,7 +139,8 @@ def test_a_dataset_window_with_max_clients_applies_to_its_smaller_points(
 """
     manifest = load_manifest(write_manifest(tmp_path, extra=longer))
     dataset = manifest.dataset("longer")
-    assert dataset.window_applies(1) and not dataset.window_applies(2)
+    assert dataset.window_applies(1)
+    assert not dataset.window_applies(2)
     table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, datasets=["longer"])
     assert dict(zip(table["clients"], table["duration_ms"], strict=True)) == {1: 0.8, 2: 0.4}
 
