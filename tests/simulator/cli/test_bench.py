@@ -81,8 +81,6 @@ def test_full_times_the_default_experiment_in_a_fresh_process(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
-    import simulator.study.bench as bench
-
     commands: list[list[str]] = []
 
     def fake_run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
