@@ -12,7 +12,7 @@ from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, PointConfig, run_point
 from .shmem.build import check_layout_edits_apply
 from .snapshots import ALGORITHMS
-from .workloads import MIX, WORKLOADS
+from .workloads import BATCHED, MIX, WORKLOADS
 
 
 class PostgresModel:
@@ -32,14 +32,20 @@ class PostgresModel:
         return resolve_options(options, source)
 
     def check_workload_options(self, workload: str, options: Mapping[str, object]) -> None:
-        """The ``mix`` workload needs ``options.mix``.
+        """The ``mix`` workload needs ``options.mix``; only it and ``batched`` read a batch.
 
         Raises:
-            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload.
+            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload, or
+                ``options.batch`` is above 1 for a workload that sends one statement per round
+                trip (it would be silently ignored).
         """
         if workload == MIX and not options.get("mix"):
             raise ConfigError("options.mix", "the mix workload needs its scripts and weights, "
                               "e.g. options: {mix: {select-only: 9, tpcb: 1}}")
+        batch = options.get("batch", 1)
+        if workload not in (BATCHED, MIX) and isinstance(batch, int) and batch > 1:
+            raise ConfigError("options.batch", f"{batch} statements per round trip apply to the "
+                              f"{BATCHED} and {MIX} workloads only, not {workload}")
 
     def check_algorithm_options(self, algorithm: str, options: Mapping[str, object]) -> None:
         """Connections that come and go need an algorithm that models them.

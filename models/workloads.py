@@ -184,6 +184,9 @@ class Mix:
 MIX = "mix"
 """The workload name of a weighted mix of scripts (``options.mix`` gives the weights)."""
 
+BATCHED = "batched"
+"""The workload name of pipelined ``pgbench -S`` statements, ``options.batch`` per round trip."""
+
 
 def mix_of(weights: dict[str, float] | tuple[tuple[str, float], ...], batch: int = 1) -> Mix:
     """The mix of the named scripts with their weights.
@@ -209,7 +212,7 @@ def workload(name: str, batch: int = 1) -> Workload:
     if name == "tpcb":
         return Workload(name, ((tpcb_begin,), (tpcb_dml,), (tpcb_select,), (tpcb_dml,),
                                (tpcb_dml,), (tpcb_dml,), (tpcb_end,)))
-    if name == "batched":
+    if name == BATCHED:
         if batch < 1:
             raise ValueError(f"batch must be at least 1, got {batch}")
         return Workload(name, ((select_only,) + (batched_select,) * (batch - 1),),
@@ -219,4 +222,4 @@ def workload(name: str, batch: int = 1) -> Workload:
     raise ValueError(f"unknown workload {name!r} (choose one of {', '.join(WORKLOADS)})")
 
 
-WORKLOADS = ("select-only", "select1", "tpcb", "batched", MIX)
+WORKLOADS = ("select-only", "select1", "tpcb", BATCHED, MIX)

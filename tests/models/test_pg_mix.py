@@ -64,6 +64,19 @@ def test_the_mix_workload_without_weights_is_bad_input(
     assert "options.mix" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workload", ["select-only", "select1", "tpcb"])
+def test_a_batch_for_a_workload_that_reads_none_is_bad_input(
+        workload: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match=r"apply to the batched and mix workloads only"):
+        MODEL.check_workload_options(workload, {"batch": 10})
+    MODEL.check_workload_options(workload, {"batch": 1})
+    MODEL.check_workload_options("batched", {"batch": 10})
+    MODEL.check_workload_options("mix", {"batch": 10, "mix": {"batched": 1}})
+    assert main(["run", "tiny", "--workload", workload, "--set", "options.batch=10",
+                 "--out", "unused-dir"]) == 2
+    assert "options.batch" in capsys.readouterr().err
+
+
 def test_a_mix_needs_positive_weights() -> None:
     with pytest.raises(ValueError, match="positive"):
         Mix(mix_of({"select-only": 1}).scripts, (0.0,))
