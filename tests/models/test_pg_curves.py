@@ -75,8 +75,8 @@ def test_48_clients_pre14_falls_and_post14_stays_flat() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="known gap: measured, 48 clients keep 35 % of their "
-                   "0-idle TPS at 10000 idle and 1 client 48 %; with wake-up placement the "
-                   "model (uncalibrated costs) keeps 38 % and 37 % (docs/validation.md)")
+                   "0-idle TPS at 10000 idle and 1 client 48 %; the model (the global costs, "
+                   "no work scale, 3 ms windows) keeps 38 % and 36 % (docs/validation.md)")
 def test_48_clients_pre14_falls_further_than_one_client() -> None:
     """ProcArrayLock is held for the whole scan and the scans compete for the machine, so
     48 clients lose more of their 0-idle TPS at 10000 idle than 1 client does."""
