@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import shutil
 import signal
 import threading
@@ -38,6 +39,7 @@ from types import FrameType
 import pandas as pd
 
 from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
+from simulator.analysis.intervals import mean_interval
 from simulator.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -341,15 +343,24 @@ def _write_text(path: Path, text: str) -> None:
 def _print_summary(curve: pd.DataFrame) -> None:
     """TPS per point: rows (clients, idle clients), one column per algorithm.
 
-    A point whose window did not converge (``window_converged`` false) is marked ``*``, with a
-    footnote; a curve without the column (an older run) is printed unmarked.
+    With several seeds a cell is the mean and the half-width of its 95 % interval
+    (``30,100 ±250``). A point whose window did not converge (``window_converged`` false) is
+    marked ``*``, with a footnote; a curve without the column (an older run) is printed unmarked.
     """
     if curve.empty or "tps" not in curve.columns:
         return
+    intervals = {key: mean_interval(group.tolist()) for key, group in curve.groupby(
+        ["clients", "idle_clients", "algorithm"], sort=False)["tps"]}
     table = curve.pivot_table(index=["clients", "idle_clients"], columns="algorithm",
                               values="tps", aggfunc="mean", sort=False)
     table = table[[a for a in dict.fromkeys(curve["algorithm"]) if a in table.columns]]
     formatted = table.map(lambda v: f"{v:,.0f}" if pd.notna(v) else "failed")
+    seeded = False
+    for (clients, idle, algorithm), interval in intervals.items():
+        if interval.n >= 2 and not math.isnan(interval.half):
+            formatted.loc[(clients, idle), algorithm] = (
+                f"{interval.mean:,.0f} ±{interval.half:,.0f}")
+            seeded = True
     short = _short_windows(curve)
     marked = 0
     for (algorithm, clients, idle) in short:
@@ -357,7 +368,7 @@ def _print_summary(curve: pd.DataFrame) -> None:
             cell = str(formatted.loc[(clients, idle), algorithm])
             formatted.loc[(clients, idle), algorithm] = f"{cell} *"
             marked += 1
-    print("TPS")
+    print("TPS (mean over the seeds ± the half-width of its 95 % interval)" if seeded else "TPS")
     print(formatted.to_string())
     if marked:
         print(f"* window too short to trust ({marked} point(s)): fewer transactions per client "

@@ -364,3 +364,17 @@ def test_the_tps_table_marks_points_whose_window_did_not_converge(
         curve["transactions"].iloc[0] / 64)
     assert (" *\n" in table) is marked
     assert ("* window too short to trust (1 point(s))" in table) is marked
+
+
+def test_the_tps_table_gives_the_seeds_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    experiment = tmp_path / "seeded.yaml"
+    experiment.write_text("name: seeded\nextends: tiny\nalgorithms: [pre14]\nclients: [1]\n"
+                          "idle_clients: [0, 100]\nseeds: [0, 1, 2]\n", encoding="utf-8")
+    assert snapsim(str(experiment), "--jobs", "1", "--out", str(tmp_path / "out")) == 0
+    table = capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "out" / "curve_summary.csv")
+    assert "TPS (mean over the seeds ± the half-width of its 95 % interval)" in table
+    for mean, high in zip(summary["tps_mean"], summary["tps_high"], strict=True):
+        half = high - mean  # the summary's interval (a rounding of it may differ by one)
+        assert any(f"{mean:,.0f} ±{round(half) + d:,}" in table for d in (-1, 0, 1))
