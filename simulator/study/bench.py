@@ -92,7 +92,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -448,20 +448,32 @@ def scaling_figures(settings: Settings, report: Callable[[str, float, float], No
     return figures
 
 
+def _command_wall_s(arguments: Sequence[str], accepted: Collection[int], repeats: int) -> float:
+    """Median wall time of ``python -m simulator ARGUMENTS --out TMP --no-progress``.
+
+    Each run is a fresh process with its own temporary output directory.
+
+    Raises:
+        RuntimeError: a run exited with a code not in ``accepted``.
+    """
+    walls = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="snapsim-bench-") as out:
+            began = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "simulator", *arguments, "--out", out,
+                                   "--no-progress"], capture_output=True, text=True, check=False)
+            walls.append(time.perf_counter() - began)
+        if done.returncode not in accepted:
+            raise RuntimeError(f"snapsim {arguments[-1]} failed: {done.stderr.strip()[-2000:]}")
+    return statistics.median(walls)
+
+
 def validate_figures(settings: Settings, report: Callable[[str, float, float], None]
                      ) -> dict[str, float]:
     """Wall time of ``snapsim validate`` with the shipped manifest (fresh processes)."""
     start = time.perf_counter()
-    walls = []
-    for _ in range(settings.repeats):
-        with tempfile.TemporaryDirectory(prefix="snapsim-bench-") as out:
-            began = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "simulator", "validate", "--out", out,
-                                   "--no-progress"], capture_output=True, text=True, check=False)
-            walls.append(time.perf_counter() - began)
-        if done.returncode not in (0, 1):  # 1: a series is outside its thresholds, still timed
-            raise RuntimeError(f"snapsim validate failed: {done.stderr.strip()[-2000:]}")
-    figures = {"validate_wall_s": statistics.median(walls)}
+    # exit code 1: a series is outside its thresholds, still timed
+    figures = {"validate_wall_s": _command_wall_s(["validate"], (0, 1), settings.repeats)}
     report("validate_wall_s", figures["validate_wall_s"], time.perf_counter() - start)
     return figures
 
@@ -470,17 +482,8 @@ def default_experiment_figures(settings: Settings, report: Callable[[str, float,
                                ) -> dict[str, float]:
     """Wall time of ``snapsim run`` with the default experiment (fresh processes)."""
     start = time.perf_counter()
-    walls = []
-    for _ in range(settings.repeats):
-        with tempfile.TemporaryDirectory(prefix="snapsim-bench-") as out:
-            began = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "simulator", "-q", "run", "--out", out,
-                                   "--no-progress"], capture_output=True, text=True,
-                                  check=False)
-            walls.append(time.perf_counter() - began)
-        if done.returncode != 0:
-            raise RuntimeError(f"snapsim run failed: {done.stderr.strip()[-2000:]}")
-    figures = {"default_experiment_wall_s": statistics.median(walls)}
+    figures = {"default_experiment_wall_s": _command_wall_s(["-q", "run"], (0,),
+                                                             settings.repeats)}
     report("default_experiment_wall_s", figures["default_experiment_wall_s"],
            time.perf_counter() - start)
     return figures
