@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,17 @@ def _pair(
     keys = rng.choice(4 * n_lines + 64, size=n_lines, replace=False).astype(np.int64)
     homes = rng.integers(0, len(machine.memory.home_nodes), size=n_lines)
     return ReferenceCoherence(machine, keys, homes), CompiledCoherence(machine, keys, homes)
+
+
+def _random_accesses(ref: ReferenceCoherence, comp: CompiledCoherence,
+                     rng: np.random.Generator, count: int, n_threads: int, n_lines: int,
+                     out_ref: npt.NDArray[np.float64], out_comp: npt.NDArray[np.float64]) -> None:
+    """``count`` random accesses by threads ``0..n_threads-1``, the same on both; they agree."""
+    for _ in range(count):
+        thread = int(rng.integers(0, n_threads))
+        line, op = int(rng.integers(0, n_lines)), int(rng.integers(0, 3))
+        assert (ref.access(thread, line, op, 1, 0.0, out_ref)
+                == comp.access(thread, line, op, 1, 0.0, out_comp))
 
 
 def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> None:
@@ -122,11 +134,8 @@ def test_footprints_around_the_whole_l1_agree_after_each_pollution(private_lines
     rng = np.random.default_rng(11)
     out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
     for round_ in range(4):
-        for _ in range(600):
-            thread = int(rng.integers(0, 4))  # two cores, so the footprint meets their lines
-            line, op = int(rng.integers(0, 2000)), int(rng.integers(0, 3))
-            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
-                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        # threads of two cores, so the footprint meets their lines
+        _random_accesses(ref, comp, rng, 600, 4, 2000, out_ref, out_comp)
         core = round_ % 2
         ref.pollute(core, private_lines, 300)
         comp.pollute(core, private_lines, 300)
@@ -186,11 +195,7 @@ def test_whole_l2_footprints_agree(inclusion: L3Inclusion, private_lines: int) -
     out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
     rng = np.random.default_rng(private_lines)
     for round_ in range(3):
-        for _ in range(60):
-            thread = int(rng.integers(0, 4))
-            line, op = int(rng.integers(0, 40)), int(rng.integers(0, 3))
-            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
-                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        _random_accesses(ref, comp, rng, 60, 4, 40, out_ref, out_comp)
         ref.pollute(round_ % 2, 5, 0)  # moves the footprint's starting set
         comp.pollute(round_ % 2, 5, 0)
         ref.pollute(round_ % 2, private_lines, 8)
@@ -210,11 +215,7 @@ def test_a_deep_idle_flush_agrees_on_a_shipped_machine() -> None:
     out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
     l2_lines = machine.l2.size_bytes // 64
     for round_ in range(2):
-        for _ in range(2500):
-            thread = int(rng.integers(0, 4))
-            line, op = int(rng.integers(0, 3000)), int(rng.integers(0, 3))
-            assert (ref.access(thread, line, op, 1, 0.0, out_ref)
-                    == comp.access(thread, line, op, 1, 0.0, out_comp))
+        _random_accesses(ref, comp, rng, 2500, 4, 3000, out_ref, out_comp)
         held = sum(1 for cores in comp.canonical_state()["holders"] if round_ % 2 in cores)
         assert held > 500
         ref.pollute(round_ % 2, l2_lines, 0)
