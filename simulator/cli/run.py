@@ -39,7 +39,7 @@ from types import FrameType
 import pandas as pd
 
 from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
-from simulator.analysis.intervals import mean_interval
+from simulator.analysis.summary import curve_summary
 from simulator.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -349,17 +349,18 @@ def _print_summary(curve: pd.DataFrame) -> None:
     """
     if curve.empty or "tps" not in curve.columns:
         return
-    intervals = {key: mean_interval(group.tolist()) for key, group in curve.groupby(
-        ["clients", "idle_clients", "algorithm"], sort=False)["tps"]}
     table = curve.pivot_table(index=["clients", "idle_clients"], columns="algorithm",
                               values="tps", aggfunc="mean", sort=False)
     table = table[[a for a in dict.fromkeys(curve["algorithm"]) if a in table.columns]]
     formatted = table.map(lambda v: f"{v:,.0f}" if pd.notna(v) else "failed")
     seeded = False
-    for (clients, idle, algorithm), interval in intervals.items():
-        if interval.n >= 2 and not math.isnan(interval.half):
+    summary = curve_summary(curve)
+    for clients, idle, algorithm, n_seeds, mean, high in zip(
+            summary["clients"], summary["idle_clients"], summary["algorithm"],
+            summary["n_seeds"], summary["tps_mean"], summary["tps_high"], strict=True):
+        if int(n_seeds) >= 2 and not math.isnan(float(high)):
             formatted.loc[(clients, idle), algorithm] = (
-                f"{interval.mean:,.0f} ±{interval.half:,.0f}")
+                f"{float(mean):,.0f} ±{float(high) - float(mean):,.0f}")
             seeded = True
     short = _short_windows(curve)
     marked = 0
