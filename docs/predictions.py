@@ -24,6 +24,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.analysis.intervals import (
+    MeanInterval,
+    format_mean,
+    format_ratio,
+    mean_interval,
+    ratio_interval,
+)
 from simulator.config.machine_file import shipped_machines
 from simulator.study.measurements import load_manifest
 
@@ -92,21 +99,39 @@ Every point comes from the machine's file and the one global cost model; `gold52
 """The page above the machine sections: method, how far to trust it, findings (edit here)."""
 
 
-def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> list[str]:
-    """Markdown table: one row per point of ``row_keys``, one TPS column per algorithm."""
-    table = curve.pivot_table(index=row_keys, columns="algorithm", values="tps", aggfunc="mean")
-    algorithms = [a for a in ALGORITHMS if a in table.columns]
+def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> tuple[list[str], int]:
+    """Markdown table: one row per point of ``row_keys``, one TPS column per algorithm.
+
+    A cell is the mean over the point's seeds ± the half-width of its 95 % t-interval (the mean
+    alone with one seed); a ratio column is the ratio of the means with its delta-method interval.
+    A cell with a seed whose window did not converge is marked ``*``. Also returns how many
+    cells are marked.
+    """
+    algorithms = [a for a in ALGORITHMS if a in set(curve["algorithm"])]
     ratios = [(a, b) for a, b in RATIOS if {a, b} <= set(algorithms)]
+    cells: dict[tuple[tuple[int, ...], str], MeanInterval] = {}
+    flagged: set[tuple[tuple[int, ...], str]] = set()
+    for key, rows in curve.groupby([*row_keys, "algorithm"], sort=True):
+        *point, algorithm = key
+        index = (tuple(int(k) for k in point), str(algorithm))
+        cells[index] = mean_interval(rows["tps"].tolist())
+        if "window_converged" in rows and not rows["window_converged"].fillna(False).all():
+            flagged.add(index)
     header = [*(k.replace("_", " ") for k in row_keys), *algorithms,
               *(f"{a} / {b}" for a, b in ratios)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for index, row in table.iterrows():
-        keys = index if isinstance(index, tuple) else (index,)
-        cells = [f"{int(k):,}" for k in keys]
-        cells += [f"{row[a]:,.0f}" for a in algorithms]
-        cells += [f"{row[a] / row[b]:.2f}" for a, b in ratios]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+    for point in sorted({point for point, _ in cells}):
+        row = [f"{k:,}" for k in point]
+        for algorithm in algorithms:
+            cell = cells.get((point, algorithm))
+            text = "-" if cell is None else format_mean(cell)
+            row.append(text + (" *" if (point, algorithm) in flagged else ""))
+        for a, b in ratios:
+            top, bottom = cells.get((point, a)), cells.get((point, b))
+            row.append("-" if top is None or bottom is None
+                       else format_ratio(ratio_interval(top, bottom), digits=2))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines, len(flagged)
 
 
 def write_markdown() -> Path:
@@ -127,13 +152,17 @@ def write_markdown() -> Path:
             lines += [f"### {STUDIES[study]}", "",
                       f"![{machine} {study}](predictions/{machine}-{study}.png)", ""]
             keys = ["clients", "idle_clients"] if study == "idle" else ["clients"]
-            lines += [*_tps_table(curve, keys), ""]
+            table, flagged = _tps_table(curve, keys)
+            lines += [*table, ""]
             settings = curve.iloc[0]
             seeds = sorted(int(seed) for seed in curve["root_seed"].unique())
-            seed_text = (f"seed {seeds[0]}" if len(seeds) == 1
-                         else f"the mean of seeds {', '.join(map(str, seeds))}")
+            seed_text = (f"seed {seeds[0]}, no interval" if len(seeds) == 1
+                         else f"the mean of seeds {', '.join(map(str, seeds))} ± the half-width "
+                              "of its 95 % interval")
+            flag_text = (f"; * marks the {flagged} cell(s) with a window that did not converge"
+                         if flagged else "")
             lines += [f"{settings['duration_ms']:g} ms measured after {settings['warmup_ms']:g} "
-                      f"ms of warm-up per point, {seed_text}; "
+                      f"ms of warm-up per point, {seed_text}{flag_text}; "
                       f"curve: `predictions/{machine}-{study}.csv`.", ""]
     path = DOCS / "predictions.md"
     tmp = path.with_suffix(".md.tmp")

@@ -53,6 +53,8 @@ from simulator.analysis.intervals import (
     CONFIDENCE,
     NO_RATIO,
     Ratio,
+    format_mean,
+    format_ratio,
     mean_interval,
     ratio_interval,
 )
@@ -818,26 +820,6 @@ def build_tables(study: Study, curve: pd.DataFrame) -> list[Table]:
     return tables
 
 
-def format_cell(cell: Cell, digits: int = 0) -> str:
-    """``mean ± half`` (the mean alone when there is no interval)."""
-    if math.isnan(cell.mean):
-        return "-"
-    text = f"{cell.mean:,.{digits}f}"
-    if not math.isnan(cell.half):
-        text += f" ± {cell.half:,.{digits}f}"
-    return text
-
-
-def format_ratio(ratio: Ratio) -> str:
-    """``ratio [low, high]`` to three decimals."""
-    value, low, high = ratio
-    if math.isnan(value):
-        return "-"
-    if math.isnan(low):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def tps_table(study: Study, table: Table) -> list[str]:
     """Markdown: one row per point, TPS mean ± interval per series, ratios to the baseline."""
     others = [s for s in table.series if s != study.baseline]
@@ -850,7 +832,7 @@ def tps_table(study: Study, table: Table) -> list[str]:
         cells = [f"{clients:,}", f"{idle:,}"]
         for name in table.series:
             cell = table.tps.get((clients, idle, name))
-            text = "-" if cell is None else format_cell(cell)
+            text = "-" if cell is None else format_mean(cell)
             if table.flagged.get((clients, idle, name)):
                 text += " *"
             cells.append(text)

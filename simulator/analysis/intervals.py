@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CONFIDENCE", "NO_RATIO", "MeanInterval", "Ratio", "mean_interval",
-           "ratio_interval", "t_quantile"]
+__all__ = ["CONFIDENCE", "NO_RATIO", "MeanInterval", "Ratio", "format_mean", "format_ratio",
+           "mean_interval", "ratio_interval", "t_quantile"]
 
 CONFIDENCE = 0.95
 """Coverage of every interval."""
@@ -99,3 +99,23 @@ def ratio_interval(top: MeanInterval, bottom: MeanInterval) -> Ratio:
     dof = se ** 4 / sum(p ** 2 / (side.n - 1) for p, side in zip(parts, sides, strict=True))
     t = t_quantile(dof)
     return ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se)
+
+
+def format_mean(cell: MeanInterval, digits: int = 0) -> str:
+    """``mean ± half`` with thousands separators (the mean alone without an interval, ``-``)."""
+    if math.isnan(cell.mean):
+        return "-"
+    text = f"{cell.mean:,.{digits}f}"
+    if not math.isnan(cell.half):
+        text += f" ± {cell.half:,.{digits}f}"
+    return text
+
+
+def format_ratio(ratio: Ratio, digits: int = 3) -> str:
+    """``ratio [low, high]`` (the ratio alone without an interval; ``-`` for no ratio)."""
+    value, low, high = ratio
+    if math.isnan(value):
+        return "-"
+    if math.isnan(low):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"

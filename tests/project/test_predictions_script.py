@@ -17,7 +17,8 @@ def test_tps_table_has_one_row_per_point_and_the_post14_ratio() -> None:
         "algorithm": ["pre14", "post14", "pre14", "post14"],
         "clients": [1, 1, 48, 48], "idle_clients": [0, 0, 0, 0],
         "tps": [30000.0, 33000.0, 400000.0, 1000000.0]})
-    lines = script._tps_table(curve, ["clients"])
+    lines, flagged = script._tps_table(curve, ["clients"])
+    assert flagged == 0
     assert lines[0] == "| clients | pre14 | post14 | post14 / pre14 |"
     assert lines[2] == "| 1 | 30,000 | 33,000 | 1.10 |"
     assert lines[3] == "| 48 | 400,000 | 1,000,000 | 2.50 |"
@@ -28,9 +29,23 @@ def test_tps_table_of_the_whatif_study_has_the_lockfree_ratio() -> None:
     curve = pd.DataFrame({
         "algorithm": ["post14", "post14_lockfree"], "clients": [48, 48],
         "tps": [1000000.0, 1250000.0]})
-    lines = script._tps_table(curve, ["clients"])
+    lines, _ = script._tps_table(curve, ["clients"])
     assert lines[0] == "| clients | post14 | post14_lockfree | post14_lockfree / post14 |"
     assert lines[2] == "| 48 | 1,000,000 | 1,250,000 | 1.25 |"
+
+
+def test_tps_table_gives_intervals_over_seeds_and_marks_unconverged_cells() -> None:
+    script = load_docs_script("predictions")
+    curve = pd.DataFrame({
+        "algorithm": ["pre14", "pre14", "pre14", "post14", "post14", "post14"],
+        "clients": [48] * 6, "idle_clients": [1000] * 6,
+        "tps": [1000.0, 1200.0, 1100.0, 2000.0, 2200.0, 2100.0],
+        "window_converged": [True, True, True, True, False, True]})
+    lines, flagged = script._tps_table(curve, ["clients", "idle_clients"])
+    assert lines[0] == "| clients | idle clients | pre14 | post14 | post14 / pre14 |"
+    # t(2) * 100 / sqrt(3) = 248; the ratio's delta-method interval around 2100 / 1100
+    assert lines[2] == "| 48 | 1,000 | 1,100 ± 248 | 2,100 ± 248 * | 1.91 [1.58, 2.30] |"
+    assert flagged == 1
 
 
 def test_unknown_machine_or_study_exits_2_before_running(

@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from simulator.analysis.intervals import MeanInterval, mean_interval, ratio_interval
+from simulator.analysis.intervals import (
+    NO_RATIO,
+    MeanInterval,
+    format_mean,
+    format_ratio,
+    mean_interval,
+    ratio_interval,
+)
 
 T_2 = 4.302652729911275
 """Student's t, two-sided 95 %, 2 degrees of freedom."""
@@ -51,3 +58,13 @@ def test_mean_interval_bounds_and_spread() -> None:
     assert (cell.low, cell.high) == pytest.approx((2.0 - cell.half, 2.0 + cell.half))
     assert math.isnan(MeanInterval(1.0, math.nan, 1, (1.0,)).sd)
     assert mean_interval([]).n == 0
+
+
+def test_format_mean_and_ratio_show_the_interval_only_when_there_is_one() -> None:
+    assert format_mean(mean_interval([1000.0, 1200.0, 1100.0])) == "1,100 ± 248"
+    assert format_mean(mean_interval([1234.4])) == "1,234"
+    assert format_mean(mean_interval([])) == "-"
+    assert format_mean(mean_interval([1.0, 1.5]), digits=2) == "1.25 ± 3.18"
+    assert format_ratio((1.23456, 1.2, 1.3)) == "1.235 [1.200, 1.300]"
+    assert format_ratio((1.23456, math.nan, math.nan), digits=2) == "1.23"
+    assert format_ratio(NO_RATIO) == "-"
