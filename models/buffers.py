@@ -112,10 +112,18 @@ class HotPage:
             return
         delay = SpinDelay()  # WaitBufHdrUnlocked: loads under perform_spin_delay
         seen = yield from self.header.load(backend, Category.LOCK_WAIT)
-        while self.header_locked_by is not None:
+        while self.header_locked():
             yield from delay.spin(backend, Category.LOCK_WAIT)
             seen = yield from self.header.load(backend, Category.LOCK_WAIT)
         yield from self.header.compare_and_swap(backend, seen, category)
+
+    def header_locked(self) -> bool:
+        """Whether a backend holds the header's spinlock.
+
+        Read afresh after every wait, since other backends run meanwhile (a test of the
+        attribute itself would stay narrowed for the type checker).
+        """
+        return self.header_locked_by is not None
 
     def spinlock_pin(self, backend: Backend, category: Category) -> ProcessGenerator:
         """9.2-9.5's ``PinBuffer``/``UnpinBuffer``: ``LockBufHdr``, refcount +- 1, unlock.
@@ -127,10 +135,10 @@ class HotPage:
         """
         delay = SpinDelay()
         yield from self.header.fetch_add(backend, category)  # TAS
-        while self.header_locked_by is not None:
+        while self.header_locked():
             yield from delay.spin(backend, Category.LOCK_WAIT)
             yield from self.header.load(backend, Category.LOCK_WAIT)  # TAS_SPIN's read
-            if self.header_locked_by is None:
+            if not self.header_locked():
                 yield from self.header.fetch_add(backend, category)  # its TAS
         self.header_locked_by = backend
         yield from self.unlock_header(backend, category)

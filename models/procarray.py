@@ -431,12 +431,10 @@ class SnapshotAlgorithm(ABC):
     def _add_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
         """The memory operations of ``ProcArrayAdd`` at ``index`` of ``n`` entries, locked."""
         raise NotImplementedError(f"{self.name} models no ProcArrayAdd")
-        yield  # a generator
 
     def _remove_steps(self, backend: Backend, index: int, n: int) -> ProcessGenerator:
         """The memory operations of ``ProcArrayRemove`` of entry ``index`` of ``n``, locked."""
         raise NotImplementedError(f"{self.name} models no ProcArrayRemove")
-        yield  # a generator
 
     def _entries_changed(self, moved: list[Backend]) -> None:
         """After an add or a remove: ``moved`` changed index (scan plans follow the entries)."""

@@ -89,14 +89,22 @@ class SpinLock:
         self.holder: Backend | None = None
         self.acquisitions = 0
 
+    def held(self) -> bool:
+        """Whether a backend holds the lock.
+
+        Read afresh after every wait, since other backends run meanwhile (a test of the
+        attribute itself would stay narrowed for the type checker).
+        """
+        return self.holder is not None
+
     def acquire(self, backend: Backend, category: Category) -> ProcessGenerator:
         """``S_LOCK``: TAS; while held, spin delays and ``TAS_SPIN`` until a TAS gets it."""
         delay = SpinDelay()
         yield from self.word.fetch_add(backend, category)
-        while self.holder is not None:
+        while self.held():
             yield from delay.spin(backend, Category.LOCK_WAIT)
             yield from self.word.load(backend, Category.LOCK_WAIT)
-            if self.holder is None:
+            if not self.held():
                 yield from self.word.fetch_add(backend, category)
         self.holder = backend
         self.acquisitions += 1

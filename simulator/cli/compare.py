@@ -9,9 +9,8 @@ finished run, an unknown ``--key`` or no common point is bad input (one line, ex
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
-
-import pandas as pd
 
 from simulator.analysis.tables import format_table
 from simulator.cli.common import EXIT_OK, log, writable_directory
@@ -58,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        if pd.isna(value):
+        if math.isnan(value):
             return "-"
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
     return str(value)

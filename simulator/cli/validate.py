@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulator.analysis.intervals import format_ratio
 from simulator.analysis.tables import format_table
 from simulator.cli.common import (
     EXIT_FAILED,
@@ -190,9 +191,7 @@ def _print_ratios(ratios: pd.DataFrame) -> None:
 def _ratio_text(predicted: object, low: object, high: object) -> str:
     """A predicted ratio, with its 95 % interval when there is one."""
     value, bottom, top = (float(str(item)) for item in (predicted, low, high))
-    if pd.isna(bottom) or pd.isna(top):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{bottom:.3f}, {top:.3f}]"
+    return format_ratio((value, bottom, top))
 
 
 _RESULTS = {"pass": "ok", "fail": "FAIL", "expected fail": "known gap",
