@@ -11,7 +11,8 @@ For each machine and study it runs ``snapsim run predict-<study> --machine M`` i
 then copies the curve and the TPS plot into ``docs/predictions/`` and rewrites
 ``docs/predictions.md`` from every curve found there. A machine whose single-client TPS was
 measured (``configs/measurements/manifest.yaml``, ``machines:``) runs with it; the others use the
-global cost model as is. Exit code: that of the first failing ``snapsim run`` (1 or 2), else 0.
+global cost model as is. A failing run does not stop the others. Exit code: that of the first
+failing ``snapsim run`` (1 or 2), else 0.
 """
 
 from __future__ import annotations
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.markdown_only:
         for machine in machines:
             for study in studies:
-                code = code or run_study(machine, study, args.scratch, args.jobs)
+                result = run_study(machine, study, args.scratch, args.jobs)
+                code = code or result
     print(f"wrote {write_markdown()}", file=sys.stderr)
     return code
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -54,6 +56,23 @@ def test_unknown_machine_or_study_exits_2_before_running(
     assert script.main(["--machines", "no-such-machine"]) == 2
     assert "no-such-machine" in capsys.readouterr().err
     assert script.main(["--studies", "nope"]) == 2
+
+
+def test_a_failing_study_does_not_stop_the_others(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    script = load_docs_script("predictions")
+    calls: list[tuple[str, str]] = []
+
+    def run_study(machine: str, study: str, scratch: Path, jobs: int | None) -> int:
+        calls.append((machine, study))
+        return 2 if len(calls) == 1 else 0
+
+    monkeypatch.setattr(script, "run_study", run_study)
+    monkeypatch.setattr(script, "write_markdown", lambda: tmp_path / "predictions.md")
+    code = script.main(["--machines", "gold5215-2s,graviton3", "--studies", "idle,active"])
+    assert code == 2
+    assert calls == [("gold5215-2s", "idle"), ("gold5215-2s", "active"),
+                     ("graviton3", "idle"), ("graviton3", "active")]
 
 
 def test_shipped_prediction_experiments_are_valid() -> None:
