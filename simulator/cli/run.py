@@ -8,6 +8,10 @@ directory, then runs the sweep into ``--out`` (default ``./snapsim-out``):
 * a directory holding an unfinished or finished run of the *same* resolved configuration is
   resumed: points already stored are not computed again (so a killed sweep, rerun, ends equal to
   an uninterrupted one);
+* a directory holding a run of the same settings with another grid (``algorithms``, ``clients``,
+  ``idle_clients``, ``seeds``) is refused (exit 2) unless ``--extend``: its stored points that
+  the new grid shares are reused, the others computed, and the tables rewritten for the new
+  grid (the stored points of the old one stay in ``points/``);
 * any other non-empty directory is refused (exit 2) unless ``--overwrite``, which removes only
   the files snapsim writes (see :data:`simulator.study.outputs.OWNED`).
 
@@ -52,7 +56,14 @@ from simulator.cli.common import (
 )
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment, Plan, check_estimate, run
+from simulator.study.experiment import (
+    DEFAULT_EXPERIMENT,
+    GRID_KEYS,
+    Experiment,
+    Plan,
+    check_estimate,
+    run,
+)
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
@@ -87,6 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the results of another experiment in --out")
+    parser.add_argument("--extend", action="store_true",
+                        help="--out holds a run of the same settings with other algorithms, "
+                             "clients, idle_clients or seeds: reuse its points, compute the new "
+                             "ones, write the tables of this grid")
     parser.add_argument("--wait", action="store_true",
                         help="wait while another run uses --out (default: refuse at once)")
     parser.add_argument("--force", action="store_true",
@@ -212,7 +227,7 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     lock = DirectoryLock(out)
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
-                                    wait=args.wait)
+                                    wait=args.wait, extend=args.extend)
         result = run(experiment, jobs=jobs, client=client,
                      progress=show_progress(args.no_progress), on_record=_point_detail,
                      log=log, store=PointStore(out / POINTS_DIR), source=source,
@@ -277,11 +292,14 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
 
 
 def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
-                     lock: DirectoryLock, wait: bool = False) -> dict[str, object] | None:
+                     lock: DirectoryLock, wait: bool = False,
+                     extend: bool = False) -> dict[str, object] | None:
     """Lock, check and prepare ``out``; return the previous resolved configuration when resuming.
 
-    The lock is taken before anything in ``out`` is read, so that the check and the run see
-    the same directory.
+    ``None`` when there is nothing to resume, and when ``extend`` takes a run of another grid
+    (its work scale, found for that grid's first algorithm and seed, is not reused). The lock
+    is taken before anything in ``out`` is read, so that the check and the run see the same
+    directory.
     """
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a directory")
@@ -295,10 +313,21 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
         previous = _previous_config(out)
         same = previous is not None and _without_computed(previous) == resolved
         if not same:
+            other = _differing_settings(previous, resolved) if previous is not None else []
+            if previous is not None and not other and (extend or not overwrite):
+                if not extend:
+                    raise ConfigError("--out", f"{out} holds a run of the same settings with "
+                                      "another grid or name; use --extend to add this grid's "
+                                      "points to it, --overwrite to replace it, or choose "
+                                      "another --out")
+                log(f"extending the run in {out}: its stored points of this grid are reused")
+                return None
             if not overwrite:
                 what = ("the results of another experiment" if previous is not None
                         else "files that are not snapsim results")
-                raise ConfigError("--out", f"{out} is not empty (it holds {what}); use "
+                hint = (f" (it differs in {', '.join(other)}, not only in the grid)"
+                        if extend and other else "")
+                raise ConfigError("--out", f"{out} is not empty (it holds {what}){hint}; use "
                                   "--overwrite to replace them or choose another --out")
             _remove_owned(out)
             previous = None
@@ -309,6 +338,15 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
     except OSError as exc:
         raise ConfigError("--out", f"cannot write to {out}: {exc.strerror or exc}") from None
     return previous
+
+
+def _differing_settings(previous: Mapping[str, object],
+                        resolved: Mapping[str, object]) -> list[str]:
+    """The keys, other than the grid's and the name and description, whose values differ."""
+    ignored = {*GRID_KEYS, "name", "description", "computed"}
+    keys = [k for k in resolved if k not in ignored]
+    keys += [k for k in previous if k not in ignored and k not in resolved]
+    return [k for k in keys if previous.get(k) != resolved.get(k)]
 
 
 def _previous_config(out: Path) -> dict[str, object] | None:

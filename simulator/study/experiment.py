@@ -60,8 +60,8 @@ from simulator.version import __version__
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["Experiment", "Plan", "Result", "check_estimate", "experiment_hash", "point_seed", "run",
-           "single_client_work_scale", "solve_work_scale"]
+__all__ = ["GRID_KEYS", "Experiment", "Plan", "Result", "check_estimate", "experiment_hash",
+           "point_seed", "run", "settings_hash", "single_client_work_scale", "solve_work_scale"]
 
 CALIBRATION_MIN_DURATION_MS = 20.0
 """Single-client calibration points simulate at least this long (about 700 transactions)."""
@@ -260,6 +260,26 @@ def plan(experiment: Experiment, machine: MachineConfig, options: Mapping[str, o
     return tasks
 
 
+GRID_KEYS = ("algorithms", "clients", "idle_clients", "seeds")
+"""The run settings that list the grid's points: a point's result does not depend on them (its
+own algorithm, counts and root seed are in its key), so a grid changed in these alone keeps the
+points it shares (:func:`settings_hash`)."""
+
+
+def _hashed_document(experiment: Experiment, machine: MachineConfig,
+                     options: Mapping[str, object], work_scale: float) -> dict[str, object]:
+    machine_document = dataclasses.asdict(machine)
+    machine_document.pop("sources", None)
+    return {
+        "machine": machine_document,
+        **experiment.run_settings(),
+        "model": experiment.model,
+        "options": dict(options),
+        "work_scale": float(work_scale),
+        "snapsim_version": __version__,
+    }
+
+
 def experiment_hash(experiment: Experiment, machine: MachineConfig,
                     options: Mapping[str, object], work_scale: float) -> str:
     """The hash that binds a stored point to the experiment that produced it.
@@ -270,16 +290,20 @@ def experiment_hash(experiment: Experiment, machine: MachineConfig,
     grid, the simulated times, the model and its resolved options, the work scale and the
     snapsim version.
     """
-    machine_document = dataclasses.asdict(machine)
-    machine_document.pop("sources", None)
-    return document_hash({
-        "machine": machine_document,
-        **experiment.run_settings(),
-        "model": experiment.model,
-        "options": dict(options),
-        "work_scale": float(work_scale),
-        "snapsim_version": __version__,
-    })
+    return document_hash(_hashed_document(experiment, machine, options, work_scale))
+
+
+def settings_hash(experiment: Experiment, machine: MachineConfig,
+                  options: Mapping[str, object], work_scale: float) -> str:
+    """:func:`experiment_hash` without the grid (:data:`GRID_KEYS`).
+
+    Two experiments with the same settings hash compute the same result for every point they
+    share, so a stored point carries it too and a run of another grid reuses it.
+    """
+    document = _hashed_document(experiment, machine, options, work_scale)
+    for key in GRID_KEYS:
+        document.pop(key)
+    return document_hash(document)
 
 
 def single_client_work_scale(experiment: Experiment, machine: MachineConfig,
@@ -507,6 +531,7 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
                                                   experiment.single_client_tps, log)
     tasks = plan(experiment, machine, options, work_scale)
     fingerprint = experiment_hash(experiment, machine, options, work_scale)
+    settings = settings_hash(experiment, machine, options, work_scale)
     finished = dict(done or {})
     stored = 0
     recomputed: dict[str, str] = {}
@@ -514,13 +539,13 @@ def run(experiment: Experiment, *, jobs: int = 1, client: Any = None,
         for task in tasks:
             if task.key in finished:
                 continue
-            found = store.verify(task.key, fingerprint, task.identity())
+            found = store.verify(task.key, fingerprint, task.identity(), settings)
             stored += found.record is not None or bool(found.reason)
-            if found.record is not None:
-                finished[task.key] = found.record
+            if found.record is not None:  # stored by this grid or another one: this index
+                finished[task.key] = dataclasses.replace(found.record, index=task.index)
             elif found.reason:
                 recomputed[task.key] = found.reason
-        on_record = _saving(store, fingerprint, on_record)
+        on_record = _saving(store, fingerprint, settings, on_record)
     if on_start is not None:
         on_start(Plan(tasks=tasks, machine=machine, options=options, work_scale=work_scale,
                       done=dict(finished), experiment_hash=fingerprint, stored=stored,
@@ -571,10 +596,11 @@ def resume_message(stored: int, recomputed: Mapping[str, str]) -> str:
             f"{len(recomputed)} recomputed ({why})")
 
 
-def _saving(store: PointStore, fingerprint: str, on_record: OnRecord | None) -> OnRecord:
-    """A callback that stores a record (bound to ``fingerprint``), then hands it on."""
+def _saving(store: PointStore, fingerprint: str, settings: str,
+            on_record: OnRecord | None) -> OnRecord:
+    """A callback that stores a record (bound to both hashes), then hands it on."""
     def save(record: PointRecord) -> None:
-        store.save(record, fingerprint)
+        store.save(record, fingerprint, settings)
         if on_record is not None:
             on_record(record)
 

@@ -2,11 +2,12 @@
 
 A point is stored as one JSON document and one Parquet line table (:class:`PointStore`), so that
 an interrupted sweep resumes where it stopped. The JSON document carries the hash of the
-experiment that produced the point, a schema version and the SHA-256 of its row and of its line
-table, so that a resume keeps only points that verify (:meth:`PointStore.verify`) and says why it
-computes the others again. :class:`DirectoryLock` keeps two runs out of one directory. Every
-file snapsim writes goes through :func:`atomic_path`, so an interrupted write never leaves a
-half-written file in place.
+experiment that produced the point, the hash of its settings without the grid (so that a run of
+the same settings with more seeds, clients or algorithms reuses it), a schema version and the
+SHA-256 of its row and of its line table, so that a resume keeps only points that verify
+(:meth:`PointStore.verify`) and says why it computes the others again. :class:`DirectoryLock`
+keeps two runs out of one directory. Every file snapsim writes goes through :func:`atomic_path`,
+so an interrupted write never leaves a half-written file in place.
 """
 
 from __future__ import annotations
@@ -80,15 +81,21 @@ class PointStore:
     def _lines(self, key: str) -> Path:
         return self.directory / f"{key}.lines.parquet"
 
-    def save(self, record: PointRecord, experiment: str) -> None:
-        """Store a record of the experiment whose hash is ``experiment`` (replacing one)."""
+    def save(self, record: PointRecord, experiment: str, settings: str = "") -> None:
+        """Store a record of the experiment whose hash is ``experiment`` (replacing one).
+
+        ``settings`` is the hash of the experiment's settings without its grid
+        (:func:`~simulator.study.experiment.settings_hash`); ``""`` binds the point to
+        ``experiment`` alone.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         lines_sha256 = ""
         if not record.failed:
             with atomic_path(self._lines(record.key)) as tmp:
                 record.lines.to_parquet(tmp, index=False)
                 lines_sha256 = _sha256(tmp.read_bytes())
-        document = {"schema": POINT_SCHEMA, "experiment": experiment, "key": record.key,
+        document = {"schema": POINT_SCHEMA, "experiment": experiment, "settings": settings,
+                    "key": record.key,
                     "index": record.index, "row": record.row, "wall_s": record.wall_s,
                     "error": record.error, "row_sha256": _sha256(_canonical(record.row)),
                     "lines_sha256": lines_sha256}
@@ -96,11 +103,13 @@ class PointStore:
             tmp.write_text(json.dumps(document, allow_nan=True), encoding="utf-8")
 
     def verify(self, key: str, experiment: str,
-               identity: Mapping[str, object] | None = None) -> Verified:
+               identity: Mapping[str, object] | None = None, settings: str = "") -> Verified:
         """The stored point of ``key`` if it verifies, else why not.
 
         A point verifies when its file parses, has this schema version, was produced by the
-        experiment whose hash is ``experiment``, its row and line table match their checksums,
+        experiment whose hash is ``experiment`` or by one whose settings hash is ``settings``
+        (the same settings with another grid; not when ``settings`` is empty or the point
+        carries none), its row and line table match their checksums,
         its row holds ``identity`` (the point's identifying columns) and it did not fail.
         Reasons: ``unreadable``, ``old format``, ``from another experiment``,
         ``checksum mismatch``, ``another point's file``, ``failed before``.
@@ -114,7 +123,8 @@ class PointStore:
                 return Verified(None, "unreadable")
             if document.get("schema") != POINT_SCHEMA:
                 return Verified(None, "old format")
-            if document.get("experiment") != experiment:
+            if document.get("experiment") != experiment and not (
+                    settings and document.get("settings") == settings):
                 return Verified(None, "from another experiment")
             row = document["row"]
             if not isinstance(row, dict) or _sha256(_canonical(row)) != document["row_sha256"]:

@@ -155,6 +155,42 @@ def test_non_empty_directory_of_another_experiment_is_refused(
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"  # not ours: kept
 
 
+def test_extend_adds_seeds_to_a_run_and_computes_only_the_new_points(
+        small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    base = ["--jobs", "1", "--algorithms", "pre14", "--clients", "1", "--out", str(out)]
+    assert snapsim(str(small), *base) == 0
+    first = pd.read_csv(out / "curve.csv")
+    capsys.readouterr()
+    more_seeds = [*base, "--set", "seeds=[0, 1]"]
+    assert snapsim(str(small), *more_seeds) == 2  # refused without --extend; nothing touched
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "same settings with another grid" in err[0]
+    assert "--extend" in err[0]
+    pd.testing.assert_frame_equal(pd.read_csv(out / "curve.csv"), first)
+    computed: list[str] = []
+    execute = simulator.study.sweep.execute
+    monkeypatch.setattr(simulator.study.sweep, "execute",
+                        lambda task: computed.append(task.key) or execute(task))
+    assert snapsim(str(small), *more_seeds, "--extend") == 0
+    assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i300-r1", "pre14-c1-i50-r1"]
+    assert "resuming: 3 of 6 points already done" in capsys.readouterr().err
+    curve = pd.read_csv(out / "curve.csv")
+    assert sorted(set(curve["root_seed"])) == [0, 1]
+    seed_0 = curve[curve["root_seed"] == 0].reset_index(drop=True)
+    pd.testing.assert_frame_equal(seed_0, first)
+    assert len(pd.read_csv(out / "curve_summary.csv")) == 3
+    capsys.readouterr()
+    longer = [*base, "--set", "duration_ms=0.6", "--extend"]
+    assert snapsim(str(small), *longer) == 2  # other settings: --extend does not apply
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "duration_ms" in err[0]
+    assert "--overwrite" in err[0]
+
+
 def test_foreign_non_empty_directory_is_refused(small: Path, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "out").mkdir()

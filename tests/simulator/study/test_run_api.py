@@ -127,6 +127,30 @@ def test_a_store_resumes_a_run_without_recomputing(tmp_path: Path,
     pd.testing.assert_frame_equal(first.curve, again.curve, check_exact=True)
 
 
+def test_a_grid_with_more_seeds_reuses_the_stored_points(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    one = Experiment(**{**TINY, "algorithms": ("pre14",), "seeds": (0,)})  # type: ignore[arg-type]
+    two = Experiment(**{**TINY, "algorithms": ("pre14",), "seeds": (0, 1)})  # type: ignore[arg-type]
+    fresh = simulator.run(two)  # no store: every point computed
+    store = PointStore(tmp_path / "points")
+    simulator.run(one, store=store)
+    computed: list[str] = []
+    execute = simulator.study.sweep.execute
+    monkeypatch.setattr(simulator.study.sweep, "execute",
+                        lambda task: computed.append(task.key) or execute(task))
+    plans: list[Plan] = []
+    extended = simulator.run(two, store=store, on_start=plans.append)
+    assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i200-r1"]
+    assert sorted(plans[0].done) == ["pre14-c1-i0-r0", "pre14-c1-i200-r0"]
+    assert [plans[0].done[key].index for key in sorted(plans[0].done)] == [0, 2]
+    pd.testing.assert_frame_equal(extended.curve, fresh.curve, check_exact=True)
+    longer = Experiment(**{**TINY, "algorithms": ("pre14",), "seeds": (0,),  # type: ignore[arg-type]
+                           "duration_ms": 1.5})
+    computed.clear()
+    simulator.run(longer, store=store)
+    assert len(computed) == 2  # other settings: nothing reused
+
+
 def test_seed_replications_are_summarised_per_point(tmp_path: Path) -> None:
     experiment = Experiment(**{**TINY, "algorithms": ("pre14", "post14"),  # type: ignore[arg-type]
                                "seeds": (0, 1, 2)})

@@ -87,6 +87,26 @@ def test_a_point_of_another_experiment_or_format_is_not_used(store: PointStore) 
     assert store.verify("pre14-c1-i0-r0", EXPERIMENT).reason == "from another experiment"
 
 
+def test_a_point_of_the_same_settings_verifies_for_another_grid(tmp_path: Path) -> None:
+    store = PointStore(tmp_path / "points")
+    settings = "c" * 64
+    store.save(record(), EXPERIMENT, settings)
+    other_grid = "b" * 64
+    assert store.verify("pre14-c1-i0-r0", other_grid, IDENTITY, settings).record is not None
+    found = store.verify("pre14-c1-i0-r0", other_grid, IDENTITY, "d" * 64)
+    assert (found.record, found.reason) == (None, "from another experiment")
+    assert store.verify("pre14-c1-i0-r0", other_grid, IDENTITY).reason == (
+        "from another experiment")  # no settings given: the experiment alone decides
+
+
+def test_a_point_stored_without_settings_needs_its_own_experiment(store: PointStore) -> None:
+    found = store.verify("pre14-c1-i0-r0", "b" * 64, IDENTITY, "")
+    assert found.reason == "from another experiment"
+    edit(store, {"settings": ""})
+    assert store.verify("pre14-c1-i0-r0", "b" * 64, IDENTITY, "").reason == (
+        "from another experiment")  # an empty settings hash never matches
+
+
 def test_a_file_renamed_to_another_point_is_not_used(store: PointStore) -> None:
     directory = store.directory
     for suffix in (".json", ".lines.parquet"):
