@@ -20,6 +20,7 @@ import pytest
 
 import simulator.study.sweep
 from simulator.cli import main
+from simulator.study.sweep import PointRecord, PointTask
 from simulator.study.workload_model import PointOutput, PointSpec, workload_model
 
 SMALL = """\
@@ -172,8 +173,11 @@ def test_extend_adds_seeds_to_a_run_and_computes_only_the_new_points(
     pd.testing.assert_frame_equal(pd.read_csv(out / "curve.csv"), first)
     computed: list[str] = []
     execute = simulator.study.sweep.execute
-    monkeypatch.setattr(simulator.study.sweep, "execute",
-                        lambda task: computed.append(task.key) or execute(task))
+    def counted(task: PointTask) -> PointRecord:
+        computed.append(task.key)
+        return execute(task)
+
+    monkeypatch.setattr(simulator.study.sweep, "execute", counted)
     assert snapsim(str(small), *more_seeds, "--extend") == 0
     assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i300-r1", "pre14-c1-i50-r1"]
     assert "resuming: 3 of 6 points already done" in capsys.readouterr().err

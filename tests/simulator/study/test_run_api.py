@@ -19,7 +19,7 @@ from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, Plan, experiments_dir, point_seed
 from simulator.study.outputs import write_results
 from simulator.study.store import PointStore
-from simulator.study.sweep import PointTask
+from simulator.study.sweep import PointRecord, PointTask
 from simulator.study.workload_model import available_models, workload_model
 
 TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 0.5}
@@ -136,8 +136,11 @@ def test_a_grid_with_more_seeds_reuses_the_stored_points(tmp_path: Path,
     simulator.run(one, store=store)
     computed: list[str] = []
     execute = simulator.study.sweep.execute
-    monkeypatch.setattr(simulator.study.sweep, "execute",
-                        lambda task: computed.append(task.key) or execute(task))
+    def counted(task: PointTask) -> PointRecord:
+        computed.append(task.key)
+        return execute(task)
+
+    monkeypatch.setattr(simulator.study.sweep, "execute", counted)
     plans: list[Plan] = []
     extended = simulator.run(two, store=store, on_start=plans.append)
     assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i200-r1"]
