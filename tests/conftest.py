@@ -1,4 +1,5 @@
-"""Shared fixtures: parsed shipped machine files and a writer for (bad) machine files."""
+"""Shared fixtures: parsed shipped machine files, a writer for (bad) machine files, and a
+recorder of the points a sweep computes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+import simulator.study.sweep
 from simulator.config.machine_file import machines_dir
+from simulator.study.sweep import PointRecord, PointTask
 
 WriteYaml = Callable[[Any], Path]
 
@@ -44,3 +47,17 @@ def write_yaml(tmp_path: Path) -> WriteYaml:
         return path
 
     return write
+
+
+@pytest.fixture
+def computed_points(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the points simulated from now on, in order (stored points are not)."""
+    computed: list[str] = []
+    execute = simulator.study.sweep.execute
+
+    def counted(task: PointTask) -> PointRecord:
+        computed.append(task.key)
+        return execute(task)
+
+    monkeypatch.setattr(simulator.study.sweep, "execute", counted)
+    return computed

@@ -20,7 +20,6 @@ import pytest
 
 import simulator.study.sweep
 from simulator.cli import main
-from simulator.study.sweep import PointRecord, PointTask
 from simulator.study.workload_model import PointOutput, PointSpec, workload_model
 
 SMALL = """\
@@ -158,7 +157,7 @@ def test_non_empty_directory_of_another_experiment_is_refused(
 
 def test_extend_adds_seeds_to_a_run_and_computes_only_the_new_points(
         small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        computed_points: list[str]) -> None:
     out = tmp_path / "out"
     base = ["--jobs", "1", "--algorithms", "pre14", "--clients", "1", "--out", str(out)]
     assert snapsim(str(small), *base) == 0
@@ -171,13 +170,8 @@ def test_extend_adds_seeds_to_a_run_and_computes_only_the_new_points(
     assert "same settings with another grid" in err[0]
     assert "--extend" in err[0]
     pd.testing.assert_frame_equal(pd.read_csv(out / "curve.csv"), first)
-    computed: list[str] = []
-    execute = simulator.study.sweep.execute
-    def counted(task: PointTask) -> PointRecord:
-        computed.append(task.key)
-        return execute(task)
-
-    monkeypatch.setattr(simulator.study.sweep, "execute", counted)
+    computed = computed_points
+    computed.clear()  # the runs above
     assert snapsim(str(small), *more_seeds, "--extend") == 0
     assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i300-r1", "pre14-c1-i50-r1"]
     assert "resuming: 3 of 6 points already done" in capsys.readouterr().err

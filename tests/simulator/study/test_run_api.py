@@ -19,7 +19,7 @@ from simulator.errors import ConfigError
 from simulator.study.experiment import Experiment, Plan, experiments_dir, point_seed
 from simulator.study.outputs import write_results
 from simulator.study.store import PointStore
-from simulator.study.sweep import PointRecord, PointTask
+from simulator.study.sweep import PointTask
 from simulator.study.workload_model import available_models, workload_model
 
 TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 0.5}
@@ -128,19 +128,14 @@ def test_a_store_resumes_a_run_without_recomputing(tmp_path: Path,
 
 
 def test_a_grid_with_more_seeds_reuses_the_stored_points(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        computed_points: list[str]) -> None:
     one = Experiment(**{**TINY, "algorithms": ("pre14",), "seeds": (0,)})  # type: ignore[arg-type]
     two = Experiment(**{**TINY, "algorithms": ("pre14",), "seeds": (0, 1)})  # type: ignore[arg-type]
     fresh = simulator.run(two)  # no store: every point computed
     store = PointStore(tmp_path / "points")
     simulator.run(one, store=store)
-    computed: list[str] = []
-    execute = simulator.study.sweep.execute
-    def counted(task: PointTask) -> PointRecord:
-        computed.append(task.key)
-        return execute(task)
-
-    monkeypatch.setattr(simulator.study.sweep, "execute", counted)
+    computed = computed_points
+    computed.clear()  # the runs above
     plans: list[Plan] = []
     extended = simulator.run(two, store=store, on_start=plans.append)
     assert sorted(computed) == ["pre14-c1-i0-r1", "pre14-c1-i200-r1"]
