@@ -1,19 +1,20 @@
-"""Produce the scheduling and power ablation table of docs/validation.md.
+"""Produce the ablation and sensitivity tables of docs/validation.md.
 
 Usage (from the project root, after ``pip install -e .``)::
 
     python docs/ablations.py                          # every variant, every dataset
-    python docs/ablations.py --variants shipped,no-idle-states --jobs 2
-    python docs/ablations.py --scratch snapsim-ablations
+    python docs/ablations.py --groups hot-lines --jobs 2
+    python docs/ablations.py --variants shipped,no-idle-states --scratch snapsim-ablations
 
 Each variant is one ``snapsim validate`` run of the shipped manifest with one mechanism switched
 off through ``--machine-set`` (a machine-file key of every machine) or ``--set`` (an experiment
 key), written to ``SCRATCH/<variant>/`` (a variant whose ``summary.csv`` exists there is not run
 again; delete the folder to rerun it). The script then writes
 ``docs/validation/ablations.csv`` (variant, dataset, series, median and max absolute relative
-error) and prints the Markdown table docs/validation.md shows: each series' median / max error
-under each variant. Exit code: 2 if a run failed on bad input, else 0 (a series failing its
-thresholds is what an ablation is expected to show).
+error) and prints the Markdown tables docs/validation.md shows: each series' median / max error
+under each variant, one table per group (scheduling and power; hot lines; invalidation
+fan-out), each with the ``shipped`` column. Exit code: 2 if a run failed on bad input, else 0
+(a series failing its thresholds is what an ablation is expected to show).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -41,7 +43,25 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                      ["--machine-set", "scheduler.run_queues=global"]),
     "no-background-pgbench": ("mostly-idle connections wake on timers; no background pgbench",
                               ["--set", "options.background_threads=0"]),
+    "both-fused": ("LWLocks and buffer pins: a load and its CAS as one call that never fails",
+                   ["--set", "options.atomics.lwlock=fused", "--set",
+                    "options.atomics.buffer=fused"]),
+    "lwlock-read-cas-only": ("buffer pins fused; LWLocks as lwlock.c (load, then a CAS loop)",
+                             ["--set", "options.atomics.buffer=fused"]),
+    "buffer-read-cas-only": ("LWLocks fused; buffer pins as bufmgr.c (load, then a CAS loop)",
+                             ["--set", "options.atomics.lwlock=fused"]),
+    "fan-out-0ns": ("a store waits for its farthest sharer only",
+                    ["--machine-set", "latency.invalidation_per_extra_sharer=0 ns"]),
+    "fan-out-10ns": ("10 ns per sharer after the first (the top of the assumed range)",
+                     ["--machine-set", "latency.invalidation_per_extra_sharer=10 ns"]),
 }
+GROUPS: dict[str, list[str]] = {
+    "scheduling": ["shipped", "no-idle-states", "shallowest", "no-wakeup-cost", "no-ipi-exit",
+                   "global-queue", "no-background-pgbench"],
+    "hot-lines": ["both-fused", "lwlock-read-cas-only", "buffer-read-cas-only", "shipped"],
+    "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
+}
+"""The tables docs/validation.md shows, each a list of variants in column order."""
 
 
 def run_variant(name: str, scratch: Path, jobs: int | None) -> int:
@@ -85,35 +105,54 @@ def markdown(errors: pd.DataFrame, names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    """Run the chosen variants, write the CSV, print the table."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen variants, write the CSV, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS),
-                        help=f"comma-separated, from: {', '.join(VARIANTS)}")
+    parser.add_argument("--groups", default=",".join(GROUPS),
+                        help=f"comma-separated tables to produce, from: {', '.join(GROUPS)}")
+    parser.add_argument("--variants",
+                        help="comma-separated variants, one table of them (instead of --groups), "
+                             f"from: {', '.join(VARIANTS)}")
     parser.add_argument("--scratch", default="snapsim-ablations", help="run folders")
     parser.add_argument("--jobs", type=int, help="worker processes per validate run")
-    args = parser.parse_args()
-    names = [name.strip() for name in args.variants.split(",") if name.strip()]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown:
-        print(f"ablations: unknown variant {unknown[0]!r} (choose from: {', '.join(VARIANTS)})",
-              file=sys.stderr)
+    parser.add_argument("--csv", type=Path, default=OUT, help=f"the errors (default: {OUT})")
+    args = parser.parse_args(argv)
+    if args.variants is not None:
+        tables = [_names(args.variants, VARIANTS, "variant")]
+    else:
+        tables = [GROUPS[group] for group in _names(args.groups, GROUPS, "group")]
+    if not all(tables):
+        print("ablations: no variant chosen", file=sys.stderr)
         return 2
+    names = list(dict.fromkeys(name for columns in tables for name in columns))
     scratch = Path(args.scratch)
     for name in names:
         code = run_variant(name, scratch, args.jobs)
         if code not in (0, 1):
             return code
     errors = table(scratch, names)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".csv.tmp")
+    args.csv.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.csv.with_suffix(".csv.tmp")
     errors.to_csv(tmp, index=False)
-    tmp.replace(OUT)
-    for name in names:
-        print(f"- `{name}`: {VARIANTS[name][0]}")
-    print()
-    print(markdown(errors, names))
+    tmp.replace(args.csv)
+    for columns in tables:
+        for name in columns:
+            print(f"- `{name}`: {VARIANTS[name][0]}")
+        print()
+        print(markdown(errors, columns))
+        print()
     return 0
+
+
+def _names(text: str, known: Mapping[str, object], kind: str) -> list[str]:
+    """The comma-separated names of ``text``; exits with 2 on an unknown one."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in known:
+            print(f"ablations: unknown {kind} {name!r} (choose from: {', '.join(known)})",
+                  file=sys.stderr)
+            raise SystemExit(2)
+    return names
 
 
 if __name__ == "__main__":
