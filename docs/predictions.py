@@ -117,8 +117,8 @@ def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> tuple[list[str], int
     cells: dict[tuple[tuple[int, ...], str], MeanInterval] = {}
     flagged: set[tuple[tuple[int, ...], str]] = set()
     for key, rows in curve.groupby([*row_keys, "algorithm"], sort=True):
-        *point, algorithm = key
-        index = (tuple(int(k) for k in point), str(algorithm))
+        values = list(key) if isinstance(key, tuple) else [key]
+        index = (tuple(int(str(value)) for value in values[:-1]), str(values[-1]))
         cells[index] = mean_interval(rows["tps"].tolist())
         if "window_converged" in rows and not rows["window_converged"].fillna(False).all():
             flagged.add(index)

@@ -1,4 +1,4 @@
-"""The code is ruff- and mypy-clean (both tools come with the dev extra)."""
+"""The code is ruff- and mypy-clean (both tools come with the dev extra), docs scripts too."""
 
 from __future__ import annotations
 
@@ -16,10 +16,18 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_is_clean() -> None:
-    result = run("ruff", "check", "simulator", "models", "tests")
+    result = run("ruff", "check", "simulator", "models", "tests", "docs")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_is_clean() -> None:
     result = run("mypy")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_docs_scripts_are_mypy_clean() -> None:
+    """The scripts that regenerate the docs pages (not a package: checked as files)."""
+    scripts = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.py"))
+    assert scripts
+    result = run("mypy", *scripts)
     assert result.returncode == 0, result.stdout + result.stderr
