@@ -115,6 +115,9 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
                         help="experiment file or shipped experiment name (default: default)")
     parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
+    parser.add_argument("--machine-set", action="append", metavar="KEY=VALUE",
+                        help="edit a key of the machine file (repeatable; added to the "
+                             "experiment's machine_set), e.g. scheduler.run_queues=global")
     parser.add_argument("--algorithms", metavar="A,B,...", help="comma-separated algorithms")
     parser.add_argument("--workload", metavar="NAME", help="workload name")
     parser.add_argument("--clients", metavar="LIST", help="active clients, e.g. 1,48")
@@ -148,6 +151,11 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     if args.seed is not None:
         document["seeds"] = [args.seed]
     document = apply_overrides(document, args.set)
+    machine_set = getattr(args, "machine_set", None)
+    if machine_set:
+        previous = document.get("machine_set") or []
+        document["machine_set"] = [*(previous if isinstance(previous, list) else [previous]),
+                                   *machine_set]
     document.pop("computed", None)
     experiment = experiment_from_document(document, source, default_name=Path(source).stem)
     return experiment, document, source

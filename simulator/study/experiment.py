@@ -109,6 +109,9 @@ class Experiment:
     description: str = ""
     machine: MachineConfig | str = field(default_factory=lambda: _default_str("machine"))
     """A machine, or a shipped machine's name or a machine file's path."""
+    machine_set: tuple[str, ...] = ()
+    """Edits of the machine file, ``key=value`` with a dotted key and a YAML value
+    (``scheduler.run_queues=global``), applied before it is checked: the machine of a what-if."""
     algorithms: tuple[str, ...] = field(default_factory=_default_algorithms)
     workload: str = field(default_factory=lambda: _default_str("workload"))
     clients: tuple[int, ...] = (1,)
@@ -128,16 +131,24 @@ class Experiment:
     """The workload model's options (for example ``costs``, ``batch``, ``think_time``)."""
 
     def __post_init__(self) -> None:
-        for name in ("algorithms", "clients", "idle_clients", "seeds"):
+        for name in ("algorithms", "clients", "idle_clients", "seeds", "machine_set"):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
 
     def machine_config(self) -> MachineConfig:
-        """The machine, loaded if it was given by name or path."""
+        """The machine, loaded (with :attr:`machine_set`) if it was given by name or path.
+
+        Raises:
+            ConfigError: no such machine, an invalid machine file or edit, or ``machine_set``
+                with a machine given as a :class:`MachineConfig` (edit that object instead).
+        """
         if isinstance(self.machine, MachineConfig):
+            if self.machine_set:
+                raise ConfigError("machine_set", "applies to a machine given by name or path, "
+                                  "not to a MachineConfig object")
             return self.machine
-        return load_machine(self.machine)
+        return load_machine(self.machine, self.machine_set)
 
     def machine_name(self) -> str:
         """The machine's name without loading it when it is a shipped name."""

@@ -53,10 +53,11 @@ __all__ = [
     "shipped_experiments",
 ]
 
-EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "algorithms", "workload",
-                   "clients", "idle_clients", "idle_kind", "duration_ms", "warmup_ms", "seeds",
-                   "single_client_tps", "measurements", "model", "options", "computed")
-_LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int}
+EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "machine_set", "algorithms",
+                   "workload", "clients", "idle_clients", "idle_kind", "duration_ms", "warmup_ms",
+                   "seeds", "single_client_tps", "measurements", "model", "options", "computed")
+_LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int,
+              "machine_set": str}
 MAX_EXTENDS_DEPTH = 16
 
 
@@ -182,7 +183,9 @@ def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict
         if parts[0] not in EXPERIMENT_KEYS or parts[0] in ("extends", "computed"):
             choices = ", ".join(k for k in EXPERIMENT_KEYS if k not in ("extends", "computed"))
             raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
-        if len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
+        if parts == ["machine_set"] and isinstance(value, str):
+            value = [value]  # one edit: its YAML value may hold commas
+        elif len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
             value = [part.strip() for part in str(value).split(",") if part.strip()]
             if _LIST_KEYS[parts[0]] is int:
                 value = parse_int_list(key, ",".join(value))
@@ -215,7 +218,7 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
     for key in ("name", "description", "machine", "workload", "idle_kind", "model"):
         if key in document:
             kwargs[key] = expect_str(key, document[key])
-    for key in ("algorithms", "clients", "idle_clients", "seeds"):
+    for key in ("algorithms", "clients", "idle_clients", "seeds", "machine_set"):
         if key in document:
             kwargs[key] = tuple(_list_of(key, document[key]))
     for key in ("duration_ms", "warmup_ms"):
@@ -234,7 +237,9 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
 
 def _list_of(key: str, value: object) -> list[object]:
     kind = _LIST_KEYS[key]
-    if isinstance(value, str) and kind is str:
+    if isinstance(value, str) and key == "machine_set":
+        value = [value]  # one edit: its YAML value may hold commas
+    elif isinstance(value, str) and kind is str:
         value = [part.strip() for part in value.split(",") if part.strip()]
     elif isinstance(value, int) and not isinstance(value, bool) and kind is int:
         value = [value]
@@ -258,6 +263,7 @@ def resolved_document(experiment: Experiment, options: Mapping[str, object],
         "name": experiment.name,
         "description": experiment.description,
         "machine": machine_value,
+        **({"machine_set": list(experiment.machine_set)} if experiment.machine_set else {}),
         **experiment.run_settings(),
         "measurements": experiment.measurements,
         "model": experiment.model,

@@ -220,6 +220,14 @@ BAD_INPUTS = [
     ("unknown nested --set key", "{}\n", ["--set", "options.costs.backend.select_onlyy=1"],
      "options.costs.backend.select_onlyy: unknown key (expected one of: select_only"),
     ("bad --set key", "{}\n", ["--set", "durationms=1"], "durationms: unknown key"),
+    ("unknown --machine-set key", "{}\n", ["--machine-set", "scheduler.run_queue=global"],
+     "scheduler.run_queue: unknown key"),
+    ("bad --machine-set value", "{}\n", ["--machine-set", "scheduler.run_queues=glob"],
+     "scheduler.run_queues: unknown value 'glob'"),
+    ("--machine-set of the name", "{}\n", ["--machine-set", "name=other"],
+     "name: a machine's name cannot be overridden"),
+    ("machine_set not a list of edits", "machine_set: [{a: 1}]\n", [],
+     "machine_set[0]: expected a string"),
     ("negative jobs", "{}\n", ["--jobs", "0"], "--jobs: must be at least 1"),
     ("layout: unknown struct", "{}\n", ["--set", "options.layout=[{pad: PGXAC, to: 64}]"],
      "options.layout[0].pad: no version's shared memory has a struct or array named 'PGXAC'"),
@@ -349,6 +357,24 @@ def test_default_experiment_runs_with_its_measurement_overlay(
     assert list(summary["measured_tps"]) == list(curve["measured_tps"])
     assert list(summary["rel_error_mean"]) == pytest.approx(list(curve["rel_error"]))
     assert "TPS" in capsys.readouterr().out
+
+
+def test_machine_set_edits_the_machine_and_is_recorded(clean_run: Path, small: Path,
+                                                       tmp_path: Path) -> None:
+    out = tmp_path / "edited"
+    flags = ["--machine-set", "scheduler.wakeup=0 us", "--machine-set", "idle.states=[]"]
+    assert snapsim(str(small), *flags, "--jobs", "1", "--out", str(out)) == 0
+    resolved = (out / "config.resolved.yaml").read_text(encoding="utf-8")
+    assert "machine_set: [scheduler.wakeup=0 us, 'idle.states=[]']" in resolved
+    edited = pd.read_csv(out / "curve.csv")
+    shipped = pd.read_csv(clean_run / "curve.csv")
+    assert (edited["tps"] > shipped["tps"]).all()  # no wake-up or idle-exit cost
+    # the resolved file repeats the edited run
+    again = tmp_path / "again"
+    assert snapsim(str(out / "config.resolved.yaml"), "--jobs", "1", "--out", str(again)) == 0
+    assert digest(again / "curve.csv") == digest(out / "curve.csv")
+    # the same directory without the edits is another experiment
+    assert snapsim(str(small), "--jobs", "1", "--out", str(out)) == 2
 
 
 def test_single_client_tps_rescales_the_work(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,24 @@ def test_resolved_document_round_trips(tmp_path: Path) -> None:
     assert yaml.safe_load(text)["options"]["costs"]["version"] == 1
     assert resolved_document(again, resolve_options(again.options)) == {
         k: v for k, v in document.items() if k != "computed"}
+
+
+def test_machine_set_edits_the_machine_file_and_is_resolved() -> None:
+    document, source = load_document("tiny")
+    document = apply_overrides(document, ["machine_set=topology.cores_per_domain=[8, 8]"])
+    assert document["machine_set"] == ["topology.cores_per_domain=[8, 8]"]  # not comma-split
+    document["machine_set"] = ["scheduler.run_queues=global", "idle.governor=shallowest"]
+    experiment = experiment_from_document(document, source)
+    machine = experiment.machine_config()
+    assert machine.name == "gold5215-2s"
+    assert machine.scheduler.run_queues == "global"
+    resolved = resolved_document(experiment, resolve_options(experiment.options))
+    assert resolved["machine_set"] == ["scheduler.run_queues=global", "idle.governor=shallowest"]
+    assert list(resolved)[:4] == ["name", "description", "machine", "machine_set"]
+    plain = experiment_from_document(*load_document("tiny"))
+    assert "machine_set" not in resolved_document(plain, resolve_options(plain.options))
+    with pytest.raises(ConfigError, match="machine_set: applies to a machine given by name"):
+        replace(experiment, machine=machine).machine_config()
 
 
 def test_parse_int_list() -> None:
