@@ -325,9 +325,9 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
             if previous is not None and not other and (extend or not overwrite):
                 if not extend:
                     raise ConfigError("--out", f"{out} holds a run of the same settings with "
-                                      "another grid or name; use --extend to add this grid's "
-                                      "points to it, --overwrite to replace it, or choose "
-                                      "another --out")
+                                      "another grid, name or measurement overlay; use --extend "
+                                      "to add this grid's points to it, --overwrite to replace "
+                                      "it, or choose another --out")
                 log(f"extending the run in {out}: its stored points of this grid are reused")
                 return None
             if not overwrite:
@@ -350,8 +350,11 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
 
 def _differing_settings(previous: Mapping[str, object],
                         resolved: Mapping[str, object]) -> list[str]:
-    """The keys, other than the grid's and the name and description, whose values differ."""
-    ignored = {*GRID_KEYS, "name", "description", "computed"}
+    """The keys whose values differ but the grid's, the name, the description and the overlay.
+
+    No point's result depends on those: its settings hash leaves them out.
+    """
+    ignored = {*GRID_KEYS, "name", "description", "measurements", "computed"}
     keys = [k for k in resolved if k not in ignored]
     keys += [k for k in previous if k not in ignored and k not in resolved]
     return [k for k in keys if previous.get(k) != resolved.get(k)]

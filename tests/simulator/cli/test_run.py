@@ -181,6 +181,14 @@ def test_extend_adds_seeds_to_a_run_and_computes_only_the_new_points(
     pd.testing.assert_frame_equal(seed_0, first)
     assert len(pd.read_csv(out / "curve_summary.csv")) == 3
     capsys.readouterr()
+    computed.clear()
+    overlay = [*more_seeds, "--set", "measurements=gold5215_idle", "--extend"]
+    assert snapsim(str(small), *overlay) == 0  # another overlay reuses every point
+    assert computed == []
+    overlaid = pd.read_csv(out / "curve.csv")
+    assert overlaid["measured_tps"].notna().any()
+    pd.testing.assert_frame_equal(overlaid.drop(columns=["measured_tps", "rel_error"]), curve)
+    capsys.readouterr()
     longer = [*base, "--set", "duration_ms=0.6", "--extend"]
     assert snapsim(str(small), *longer) == 2  # other settings: --extend does not apply
     err = capsys.readouterr().err.strip().splitlines()
