@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         tables = [_names(args.variants, VARIANTS, "variant")]
     else:
         tables = [GROUPS[group] for group in _names(args.groups, GROUPS, "group")]
-    if not all(tables):
+    if not tables or not all(tables):
         print("ablations: no variant chosen", file=sys.stderr)
         return 2
     names = list(dict.fromkeys(name for columns in tables for name in columns))

@@ -56,4 +56,6 @@ def test_unknown_names_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         ABLATIONS.main(["--variants", "shipped,off", "--scratch", str(tmp_path)])
     assert raised.value.code == 2
     assert "unknown variant 'off'" in capsys.readouterr().err
+    assert ABLATIONS.main(["--groups", ",", "--scratch", str(tmp_path)]) == 2
+    assert "no variant chosen" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
