@@ -58,6 +58,8 @@ EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "machine_set", "
                    "seeds", "single_client_tps", "measurements", "model", "options", "computed")
 _LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int,
               "machine_set": str}
+_WHOLE_ITEM_KEYS = ("machine_set",)
+"""List keys whose string value is one item, not split at commas (a YAML value may hold them)."""
 MAX_EXTENDS_DEPTH = 16
 
 
@@ -183,8 +185,8 @@ def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict
         if parts[0] not in EXPERIMENT_KEYS or parts[0] in ("extends", "computed"):
             choices = ", ".join(k for k in EXPERIMENT_KEYS if k not in ("extends", "computed"))
             raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
-        if parts == ["machine_set"] and isinstance(value, str):
-            value = [value]  # one edit: its YAML value may hold commas
+        if len(parts) == 1 and parts[0] in _WHOLE_ITEM_KEYS and isinstance(value, str):
+            value = [value]
         elif len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
             value = [part.strip() for part in str(value).split(",") if part.strip()]
             if _LIST_KEYS[parts[0]] is int:
@@ -237,8 +239,8 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
 
 def _list_of(key: str, value: object) -> list[object]:
     kind = _LIST_KEYS[key]
-    if isinstance(value, str) and key == "machine_set":
-        value = [value]  # one edit: its YAML value may hold commas
+    if isinstance(value, str) and key in _WHOLE_ITEM_KEYS:
+        value = [value]
     elif isinstance(value, str) and kind is str:
         value = [part.strip() for part in value.split(",") if part.strip()]
     elif isinstance(value, int) and not isinstance(value, bool) and kind is int:
