@@ -420,7 +420,7 @@ def solve_work_scale(inverse_tps: Callable[[float], float], target_tps: float) -
                       f"could not reach {target_tps:,.0f} TPS: the model gives "
                       f"{1 / by_scale[low]:,.0f} TPS at work scale {low:.4f} and "
                       f"{1 / by_scale[high]:,.0f} at {high:.4f} (a jump, e.g. an idle state's "
-                      "residency threshold, lies between)")
+                      "residency threshold, lies between); ask for a TPS on one side of it")
 
 
 @dataclass(slots=True)

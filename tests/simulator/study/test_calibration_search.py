@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from simulator.errors import ConfigError
@@ -45,8 +47,15 @@ def test_a_jump_below_the_target_is_bracketed_and_bisected() -> None:
 
 def test_a_jump_over_the_target_is_an_error_that_names_both_sides() -> None:
     curve = Curve(fixed_us=10.0, work_us=20.0, jump_us=5.0, threshold=0.8)
-    with pytest.raises(ConfigError, match=r"single_client_tps.*a jump"):
+    with pytest.raises(ConfigError, match=r"single_client_tps.*a jump") as raised:
         solve_work_scale(curve, 1e6 / 28.0)  # 26 just below 0.8, 31 just above
+    message = str(raised.value)
+    low_tps, high_tps = (float(tps.replace(",", "")) for tps in
+                         re.findall(r"([\d,]+) (?:TPS )?at (?:work scale )?[\d.]+", message))
+    assert high_tps < 1e6 / 28.0 < low_tps  # the two sides straddle the target
+    assert low_tps == pytest.approx(1e6 / 26.0, rel=0.01)
+    assert high_tps == pytest.approx(1e6 / 31.0, rel=0.01)
+    assert "ask for a TPS on one side" in message
 
 
 def test_a_target_faster_than_the_fixed_costs_is_an_error() -> None:
