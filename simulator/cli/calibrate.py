@@ -64,15 +64,18 @@ def main(args: argparse.Namespace) -> int:
     if not 0.0 <= args.sensitivity < 1.0:
         raise ConfigError("--sensitivity", f"must lie in [0, 1), got {args.sensitivity}")
     manifest = load_manifest(args.manifest)
-    prepare_kernel()
+    jobs = checked_jobs(args.jobs) or default_jobs()
+    for name in args.dataset or []:  # before the output directory is made
+        manifest.dataset(name)
     settings = {**RUN_DEFAULTS, **manifest.run}
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
+    prepare_kernel()
     evaluator = Evaluator(
         manifest, parameters, datasets=args.dataset,
         duration_ms=float(args.duration_ms or settings["duration_ms"]),
         warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
-        overrides=args.set, jobs=checked_jobs(args.jobs) or default_jobs(), log=log)
+        overrides=args.set, jobs=jobs, log=log)
     history = calibrate(evaluator, max_evaluations=args.max_evaluations)
     with atomic_path(out / "calibration.csv") as tmp:
         history.to_csv(tmp, index=False)

@@ -225,8 +225,8 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     model = experiment.validate()
     options = model.resolve_options(experiment.options, source)
     machine = experiment.machine_config()
-    prepare_kernel(machine)
     jobs = checked_jobs(args.jobs) or default_jobs()
+    prepare_kernel(machine)
     # Before the output directory is touched and before anything is simulated.
     check_estimate(experiment, machine, options, jobs=jobs, local=not args.scheduler,
                    force=args.force, log=log)

@@ -93,17 +93,17 @@ def main(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ConfigError("--seeds", f"must be at least 1, got {args.seeds}")
     workload_model()  # the model is installed
-    out = Path(args.out or DEFAULT_OUT)
-    writable_directory(out, "--out")
     selecting = bool(args.dataset or args.ratio)
     datasets = (args.dataset or []) if selecting else None
     ratios = (args.ratio or []) if selecting else None
-    # every input is read before the long part
+    # every input is read before the output directory is made and before the long part
     for name in manifest.datasets if datasets is None else datasets:
         dataset = manifest.dataset(name)
         dataset.table()
         load_machine(dataset.machine, args.machine_set)
     check_ratios(manifest, ratios, args.machine_set)
+    out = Path(args.out or DEFAULT_OUT)
+    writable_directory(out, "--out")
     prepare_kernel()
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     try:

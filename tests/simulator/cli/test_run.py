@@ -213,6 +213,7 @@ BAD_INPUTS = [
     ("unknown algorithm", "algorithms: [pre15]\n", [], "choose from pg91, pre14"),
     ("empty client list", "clients: []\n", [], "clients: must be a non-empty list"),
     ("negative duration", "duration_ms: -1\n", [], "duration_ms: must be positive"),
+    ("no worker", "{}\n", ["--jobs", "0"], "--jobs: must be at least 1, got 0"),
     ("unknown nested key", "options: {costs: {clinet: 1 cycles}}\n", [],
      "options.costs.clinet: unknown key"),
     ("unknown idle kind", "idle_kind: sleepy\n", [], "choose from idle, mostly-idle"),

@@ -185,3 +185,27 @@ def test_cli_seeds_print_how_many_measured_values_lie_inside(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "--seeds" in err[0]
+
+
+@pytest.mark.parametrize(("command", "flags", "message"), [
+    ("validate", ["--dataset", "nope"], "no dataset 'nope'"),
+    ("validate", ["--ratio", "nope"], "nope"),
+    ("validate", ["--jobs", "0"], "--jobs: must be at least 1"),
+    ("calibrate", ["--param", "options.costs.client=5000:20000:cycles", "--dataset", "nope"],
+     "no dataset 'nope'"),
+    ("calibrate", ["--param", "options.costs.client=5000:20000:cycles", "--jobs", "0"],
+     "--jobs: must be at least 1"),
+])
+def test_a_bad_selection_exits_2_before_the_output_directory_is_made(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, flags: list[str],
+        message: str) -> None:
+    manifest = str(ratio_manifest(tmp_path))
+    out = tmp_path / "never"
+    capsys.readouterr()
+    assert main([command, "--manifest", manifest, *flags, "--out", str(out),
+                 "--no-progress"] if command == "validate" else
+                [command, "--manifest", manifest, *flags, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err  # the error alone: no kernel preparation before it
+    assert message in err[0]
+    assert not out.exists()
