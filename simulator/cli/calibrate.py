@@ -26,7 +26,7 @@ from simulator.study.experiment_file import dump_yaml
 from simulator.study.measurements import load_manifest
 from simulator.study.store import atomic_path
 from simulator.study.sweep import default_jobs
-from simulator.study.validate import RUN_DEFAULTS
+from simulator.study.validate import RUN_DEFAULTS, check_datasets
 
 DEFAULT_OUT = "snapsim-calibration"
 
@@ -65,8 +65,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--sensitivity", f"must lie in [0, 1), got {args.sensitivity}")
     manifest = load_manifest(args.manifest)
     jobs = checked_jobs(args.jobs) or default_jobs()
-    for name in args.dataset or []:  # before the output directory is made
-        manifest.dataset(name)
+    check_datasets(manifest, args.dataset)  # before the output directory is made
     settings = {**RUN_DEFAULTS, **manifest.run}
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")

@@ -31,13 +31,13 @@ from simulator.cli.common import (
     show_progress,
     writable_directory,
 )
-from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.study.measurements import Manifest, load_manifest
 from simulator.study.store import atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.validate import (
     RUN_DEFAULTS,
+    check_datasets,
     check_ratios,
     gate_passes,
     plot_validation,
@@ -97,10 +97,7 @@ def main(args: argparse.Namespace) -> int:
     datasets = (args.dataset or []) if selecting else None
     ratios = (args.ratio or []) if selecting else None
     # every input is read before the output directory is made and before the long part
-    for name in manifest.datasets if datasets is None else datasets:
-        dataset = manifest.dataset(name)
-        dataset.table()
-        load_machine(dataset.machine, args.machine_set)
+    check_datasets(manifest, datasets, args.machine_set)
     check_ratios(manifest, ratios, args.machine_set)
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")

@@ -371,6 +371,20 @@ def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
     return replace(experiment, options=options)
 
 
+def check_datasets(manifest: Manifest, names: Sequence[str] | None = None,
+                   machine_overrides: Sequence[str] = ()) -> None:
+    """Read the datasets (default: all) and load their machines before any point runs.
+
+    Raises:
+        ConfigError: an unknown dataset, an unreadable measurement file, or a machine that does
+            not load (with ``machine_overrides`` applied).
+    """
+    for name in manifest.datasets if names is None else names:
+        dataset = manifest.dataset(name)
+        dataset.table()
+        load_machine(dataset.machine, machine_overrides)
+
+
 def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,
                  machine_overrides: Sequence[str] = ()) -> None:
     """Check the names and options of the ratios (default: all) before any point runs.
