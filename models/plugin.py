@@ -21,7 +21,7 @@ class PostgresModel:
     algorithms: tuple[str, ...] = tuple(ALGORITHMS)
     workloads: tuple[str, ...] = WORKLOADS
     idle_kinds: tuple[str, ...] = IDLE_KINDS
-    calibration_idle_kind: str = "idle"
+    work_scale_idle_kind: str = "idle"
 
     def resolve_options(self, options: Mapping[str, object],
                         source: str | None = None) -> dict[str, object]:

@@ -24,13 +24,13 @@ from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import check_estimate
 from simulator.study.experiment_file import (
     EXPERIMENT_KEYS,
     experiment_from_document,
     load_document,
 )
 from simulator.study.measurements import MANIFEST_KEYS, load_manifest
+from simulator.study.runner import check_estimate
 from simulator.study.validate import check_ratios
 
 STDIN = "-"
@@ -143,26 +143,25 @@ def is_experiment(data: Mapping[str, object]) -> bool:
 def check_experiment(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate an experiment file completely without running it; a one-line summary.
 
-    Its measurements are checked by :meth:`~simulator.study.experiment.Experiment.validate`, and
-    every point's memory estimate against the available memory with one worker
-    (:func:`~simulator.study.experiment.check_estimate`).
+    It is prepared as a run prepares it (:meth:`~simulator.study.experiment.Experiment.prepare`:
+    names, options, measurements, the machine), and every point's memory estimate is checked
+    against the available memory with one worker
+    (:func:`~simulator.study.runner.check_estimate`).
     """
     document, path = load_document(source, data)
     name = "stdin" if path == STDIN_SOURCE else Path(path).stem
     experiment = experiment_from_document(document, path, default_name=name)
     try:
-        model = experiment.validate()
-        options = model.resolve_options(experiment.options, path)
-        machine = experiment.machine_config()
+        prepared = experiment.prepare(path)
         # A point that cannot fit in memory even on one worker is refused here, as by `run`.
-        check_estimate(experiment, machine, options, jobs=1)
+        check_estimate(prepared, jobs=1)
     except ConfigError as exc:
         if exc.source is not None:
             raise
         raise ConfigError(exc.key, exc.message, path) from None
     points = len(experiment.grid())
     return (f"experiment {experiment.name}: {points} points "
-            f"({', '.join(experiment.algorithms)}) on {machine.name}")
+            f"({', '.join(experiment.algorithms)}) on {prepared.machine.name}")
 
 
 CONFIG_KINDS = (

@@ -18,7 +18,6 @@ from pathlib import Path
 from simulator.analysis.tables import format_table
 from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, prepare_kernel
 from simulator.errors import ConfigError
-from simulator.study.experiment import run
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
@@ -26,6 +25,7 @@ from simulator.study.experiment_file import (
     load_document,
 )
 from simulator.study.regress import compare, load_baseline, load_tolerances
+from simulator.study.runner import run
 from simulator.study.store import atomic_path
 
 

@@ -23,7 +23,7 @@ Finished points are stored as they complete, each bound to the hash of the exper
 produced it and checksummed; a resume uses only the points that verify and says how many it
 computes again and why. A failing point records its error and the run exits 1 at the end, after
 writing everything else. SIGINT and SIGTERM stop the workers, keep every point that finished and
-exit 130 or 143. The running, storing and resuming are :func:`simulator.study.experiment.run`'s;
+exit 130 or 143. The running, storing and resuming are :func:`simulator.study.runner.run`'s;
 this module owns the output directory, the signals and the messages.
 """
 
@@ -56,14 +56,7 @@ from simulator.cli.common import (
 )
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import (
-    DEFAULT_EXPERIMENT,
-    GRID_KEYS,
-    Experiment,
-    Plan,
-    check_estimate,
-    run,
-)
+from simulator.study.experiment import DEFAULT_EXPERIMENT, GRID_KEYS, Experiment
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
@@ -74,6 +67,7 @@ from simulator.study.experiment_file import (
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
 from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
+from simulator.study.runner import Plan, check_estimate, run
 from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
 from simulator.study.sweep import PointRecord, connect_dask, default_jobs
 
@@ -222,25 +216,22 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     started_utc = utc_now_iso()
     experiment, document, source = load_experiment(args)
-    model = experiment.validate()
-    options = model.resolve_options(experiment.options, source)
-    machine = experiment.machine_config()
+    prepared = experiment.prepare(source)
     jobs = checked_jobs(args.jobs) or default_jobs()
-    prepare_kernel(machine)
+    prepare_kernel(prepared.machine)
     # Before the output directory is touched and before anything is simulated.
-    check_estimate(experiment, machine, options, jobs=jobs, local=not args.scheduler,
-                   force=args.force, log=log)
-    resolved = resolved_document(experiment, options)
+    check_estimate(prepared, jobs=jobs, local=not args.scheduler, force=args.force, log=log)
+    resolved = resolved_document(experiment, prepared.options)
     client = connect_dask(args.scheduler, "--scheduler") if args.scheduler else None
     lock = DirectoryLock(out)
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
                                     wait=args.wait, extend=args.extend)
-        result = run(experiment, jobs=jobs, client=client,
+        result = run(prepared, jobs=jobs, client=client,
                      progress=show_progress(args.no_progress), on_record=_point_detail,
-                     log=log, store=PointStore(out / POINTS_DIR), source=source,
+                     log=log, store=PointStore(out / POINTS_DIR),
                      work_scale=_previous_work_scale(experiment, previous),
-                     force=args.force, estimated=True,
+                     force=args.force,
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
         written = write_results(result, out)
         written.append(write_metadata(out, run_metadata(

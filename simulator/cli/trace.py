@@ -29,8 +29,9 @@ import pandas as pd
 from simulator.cli.common import EXIT_OK, log, prepare_kernel
 from simulator.cli.run import add_experiment_arguments, load_experiment
 from simulator.errors import ConfigError
-from simulator.study.experiment import plan, single_client_work_scale
+from simulator.study.experiment import plan
 from simulator.study.outputs import atomic_write
+from simulator.study.work_scale import single_client_work_scale
 
 DEFAULT_OUT = "snapsim-trace"
 
@@ -49,22 +50,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Simulate one traced point and write its traces."""
     experiment, _, source = load_experiment(args)
-    model = experiment.validate()
+    prepared = experiment.prepare(source)
     grid = experiment.grid()
     if len(grid) != 1:
         raise ConfigError("--clients", f"trace simulates one point, the experiment has "
                           f"{len(grid)}: give one algorithm (--algorithms), one --clients, "
                           f"one --idle-clients and one --seed")
-    options = model.resolve_options(experiment.options, source)
-    machine = experiment.machine_config()
-    prepare_kernel(machine)
+    prepare_kernel(prepared.machine)
     scale = 1.0
     if experiment.single_client_tps is not None:
-        scale = single_client_work_scale(experiment, machine, options,
-                                         experiment.single_client_tps, log=log)
-    task = plan(experiment, machine, options, scale)[0]
+        scale = single_client_work_scale(prepared, experiment.single_client_tps, log=log)
+    task = plan(prepared, scale)[0]
     spec = task.spec
-    output = model.run_point(replace(spec, trace=True))
+    output = prepared.model.run_point(replace(spec, trace=True))
     if not output.traces:
         raise ConfigError("model", f"the model {experiment.model!r} records no traces")
     out = Path(args.out or DEFAULT_OUT)

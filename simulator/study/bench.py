@@ -103,8 +103,9 @@ from simulator.hardware.codes import Op
 from simulator.hardware.machine import Implementation, Machine, new_counters
 from simulator.hardware.warmup import warm_kernel
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.study.experiment import Experiment, run
+from simulator.study.experiment import Experiment
 from simulator.study.experiment_file import experiment_from_document, load_document
+from simulator.study.runner import run
 
 N_LINES = 5000
 WRITE_FRACTION = 0.05

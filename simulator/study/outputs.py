@@ -21,7 +21,7 @@ Files (every one written atomically: a temporary file renamed into place):
   command line; :mod:`simulator.study.metadata`) and ``points/`` (one file per finished point,
   for resuming).
 
-:func:`load` reads a finished directory back into a :class:`~simulator.study.experiment.Result`.
+:func:`load` reads a finished directory back into a :class:`~simulator.study.runner.Result`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from simulator.study.experiment import Result
+    from simulator.study.runner import Result
 
 TABLES = ("curve.csv", "curve.parquet", "curve_summary.csv", "lines.csv", "timings.csv",
           "usl.csv")
@@ -286,7 +286,7 @@ def check_finished(directory: Path, key: str = "DIR") -> Path:
 
 
 def load(directory: str | Path) -> Result:
-    """The :class:`~simulator.study.experiment.Result` of a finished ``snapsim run`` directory.
+    """The :class:`~simulator.study.runner.Result` of a finished ``snapsim run`` directory.
 
     ``curve``, ``lines`` and ``timings`` as written (an empty ``error`` reads as ``""``), the
     measured overlay if the run named measurements, the work scale, and the experiment rebuilt
@@ -298,7 +298,7 @@ def load(directory: str | Path) -> Result:
     Raises:
         ConfigError: the directory is missing or not a finished run, or its files cannot be read.
     """
-    from simulator.study.experiment import Result
+    from simulator.study.runner import Result
 
     path = check_finished(Path(directory))
     resolved = read_yaml(path / "config.resolved.yaml")

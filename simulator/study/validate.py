@@ -51,11 +51,12 @@ from simulator.config.machine_file import load_machine, resolve_machine_path
 from simulator.config.overrides import set_dotted
 from simulator.config.values import join_key
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, plan, single_client_work_scale
+from simulator.study.experiment import Experiment, plan
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
 from simulator.study.measurements import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
 from simulator.study.sweep import PointRecord, PointTask, run_tasks
+from simulator.study.work_scale import single_client_work_scale
 from simulator.study.workload_model import workload_model
 
 if TYPE_CHECKING:
@@ -247,13 +248,12 @@ def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: 
     options, point and root seed: the same point asked for twice (with the same window and
     options) is simulated once per seed. A point's keys are one per root seed, in order.
     """
-    model = experiment.validate()
-    options = model.resolve_options(experiment.options)
-    fingerprint = json.dumps(options, sort_keys=True, default=str)
+    prepared = experiment.prepare()
+    fingerprint = json.dumps(prepared.options, sort_keys=True, default=str)
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
     duration, warmup = experiment.duration_ms, experiment.warmup_ms
     keys: dict[tuple[str, int, int], SeedKeys] = {}
-    for task in plan(experiment, machine, options, scale):
+    for task in plan(prepared, scale):
         spec = task.spec
         point = (spec.algorithm, spec.clients, spec.idle_clients)
         if point not in wanted:
@@ -346,8 +346,7 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
                           "idle_clients": [point.idle_clients]})
     probe = _experiment(machine, dataset.workload, dataset.idle_kind, group, duration_ms,
                         warmup_ms, [seed], overrides)
-    options = probe.validate().resolve_options(probe.options)
-    return single_client_work_scale(probe, machine, options, target, log)
+    return single_client_work_scale(probe.prepare(), target, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
@@ -417,7 +416,7 @@ def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,
                                   f"(choose from {', '.join(model.algorithms)})", source)
             try:
                 experiment = _ratio_experiment(ratio, side, machine, (1.0, 0.0), [0], ())
-                experiment.validate().resolve_options(experiment.options)
+                experiment.prepare()
             except ConfigError as exc:
                 raise ConfigError(join_key(f"{where}.set" if side.sets else where, exc.key),
                                   exc.message, source) from None

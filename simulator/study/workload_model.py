@@ -68,8 +68,8 @@ class WorkloadModel(Protocol):
     algorithms: tuple[str, ...]
     workloads: tuple[str, ...]
     idle_kinds: tuple[str, ...]
-    calibration_idle_kind: str
-    """The idle kind of the single-client calibration point (which has no idle connection, so
+    work_scale_idle_kind: str
+    """The idle kind of the single-client work scale's point (which has no idle connection, so
     the kind only enters the point's seed); one of :attr:`idle_kinds`."""
 
     def resolve_options(self, options: Mapping[str, object],

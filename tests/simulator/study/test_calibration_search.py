@@ -7,7 +7,7 @@ import re
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.study.experiment import CALIBRATION_TOLERANCE, solve_work_scale
+from simulator.study.work_scale import WORK_SCALE_TOLERANCE, solve_work_scale
 
 
 class Curve:
@@ -25,7 +25,7 @@ class Curve:
 
 
 def within(curve: Curve, scale: float, target_tps: float) -> bool:
-    return abs(curve(scale) * target_tps - 1) <= CALIBRATION_TOLERANCE
+    return abs(curve(scale) * target_tps - 1) <= WORK_SCALE_TOLERANCE
 
 
 def test_an_affine_curve_takes_the_secant_steps() -> None:

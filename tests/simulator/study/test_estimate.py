@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import simulator
-import simulator.study.experiment
+import simulator.study.work_scale
 from simulator.cli import main
 from simulator.config.machine import CacheConfig
 from simulator.config.machine_file import load_machine
@@ -17,7 +17,6 @@ from simulator.errors import ConfigError
 from simulator.hardware.coherence.compiled import CompiledCoherence
 from simulator.study import estimate
 from simulator.study.experiment import Experiment, plan
-from simulator.study.workload_model import workload_model
 from tests.toy_machines import toy_machine
 
 MEASURED = [  # machine, algorithm, clients, idle, idle kind, window ms, warm-up ms, MB, wall s
@@ -51,8 +50,7 @@ def one_task(machine: str, algorithm: str, clients: int, idle: int, kind: str = 
     experiment = Experiment(machine=machine, algorithms=(algorithm,), clients=(clients,),
                             idle_clients=(idle,), idle_kind=kind, duration_ms=duration_ms,
                             warmup_ms=warmup_ms)
-    options = workload_model(experiment.model).resolve_options({})
-    return plan(experiment, experiment.machine_config(), options)[0]
+    return plan(experiment.prepare())[0]
 
 
 @pytest.mark.parametrize("row", MEASURED, ids=lambda row: f"{row[0]}-{row[1]}-{row[2]}-{row[3]}")
@@ -116,11 +114,11 @@ def test_available_memory_reads_memavailable_and_falls_back(tmp_path: Path) -> N
 
 def test_run_refuses_a_point_above_the_available_memory_before_any_simulation(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Even the single-client calibration must not run (it would be the first simulation)."""
+    """Even the work scale's search must not run (it would be the first simulation)."""
     def no_simulation(task: object) -> object:
         raise AssertionError("a point was simulated before the memory check")
 
-    monkeypatch.setattr(simulator.study.experiment, "execute", no_simulation)
+    monkeypatch.setattr(simulator.study.work_scale, "execute", no_simulation)
     monkeypatch.setattr(simulator.study.sweep, "execute", no_simulation)
     monkeypatch.setattr(estimate, "available_memory", lambda: (100e6, "MemAvailable"))
     experiment = Experiment(clients=(1, 4), idle_clients=(0,), duration_ms=0.2, warmup_ms=0.1,

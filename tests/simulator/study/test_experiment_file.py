@@ -32,7 +32,7 @@ def test_shipped_experiments_load_and_validate() -> None:
     for name in shipped_experiments():
         document, source = load_document(name)
         experiment = experiment_from_document(document, source)
-        experiment.validate()
+        experiment.check()
 
 
 def test_default_experiment_is_the_published_idle_study() -> None:

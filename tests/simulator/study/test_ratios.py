@@ -193,8 +193,7 @@ def test_a_ratio_is_the_quotient_of_its_two_simulated_points(tmp_path: Path) -> 
         experiment = Experiment(machine=machine, algorithms=(algorithm,), workload="select-only",
                                 clients=(4,), idle_clients=(0,), idle_kind="idle",
                                 duration_ms=0.4, warmup_ms=0.2, seeds=(0,))
-        options = experiment.validate().resolve_options(experiment.options)
-        tps[algorithm] = float(str(execute(plan(experiment, machine, options)[0]).row["tps"]))
+        tps[algorithm] = float(str(execute(plan(experiment.prepare())[0]).row["tps"]))
     assert (row["numerator_tps"], row["denominator_tps"]) == (tps["post14"], tps["pre14"])
     assert row["predicted"] == pytest.approx(tps["post14"] / tps["pre14"], rel=1e-12)
     assert row["rel_error"] == pytest.approx(row["predicted"] / 1.05 - 1, rel=1e-12)

@@ -16,8 +16,9 @@ import simulator.study.sweep
 from simulator.analysis.plotting import ratio_curve
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, Plan, experiments_dir, point_seed
+from simulator.study.experiment import Experiment, experiments_dir, point_seed
 from simulator.study.outputs import write_results
+from simulator.study.runner import Plan
 from simulator.study.store import PointStore
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import available_models, workload_model
@@ -107,7 +108,7 @@ def test_unnamed_keys_are_those_of_the_shipped_default_experiment() -> None:
     assert experiment.idle_kind == default["idle_kind"]
     assert (experiment.clients, experiment.idle_clients, experiment.seeds) == ((1,), (0,), (0,))
     model = workload_model(experiment.model)
-    assert model.calibration_idle_kind in model.idle_kinds
+    assert model.work_scale_idle_kind in model.idle_kinds
 
 
 def test_a_store_resumes_a_run_without_recomputing(tmp_path: Path,
