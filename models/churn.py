@@ -21,7 +21,7 @@ Steps 2, 3's ``ProcArrayAdd`` and snapshot and 5's ``ProcArrayRemove`` and ``Pro
 snapshot algorithm's memory operations (:class:`~snapsim_models.procarray.SnapshotAlgorithm`);
 the rest is private CPU work from the cost model (:class:`~snapsim_models.costs.ConnectionCosts`).
 :func:`start_backend` and :func:`exit_backend` are steps 2-3 and 5 for one backend;
-:mod:`snapsim_models.point` runs the postmaster and the clients.
+:mod:`snapsim_models.clients` runs the postmaster and the clients.
 
 Two ways to churn, combinable:
 

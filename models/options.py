@@ -72,6 +72,7 @@ the resolved options alone reproduce a run.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -126,6 +127,17 @@ class PgOptions:
     """Every active client reconnects for every transaction (``pgbench -C``)."""
     lwlock_queue: str = DEFAULT_LWLOCK_QUEUE
     """How LWLock waiters queue (``options.lwlock_queue``)."""
+
+    @property
+    def churns(self) -> bool:
+        """Whether connections come and go."""
+        return self.churn_rate_per_s > 0 or self.churn_per_transaction
+
+    def scaled(self, work_scale: float) -> PgOptions:
+        """The same options with the base per-transaction work scaled (the work scale)."""
+        if work_scale == 1.0:
+            return self
+        return dataclasses.replace(self, costs=self.costs.scaled(work_scale))
 
 
 def resolve_options(options: Mapping[str, object], source: str | None = None) -> dict[str, object]:
@@ -183,8 +195,12 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
-    """Turn resolved options (see :func:`resolve_options`) into Python values."""
-    full = resolve_options(resolved)
+    """Turn resolved options (:func:`resolve_options`'s result) into Python values.
+
+    Converts only: the options were checked when the experiment was prepared, once, and a point
+    reads no file. Unresolved options (a key missing) raise ``KeyError``.
+    """
+    full = resolved
     batch, chunk, atomics = full["batch"], full["entries_per_chunk"], full["atomics"]
     scale = full["pgbench_scale"]
     background = full["background_threads"]

@@ -9,7 +9,7 @@ from simulator.hardware.layout_edits import parse_layout_edits
 from simulator.study.workload_model import PointOutput, PointSpec
 
 from .options import churn_requested, parse_options, resolve_options
-from .point import IDLE_KINDS, PointConfig, run_point
+from .point import IDLE_KINDS, run_point
 from .shmem.build import check_layout_edits_apply
 from .snapshots import ALGORITHMS
 from .workloads import BATCHED, MIX, WORKLOADS
@@ -72,19 +72,7 @@ class PostgresModel:
 
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""
-        options = parse_options(spec.options)
-        result = run_point(PointConfig(
-            machine=spec.machine, algorithm=spec.algorithm, workload=spec.workload,
-            clients=spec.clients, idle_clients=spec.idle_clients, idle_kind=spec.idle_kind,
-            duration_ns=spec.duration_ns, warmup_ns=spec.warmup_ns, seed=spec.seed,
-            batch=options.batch, think_time_ns=options.think_time_ns,
-            entries_per_chunk=options.entries_per_chunk, run_ahead_ns=options.run_ahead_ns,
-            costs=options.costs.scaled(spec.work_scale), fused_atomics=options.fused_atomics,
-            pgbench_scale=options.pgbench_scale, pin_protocol=options.pin_protocol,
-            mix=options.mix, background_threads=options.background_threads,
-            layout_edits=options.layout, churn_rate_per_s=options.churn_rate_per_s,
-            churn_per_transaction=options.churn_per_transaction,
-            lwlock_queue=options.lwlock_queue, trace=spec.trace))
+        result = run_point(spec, parse_options(spec.options).scaled(spec.work_scale))
         return PointOutput(row=result.row, lines=result.lines, traces=result.traces)
 
 

@@ -8,22 +8,21 @@ the machine over those lines. Every connection knows once whether its client is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from simulator.config.machine import MachineConfig
-from simulator.hardware.layout_edits import LayoutEdit
 from simulator.hardware.machine import Implementation, Machine
 from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
+from simulator.study.workload_model import PointSpec
 
 from .backend import Backend
+from .btree import inner_level_pages
 from .churn import Completed, FreeList
-from .costs import ScanCosts
-from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
+from .churn import churn_slots as slots_for_churn
+from .options import PgOptions
 from .procarray import ProcArray, SnapshotAlgorithm
-from .shmem.build import DEFAULT_INNER_PAGES, build_shared_memory
+from .shmem.build import build_shared_memory
 from .shmem.memory import PgSharedMemory
 from .snapshots import ALGORITHMS
 
@@ -75,60 +74,37 @@ class Population:
         self.algorithm.release()
 
 
-def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: MachineConfig, *,
-                     algorithm: str, clients: int, idle_clients: int, mostly_idle: bool,
-                     scan_costs: ScanCosts, entries_per_chunk: int, run_ahead_ns: float,
-                     implementation: Implementation,
-                     fused_atomics: frozenset[str] = frozenset(),
-                     btree_inner_pages: Sequence[int] = DEFAULT_INNER_PAGES,
-                     pin_protocol: str = "atomic",
-                     layout_edits: Sequence[LayoutEdit] = (),
-                     churn_slots: int = 0, reconnecting_clients: bool = False,
-                     lwlock_queue: str = DEFAULT_LWLOCK_QUEUE) -> Population:
-    """Connect ``idle_clients`` then ``clients`` and build the machine over what they touch.
+def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSpec,
+                     options: PgOptions, implementation: Implementation = "compiled"
+                     ) -> Population:
+    """Connect ``spec.idle_clients`` then ``spec.clients`` and build the machine over them.
 
-    Args:
-        env: the simulation environment.
-        scheduler: the machine's CPU scheduler; every backend that runs gets a task.
-        machine: the machine's description.
-        algorithm: the snapshot algorithm (a key of :data:`~snapsim_models.snapshots.ALGORITHMS`).
-        clients: active clients.
-        idle_clients: idle connections, connected first.
-        mostly_idle: whether the idle connections run ``SELECT 1`` now and then (their backends
-            then run too).
-        scan_costs: instructions per scanned procArray entry.
-        entries_per_chunk: procArray entries per scan chunk.
-        run_ahead_ns: how far a backend may run ahead of the clock (:mod:`snapsim_models.backend`).
-        implementation: the coherence implementation of the machine.
-        fused_atomics: users of atomics whose load + CAS loops are fused into one call that
-            never fails (the ablation; :data:`~snapsim_models.procarray.ATOMIC_USERS`).
-        btree_inner_pages: pages per inner level of ``pgbench_accounts_pkey``
-            (:func:`~snapsim_models.btree.inner_level_pages`).
-        pin_protocol: how pins update a buffer header
-            (:data:`~snapsim_models.buffers.PIN_PROTOCOLS`).
-        layout_edits: layout what-ifs of the shared memory
-            (:mod:`simulator.hardware.layout_edits`).
-        churn_slots: PGPROC slots for connections that come and go
-            (:func:`~snapsim_models.churn.churn_slots`; 0: none). They lie below the connected
-            clients' (the top of the LIFO free list once those are connected), each with a
-            backend (connection numbers after the clients') that runs whenever a process holds
-            the slot; the algorithm registers what connecting and disconnecting touch.
-        reconnecting_clients: the active clients reconnect for every transaction
-            (``pgbench -C``): they hold no connection of their own (only the idle ones are
-            connected at the start) and use the slots.
-        lwlock_queue: the LWLocks' queue discipline (:data:`~snapsim_models.lwlock.QUEUES`).
+    Every backend that runs (active and mostly-idle ones) gets a task of ``scheduler``. With
+    connections that come and go (``options.churn``), PGPROC slots for them
+    (:func:`~snapsim_models.churn.churn_slots`) lie below the connected clients' (the top of
+    the LIFO free list once those are connected), each with a backend (connection numbers after
+    the clients') that runs whenever a process holds the slot; the algorithm registers what
+    connecting and disconnecting touch. With ``pgbench -C`` (``per_transaction``) the active
+    clients hold no connection of their own: only the idle ones are connected at the start.
+    ``implementation`` is the coherence implementation of the machine (the compiled kernel or
+    its reference).
     """
+    machine = spec.machine
+    clients, idle_clients = spec.clients, spec.idle_clients
+    mostly_idle = spec.idle_kind == "mostly-idle"
+    reconnecting_clients = options.churn_per_transaction
+    churn_slots = slots_for_churn(options.churn_rate_per_s, options.churn_per_transaction, clients)
     n_connections = idle_clients + (0 if reconnecting_clients else clients)
     spare = 3 + churn_slots
-    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + spare,
-                                btree_inner_pages=btree_inner_pages,
-                                layout_edits=layout_edits)
+    shmem = build_shared_memory(spec.algorithm, max_connections=max(n_connections, 1) + spare,
+                                btree_inner_pages=inner_level_pages(options.pgbench_scale),
+                                layout_edits=options.layout)
     connections: list[Connection] = []
     for k in range(n_connections):
         active = k >= idle_clients
         task = scheduler.new_task(f"backend{k}") if active or mostly_idle else None
         backend = Backend(env, None, machine.clock_ghz, k, shmem.pgprocno_for_connection(k), task,
-                          run_ahead_ns=run_ahead_ns)
+                          run_ahead_ns=options.run_ahead_ns)
         connections.append(Connection(backend, active))
     backends = [connection.backend for connection in connections]
     procs = shmem.procs
@@ -138,12 +114,13 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
     procarray = ProcArray(shmem, backends, launchers)
     free_slots = shmem.free_pgprocnos(n_connections)[-churn_slots:] if churn_slots else []
     pool = {pgprocno: Backend(env, None, machine.clock_ghz, n_connections + j, pgprocno, None,
-                              run_ahead_ns=run_ahead_ns)
+                              run_ahead_ns=options.run_ahead_ns)
             for j, pgprocno in enumerate(reversed(free_slots))}
     procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
-    snapshots = ALGORITHMS[algorithm](shmem, tracked, procarray, scan_costs, entries_per_chunk,
-                                      fused_atomics, pin_protocol, lwlock_queue)
+    snapshots = ALGORITHMS[spec.algorithm](shmem, tracked, procarray, options.costs.scan,
+                                           options.entries_per_chunk, options.fused_atomics,
+                                           options.pin_protocol, options.lwlock_queue)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     if pool:
         snapshots.prepare_churn(list(pool.values()))

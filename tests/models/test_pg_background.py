@@ -8,7 +8,7 @@ from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.runtime.scheduler import CpuScheduler
 from snapsim_models.options import parse_options, resolve_options
-from snapsim_models.point import PointConfig, run_point
+from tests.models.points import simulate
 
 GOLD = load_machine("gold5215-2s")
 
@@ -24,9 +24,9 @@ def run_with_tasks(background_threads: int) -> tuple[dict[str, object], list[str
 
     CpuScheduler.new_task = spy  # type: ignore[method-assign]
     try:
-        row = run_point(PointConfig(machine=GOLD, algorithm="post14", idle_clients=200,
+        row = simulate(GOLD, "post14", idle_clients=200,
                                     idle_kind="mostly-idle", duration_ns=100e6, warmup_ns=5e6,
-                                    background_threads=background_threads)).row
+                                    background_threads=background_threads).row
     finally:
         CpuScheduler.new_task = original  # type: ignore[method-assign]
     return row, names
@@ -56,5 +56,3 @@ def test_the_option_is_read_and_checked() -> None:
     assert parse_options(resolve_options({"background_threads": 0})).background_threads == 0
     with pytest.raises(ConfigError, match=r"options\.background_threads"):
         resolve_options({"background_threads": -1})
-    with pytest.raises(ValueError, match="background_threads must not be negative"):
-        PointConfig(machine=GOLD, algorithm="post14", background_threads=-1)

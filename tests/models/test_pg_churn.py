@@ -19,8 +19,9 @@ from simulator.errors import ConfigError
 from snapsim_models.costs import load_costs
 from snapsim_models.options import parse_options, resolve_options
 from snapsim_models.plugin import MODEL
-from snapsim_models.point import PointConfig, PointResult, run_point
+from snapsim_models.point import PointResult
 from snapsim_models.snapshots import ALGORITHMS
+from tests.models.points import simulate
 
 GOLD = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states (the steps are timed to the nanosecond)."""
@@ -34,7 +35,7 @@ def _point(algorithm: str = "pre14", **overrides: object) -> PointResult:
     settings: dict[str, object] = {"clients": 4, "idle_clients": 100, "duration_ns": 8e6,
                                    "warmup_ns": 1e6}
     settings.update(overrides)
-    return run_point(PointConfig(machine=GOLD, algorithm=algorithm, **settings))  # type: ignore[arg-type]
+    return simulate(GOLD, algorithm, **settings)
 
 
 def _value(result: PointResult, column: str) -> float:

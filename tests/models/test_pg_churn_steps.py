@@ -35,6 +35,7 @@ from snapsim_models.costs import load_costs
 from snapsim_models.lwlock import LockMode
 from snapsim_models.population import Population, build_population
 from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, Post14
+from tests.models.points import point
 
 GOLD = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states (the steps are timed to the nanosecond)."""
@@ -154,10 +155,11 @@ def _chain(*steps: ProcessGenerator) -> ProcessGenerator:
 def build(algorithm: str, idle: int = IDLE, active: int = ACTIVE) -> Churn:
     env = SimEnvironment(seed=0)
     scheduler = CpuScheduler.from_machine(env, GOLD)
-    population = build_population(
-        env, scheduler, GOLD, algorithm=algorithm, clients=active, idle_clients=idle,
-        mostly_idle=False, scan_costs=COSTS.scan, entries_per_chunk=256, run_ahead_ns=0.0,
-        implementation="compiled", churn_slots=SLOTS)
+    # Any rate of connections provides the pool of SLOTS slots (churn_slots).
+    spec, options = point(GOLD, algorithm, clients=active, idle_clients=idle, costs=COSTS,
+                          entries_per_chunk=256, run_ahead_ns=0.0, churn_rate_per_s=1.0)
+    population = build_population(env, scheduler, spec, options)
+    assert len(population.pool) == SLOTS
     return Churn(algorithm, env, scheduler, population)
 
 

@@ -19,7 +19,7 @@ from itertools import pairwise
 import pytest
 
 from simulator.config.machine_file import load_machine
-from snapsim_models.point import PointConfig, run_point
+from tests.models.points import simulate
 
 pytestmark = pytest.mark.slow
 
@@ -29,9 +29,8 @@ IDLE = (0, 100, 1000, 2500, 5000, 10000)
 
 @cache
 def row(algorithm: str, clients: int, idle: int, kind: str = "idle") -> dict[str, object]:
-    config = PointConfig(machine=GOLD, algorithm=algorithm, clients=clients, idle_clients=idle,
-                         idle_kind=kind, duration_ns=3e6, warmup_ns=3e6)
-    return run_point(config).row
+    return simulate(GOLD, algorithm, clients=clients, idle_clients=idle, idle_kind=kind,
+                    duration_ns=3e6, warmup_ns=3e6).row
 
 
 def tps(algorithm: str, clients: int, idle: int, kind: str = "idle") -> float:

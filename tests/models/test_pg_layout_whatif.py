@@ -17,8 +17,8 @@ import pytest
 
 from simulator.config.machine_file import load_machine
 from simulator.hardware.layout_edits import parse_layout_edits
-from snapsim_models.point import PointConfig, run_point
 from snapsim_models.shmem.build import build_shared_memory, check_layout_edits
+from tests.models.points import simulate
 from tests.models.test_pg_snapshot_lines import (
     HEADER_COUNTED_TWICE,
     PgHarness,
@@ -178,11 +178,10 @@ def test_run_point_per_line_table_shows_no_false_sharing_on_pgxact() -> None:
     without the edit and none with xmin on its own line, where every PGXACT line belongs to one
     entry (labels ``PGXACT[k]`` and ``PGXACT[k]+64``)."""
     gold = replace(load_machine("gold5215-2s"), idle=None)
-    config = PointConfig(machine=gold, algorithm="pre14", clients=16, duration_ns=1e6,
-                         warmup_ns=2e5)
-    before = pgxact_rows(run_point(config).lines)
+    settings: dict[str, object] = {"clients": 16, "duration_ns": 1e6, "warmup_ns": 2e5}
+    before = pgxact_rows(simulate(gold, "pre14", **settings).lines)
     assert before["false_sharing_hitm"].sum() > 0
-    after = pgxact_rows(run_point(replace(config, layout_edits=XMIN_OWN_LINE)).lines)
+    after = pgxact_rows(simulate(gold, "pre14", **settings, layout=XMIN_OWN_LINE).lines)
     assert after["false_sharing_hitm"].sum() == 0
     assert after[["local_hitm", "remote_hitm"]].to_numpy().sum() > 0  # true sharing remains
     assert after["label"].str.fullmatch(r"PGXACT\[\d+\](\+64)?").all()

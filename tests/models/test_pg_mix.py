@@ -12,8 +12,8 @@ from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from snapsim_models.options import resolve_options
 from snapsim_models.plugin import MODEL
-from snapsim_models.point import PointConfig, run_point
 from snapsim_models.workloads import Mix, mix_of
+from tests.models.points import simulate
 
 GOLD = load_machine("gold5215-2s")
 
@@ -28,9 +28,9 @@ def test_pick_follows_the_cumulative_weights() -> None:
 
 
 def test_a_run_realises_the_weights_and_reports_each_script() -> None:
-    row = run_point(PointConfig(machine=GOLD, algorithm="post14", workload="mix",
+    row = simulate(GOLD, "post14", workload="mix",
                                 clients=16, duration_ns=20e6, warmup_ns=2e6,
-                                mix=(("select-only", 3.0), ("tpcb", 1.0)))).row
+                                mix=(("select-only", 3.0), ("tpcb", 1.0))).row
     select, tpcb = float(row["tps_select_only"]), float(row["tps_tpcb"])  # type: ignore[arg-type]
     assert select + tpcb == pytest.approx(float(row["tps"]))  # type: ignore[arg-type]
     assert int(row["transactions"]) > 3000  # type: ignore[call-overload]

@@ -22,7 +22,8 @@ import pytest
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from snapsim_models.costs import load_costs
-from snapsim_models.point import PointConfig, PointResult, run_point
+from snapsim_models.point import PointResult
+from tests.models.points import simulate
 
 GOLD: MachineConfig = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
@@ -34,7 +35,7 @@ LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
 def point(algorithm: str, **overrides: object) -> PointResult:
     settings: dict[str, object] = {"duration_ns": 1e6, "warmup_ns": 2e5}
     settings.update(overrides)
-    return run_point(PointConfig(machine=GOLD, algorithm=algorithm, **settings))  # type: ignore[arg-type]
+    return simulate(GOLD, algorithm, **settings)
 
 
 def numbers(result: PointResult) -> dict[str, float]:
@@ -289,8 +290,8 @@ def test_cost_model_is_cycles_scaled_by_the_machine_clock() -> None:
     assert costs.statements.select_only == 30000
     fast = dataclasses.replace(GOLD, clock_ghz=5.0)
     base = numbers(point("post14", pgbench_scale=1))
-    quick = numbers(run_point(PointConfig(machine=fast, algorithm="post14", duration_ns=1e6,
-                                          warmup_ns=2e5, pgbench_scale=1)))
+    quick = numbers(simulate(fast, "post14", duration_ns=1e6,
+                                          warmup_ns=2e5, pgbench_scale=1))
     saved_us = costs.statements.select_only * (1 / 2.5 - 1 / 5.0) / 1e3
     assert base["other_us"] - quick["other_us"] == pytest.approx(saved_us, rel=1e-9)
 
@@ -385,8 +386,8 @@ def test_many_clients_on_few_threads_complete_steadily_under_cfs(policy: str, st
     machine = toy_machine(sockets=1, cores_per_domain=2, threads_per_core=1)
     machine = dataclasses.replace(
         machine, scheduler=dataclasses.replace(machine.scheduler, policy=policy))
-    result = run_point(PointConfig(machine=machine, algorithm="pre14", clients=100,
-                                   duration_ns=10e6, warmup_ns=10e6))
+    result = simulate(machine, "pre14", clients=100,
+                                   duration_ns=10e6, warmup_ns=10e6)
     ends_ms = result.transactions["end_us"].to_numpy() / 1e3
     per_ms, _ = np.histogram(ends_ms, np.linspace(10.0, 20.0, 11))
     variation = per_ms.std() / per_ms.mean()

@@ -16,8 +16,8 @@ import pytest
 from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import Step
 from snapsim_models.backend import Backend, Category
-from snapsim_models.point import PointConfig, run_point
 from snapsim_models.snapshots import BARRIER_CYCLES
+from tests.models.points import simulate
 from tests.models.test_pg_snapshot_lines import (
     CONNECTIONS,
     _select_only_transaction,
@@ -149,8 +149,8 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
     machine = replace(load_machine("westmere-ex-8s"), idle=None)
     rows = {}
     for algorithm in ("post14", NAME):
-        result = run_point(PointConfig(machine=machine, algorithm=algorithm, clients=48,
-                                       duration_ns=2e6, warmup_ns=1e6))
+        result = simulate(machine, algorithm, clients=48,
+                                       duration_ns=2e6, warmup_ns=1e6)
         rows[algorithm] = result
     post14, lockfree = rows["post14"].row, rows[NAME].row
     assert lockfree["reused_snapshots"] == 2.0
@@ -173,8 +173,8 @@ def test_tpcb_run_takes_the_lock_far_less_often_than_post14() -> None:
     gold = load_machine("gold5215-2s")
     per_transaction = {}
     for algorithm in ("post14", NAME):
-        result = run_point(PointConfig(machine=gold, algorithm=algorithm, workload="tpcb",
-                                       clients=16, duration_ns=2e6, warmup_ns=0.0))
+        result = simulate(gold, algorithm, workload="tpcb",
+                                       clients=16, duration_ns=2e6, warmup_ns=0.0)
         row = result.row
         transactions = float(row["transactions"])  # type: ignore[arg-type]
         lock = result.lines.loc[result.lines["label"] == "ProcArrayLock"].iloc[0]

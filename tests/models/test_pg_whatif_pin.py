@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from simulator.config.machine_file import load_machine
-from snapsim_models.point import PointConfig, run_point
+from tests.models.points import simulate
 
 GOLD = load_machine("gold5215-2s")
 
 
 def tps(clients: int, pin: str) -> tuple[float, float]:
-    row = run_point(PointConfig(machine=GOLD, algorithm="post14", clients=clients,
-                                duration_ns=2e6, warmup_ns=2e6, pin_protocol=pin)).row
+    row = simulate(GOLD, "post14", clients=clients,
+                                duration_ns=2e6, warmup_ns=2e6, pin_protocol=pin).row
     return float(row["tps"]), float(row["lock_wait_us"])  # type: ignore[arg-type]
 
 

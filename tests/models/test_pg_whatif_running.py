@@ -28,9 +28,10 @@ from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend, Category
 from snapsim_models.lwlock import LockMode
-from snapsim_models.point import PointConfig, PointResult, run_point
+from snapsim_models.point import PointResult
 from snapsim_models.procarray import SnapshotAlgorithm
 from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, RunningXids
+from tests.models.points import simulate
 from tests.models.test_pg_snapshot_lines import (
     CONNECTIONS,
     PgHarness,
@@ -333,7 +334,7 @@ def test_mutations_fail_the_tests(monkeypatch: pytest.MonkeyPatch, mutant: type[
 def _point(algorithm: str = NAME, **overrides: object) -> PointResult:
     settings: dict[str, object] = {"duration_ns": 1e6, "warmup_ns": 2e5}
     settings.update(overrides)
-    return run_point(PointConfig(machine=GOLD, algorithm=algorithm, **settings))  # type: ignore[arg-type]
+    return simulate(GOLD, algorithm, **settings)
 
 
 def _loads(result: PointResult, label_part: str) -> float:

@@ -29,8 +29,8 @@ import pytest
 from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend
-from snapsim_models.point import PointConfig, run_point
 from snapsim_models.snapshots import Post14SharedCache
+from tests.models.points import simulate
 from tests.models.test_pg_snapshot_lines import (
     CONNECTIONS,
     PgHarness,
@@ -217,8 +217,8 @@ def test_tpcb_run_copies_instead_of_building_in_full() -> None:
     gold = replace(load_machine("gold5215-2s"), idle=None)
     rows = {}
     for name in ("post14", NAME):
-        result = run_point(PointConfig(machine=gold, algorithm=name, workload="tpcb", clients=48,
-                                       duration_ns=2e6, warmup_ns=5e5))
+        result = simulate(gold, name, workload="tpcb", clients=48,
+                                       duration_ns=2e6, warmup_ns=5e5)
         rows[name] = {k: float(v) for k, v in result.row.items()  # type: ignore[arg-type]
                       if k.endswith("_snapshots") or k == "transactions"}
     post14, shared = rows["post14"], rows[NAME]

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from simulator.config.machine_file import load_machine
-from snapsim_models.point import PointConfig, run_point
 from snapsim_models.workloads import workload
+from tests.models.points import simulate
 
 GOLD = load_machine("gold5215-2s")
 
 
 def run(**kwargs: object) -> dict[str, object]:
-    config = PointConfig(machine=GOLD, duration_ns=2e6, warmup_ns=0.5e6, **kwargs)  # type: ignore[arg-type]
-    return run_point(config).row
+    algorithm = kwargs.pop("algorithm")
+    assert isinstance(algorithm, str)
+    return simulate(GOLD, algorithm, duration_ns=2e6, warmup_ns=0.5e6, **kwargs).row
 
 
 def test_batched_counts_every_statement_and_saves_round_trips() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from simulator.config.machine_file import load_machine
-from snapsim_models.point import (
+from snapsim_models.summary import (
     MIN_TRANSACTIONS_PER_CLIENT,
     WARMUP_PERIODS,
-    PointConfig,
-    run_point,
     window_converged,
 )
+from tests.models.points import simulate
 
 
 def test_the_rule_needs_warmup_periods_and_transactions_per_client() -> None:
@@ -46,10 +45,8 @@ def test_unequal_halves_mean_the_window_is_not_stationary() -> None:
 def test_a_point_reports_transactions_per_client_and_whether_its_window_converged(
         duration_ms: float, warmup_ms: float, seed: int, converged: bool) -> None:
     """The README's threadripper example (post14, 64 clients, 500 idle connections)."""
-    config = PointConfig(machine=load_machine("threadripper-3990x"), algorithm="post14",
-                         clients=64, idle_clients=500, duration_ns=duration_ms * 1e6,
-                         warmup_ns=warmup_ms * 1e6, seed=seed)
-    row = run_point(config).row
+    row = simulate(load_machine("threadripper-3990x"), "post14", clients=64, idle_clients=500,
+                   duration_ns=duration_ms * 1e6, warmup_ns=warmup_ms * 1e6, seed=seed).row
     per_client = row["transactions_per_client"]
     transactions = row["transactions"]
     assert isinstance(per_client, float)

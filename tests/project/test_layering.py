@@ -229,7 +229,7 @@ def test_the_checks_see_imports_at_any_depth() -> None:
     assert "simulator.hardware.machine" in graph["simulator.study.bench"]
     assert "simulator.analysis.plotting" in graph["simulator.study.outputs"]
     # relative imports of the model: ``from .backend import``, ``from . import structs``
-    assert "snapsim_models.backend" in graph["snapsim_models.point"]
+    assert "snapsim_models.backend" in graph["snapsim_models.clients"]
     assert "snapsim_models.shmem.structs" in graph["snapsim_models.shmem.build"]
     assert "snapsim_models.shmem.build" in graph["snapsim_models.population"]
     assert "simulator.study.workload_model" in graph["snapsim_models.plugin"]
