@@ -97,8 +97,9 @@ def test_every_algorithm_but_csn_churns() -> None:
             continue
         result = _point(algorithm, churn_rate_per_s=3000.0, duration_ns=2e6)
         assert _value(result, "connects_per_s") > 0, algorithm
-    with pytest.raises(ValueError, match="csn models no connect"):
-        _point("csn", churn_rate_per_s=100.0)
+    with pytest.raises(ConfigError, match="the csn algorithm models no connect") as info:
+        MODEL.check_algorithm_options("csn", {"churn": {"rate_per_s": 100.0}})
+    assert info.value.key == "options.churn"
 
 
 # ------------------------------------------------------------------ options and command line
@@ -109,7 +110,7 @@ def test_options_resolve_and_parse() -> None:
     resolved = resolve_options({"churn": {"rate_per_s": 250}})
     assert resolved["churn"] == {"rate_per_s": 250.0, "per_transaction": False}
     assert resolve_options(resolved) == resolved
-    options = parse_options({"churn": {"per_transaction": True}})
+    options = parse_options(resolve_options({"churn": {"per_transaction": True}}))
     assert (options.churn_rate_per_s, options.churn_per_transaction) == (0.0, True)
 
 
@@ -129,8 +130,8 @@ def test_bad_churn_options_name_their_key(value: object, key: str, message: str)
 
 def test_lwlock_queue_option() -> None:
     assert resolve_options({})["lwlock_queue"] == "overtake"  # PostgreSQL's own
-    assert parse_options({"lwlock_queue": "fifo"}).lwlock_queue == "fifo"
-    assert parse_options({"lwlock_queue": "overtake"}).lwlock_queue == "overtake"
+    assert parse_options(resolve_options({"lwlock_queue": "fifo"})).lwlock_queue == "fifo"
+    assert parse_options(resolve_options({"lwlock_queue": "overtake"})).lwlock_queue == "overtake"
     with pytest.raises(ConfigError, match="expected fifo or overtake, got 'lifo'") as info:
         resolve_options({"lwlock_queue": "lifo"})
     assert info.value.key == "options.lwlock_queue"
