@@ -62,7 +62,6 @@ from simulator.study.experiment_file import (
     dump_yaml,
     experiment_from_document,
     load_document,
-    parse_int_list,
     resolved_document,
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
@@ -139,9 +138,9 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     if args.algorithms is not None:
         document["algorithms"] = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if args.clients is not None:
-        document["clients"] = parse_int_list("--clients", args.clients)
+        document["clients"] = args.clients  # text, as in a file: the experiment's check judges
     if args.idle_clients is not None:
-        document["idle_clients"] = parse_int_list("--idle-clients", args.idle_clients)
+        document["idle_clients"] = args.idle_clients
     if args.seed is not None:
         document["seeds"] = [args.seed]
     document = apply_overrides(document, args.set)

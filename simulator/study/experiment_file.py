@@ -7,6 +7,12 @@ this one) starts from another file: mappings merge key by key (so ``options`` ov
 values), everything else replaces. Command-line flags and ``--set key=value`` (a dotted key, a
 YAML value) apply on top with the same strict validation; lists also accept ``1,48``.
 
+A list of counts (``clients``, ``idle_clients``, ``seeds``) takes one of four forms on its way to
+a point: the text of a flag or a file (``1,48``, a YAML list or a single number), the
+experiment's tuple, and a point's integer. This module only turns text into items
+(:func:`list_items`); whether they are integers in range is checked once, by
+:meth:`~simulator.study.experiment.Experiment.check`, whichever door the experiment came in by.
+
 Relative paths in ``machine`` and ``measurements`` are resolved from the file that sets them;
 ``options`` paths (a cost-model file) from the file that is run.
 
@@ -30,7 +36,6 @@ from simulator.config.overrides import parse_override, set_dotted
 from simulator.config.values import (
     check_keys,
     describe_kind,
-    expect_int,
     expect_list,
     expect_mapping,
     expect_number,
@@ -47,8 +52,8 @@ __all__ = [
     "dump_yaml",
     "experiment_from_document",
     "experiments_dir",
+    "list_items",
     "load_document",
-    "parse_int_list",
     "resolved_document",
     "shipped_experiments",
 ]
@@ -156,21 +161,6 @@ def merge(base: Mapping[str, object], top: Mapping[str, object]) -> dict[str, ob
     return result
 
 
-def parse_int_list(flag: str, text: str) -> list[int]:
-    """Comma-separated integers (``1,48``).
-
-    Raises:
-        ConfigError: naming ``flag`` and the text.
-    """
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ConfigError(flag, f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise ConfigError(flag, "must list at least one integer")
-    return values
-
-
 def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict[str, object]:
     """Apply ``--set key=value`` overrides (dotted keys, YAML values) to a document.
 
@@ -187,10 +177,6 @@ def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict
             raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
         if len(parts) == 1 and parts[0] in _WHOLE_ITEM_KEYS and isinstance(value, str):
             value = [value]
-        elif len(parts) == 1 and parts[0] in _LIST_KEYS and isinstance(value, str | int):
-            value = [part.strip() for part in str(value).split(",") if part.strip()]
-            if _LIST_KEYS[parts[0]] is int:
-                value = parse_int_list(key, ",".join(value))
         result = set_dotted(result, parts, value, "--set")
     return result
 
@@ -222,7 +208,7 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
             kwargs[key] = expect_str(key, document[key])
     for key in ("algorithms", "clients", "idle_clients", "seeds", "machine_set"):
         if key in document:
-            kwargs[key] = tuple(_list_of(key, document[key]))
+            kwargs[key] = tuple(list_items(key, document[key]))
     for key in ("duration_ms", "warmup_ms"):
         if key in document:
             kwargs[key] = expect_number(key, document[key])
@@ -237,18 +223,37 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
     return Experiment(**kwargs)  # type: ignore[arg-type]
 
 
-def _list_of(key: str, value: object) -> list[object]:
+def list_items(key: str, value: object) -> list[object]:
+    """The items of a list key's value: a YAML list, one number, or text such as ``1,48``.
+
+    Text is split at commas (but for :data:`_WHOLE_ITEM_KEYS`, whose text is one item), and an
+    item of a count key that reads as an integer becomes one; every other item is kept as it is
+    for :meth:`~simulator.study.experiment.Experiment.check` to judge (a name list's items must
+    be strings here already).
+
+    Raises:
+        ConfigError: the value is not a list, a string or (for counts) a number.
+    """
     kind = _LIST_KEYS[key]
     if isinstance(value, str) and key in _WHOLE_ITEM_KEYS:
         value = [value]
-    elif isinstance(value, str) and kind is str:
-        value = [part.strip() for part in value.split(",") if part.strip()]
-    elif isinstance(value, int) and not isinstance(value, bool) and kind is int:
+    elif isinstance(value, str):
+        value = [_count(part.strip()) if kind is int else part.strip()
+                 for part in value.split(",") if part.strip()]
+    elif isinstance(value, int | float) and not isinstance(value, bool) and kind is int:
         value = [value]
     items = expect_list(key, value)
     if kind is int:
-        return [expect_int(f"{key}[{i}]", item) for i, item in enumerate(items)]
+        return list(items)
     return [expect_str(f"{key}[{i}]", item) for i, item in enumerate(items)]
+
+
+def _count(text: str) -> object:
+    """An integer written as text, or the text itself (the check names it)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def resolved_document(experiment: Experiment, options: Mapping[str, object],

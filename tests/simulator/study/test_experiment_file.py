@@ -9,12 +9,13 @@ import pytest
 import yaml
 
 from simulator.errors import ConfigError
+from simulator.study.experiment import Experiment
 from simulator.study.experiment_file import (
     apply_overrides,
     dump_yaml,
     experiment_from_document,
+    list_items,
     load_document,
-    parse_int_list,
     resolved_document,
     shipped_experiments,
 )
@@ -79,7 +80,6 @@ def test_relative_machine_path_is_resolved_from_the_file(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("text", "key", "message"), [
     ("clientz: [1]\n", "clientz", "unknown key"),
-    ("clients: [1, two]\n", "clients[1]", "expected an integer"),
     ("duration_ms: 5 ms\n", "duration_ms", "expected a number"),
     ("options: 3\n", "options", "expected a mapping"),
     ("algorithms: [pre14, 3]\n", "algorithms[1]", "expected a string"),
@@ -119,7 +119,6 @@ def test_set_overrides_scalars_lists_and_nested_options() -> None:
 @pytest.mark.parametrize(("item", "key", "message"), [
     ("durationms=3", "durationms", "unknown key"),
     ("duration_ms", "--set", "expected key=value"),
-    ("clients=1,x", "clients", "comma-separated integers"),
     ("duration_ms=[1", "", "malformed YAML"),
 ])
 def test_bad_set_overrides(item: str, key: str, message: str) -> None:
@@ -175,7 +174,34 @@ def test_machine_set_edits_the_machine_file_and_is_resolved() -> None:
         replace(experiment, machine=machine).machine_config()
 
 
-def test_parse_int_list() -> None:
-    assert parse_int_list("--clients", "1, 48,") == [1, 48]
-    with pytest.raises(ConfigError, match="at least one"):
-        parse_int_list("--clients", ",")
+def test_list_items_turns_text_into_items_and_leaves_judging_to_the_check() -> None:
+    assert list_items("clients", "1, 48,") == [1, 48]
+    assert list_items("clients", 4) == [4]
+    assert list_items("clients", "1,x") == [1, "x"]
+    assert list_items("algorithms", "pre14, post14") == ["pre14", "post14"]
+    assert list_items("machine_set", "a=1,2") == ["a=1,2"]
+
+
+@pytest.mark.parametrize(("form", "value"), [
+    ("file", "clients: [1, x]\n"), ("file text", "clients: 1,x\n"), ("--set", "clients=1,x"),
+    ("flag", "1,x"), ("api", None)])
+def test_a_bad_count_meets_one_check_whatever_its_form(form: str, value: str | None,
+                                                      tmp_path: Path) -> None:
+    """--clients, --set clients=, a file's list or text and the Python API: one message."""
+    if form == "api":
+        experiment = Experiment(clients=(1, "x"))  # type: ignore[arg-type]
+    elif form == "--set":
+        experiment = experiment_from_document(apply_overrides({}, [value or ""]))
+    elif form == "flag":
+        experiment = experiment_from_document({"clients": value})
+    else:
+        path = tmp_path / "e.yaml"
+        path.write_text(value or "", encoding="utf-8")
+        experiment = experiment_from_document(*load_document(str(path)))
+    with pytest.raises(ConfigError, match=r"must be integers >= 1, got 'x'") as error:
+        experiment.check()
+    assert error.value.key == "clients"
+    with pytest.raises(ConfigError, match="lists a value twice"):
+        Experiment(seeds=(0, 0)).check()
+    with pytest.raises(ConfigError, match="seeds: must be integers >= 0, got -1"):
+        Experiment(seeds=(-1,)).check()
