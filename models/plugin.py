@@ -8,6 +8,7 @@ from simulator.errors import ConfigError
 from simulator.hardware.layout_edits import parse_layout_edits
 from simulator.study.workload_model import PointOutput, PointSpec
 
+from .columns import CURVE_COLUMN_PREFIXES, CURVE_COLUMNS
 from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, run_point
 from .shmem.build import check_layout_edits_apply
@@ -22,6 +23,8 @@ class PostgresModel:
     workloads: tuple[str, ...] = WORKLOADS
     idle_kinds: tuple[str, ...] = IDLE_KINDS
     work_scale_idle_kind: str = "idle"
+    columns: Mapping[str, tuple[str, str]] = CURVE_COLUMNS
+    column_prefixes: Mapping[str, tuple[str, str]] = CURVE_COLUMN_PREFIXES
 
     def resolve_options(self, options: Mapping[str, object],
                         source: str | None = None) -> dict[str, object]:

@@ -1,15 +1,18 @@
 """The columns of a run's tables: the point's identity, and the unit and meaning of each.
 
-:data:`COLUMNS` is the one documented table of every column of ``curve.csv`` (``Result.curve``),
-``curve_summary.csv`` (``Result.curve_summary``) and ``lines.csv`` (``Result.lines``);
-``columns.yaml`` of an output directory is built from it (:func:`columns_document`). A workload
-model that adds a column it does not document leaves a gap there (unit and meaning ``null``),
-which the tests catch for the shipped model.
+The generic columns (the point, throughput, latency, transfers by class, scheduling, the window)
+are documented here; a workload model documents the columns it adds (its ``columns`` and
+``column_prefixes``, :mod:`simulator.study.workload_model`), and :func:`columns_for` joins both
+into the table of every column of ``curve.csv`` (``Result.curve``), ``curve_summary.csv``
+(``Result.curve_summary``) and ``lines.csv`` (``Result.lines``) that ``columns.yaml`` of an
+output directory is built from. A column nobody documents leaves a gap there (unit and meaning
+``null``), which the tests catch for the shipped model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 POINT_KEYS = ("machine", "algorithm", "workload", "clients", "idle_clients", "idle_kind", "seed")
 """Columns that identify a point, first in every curve and per-line row."""
@@ -40,18 +43,17 @@ _ACCESS_CLASSES = {
 
 _POINT = {
     "machine": ("-", "machine name"),
-    "algorithm": ("-", "snapshot algorithm"),
+    "algorithm": ("-", "the workload model's algorithm (for PostgreSQL, the snapshot code)"),
     "workload": ("-", "workload name"),
     "clients": ("connections", "active clients"),
     "idle_clients": ("connections", "idle (or mostly-idle) connections"),
-    "idle_kind": ("-", "kind of the idle connections: idle or mostly-idle"),
+    "idle_kind": ("-", "kind of the idle connections (one of the model's idle kinds)"),
     "seed": ("-", "the point's own seed, derived from the root seed and the point"),
 }
 
 _CURVE = {
     "root_seed": ("-", "the experiment's root seed the point's seed derives from"),
     "tps": ("1/s", "active clients' transactions per simulated second"),
-    "mostly_idle_tps": ("1/s", "mostly-idle connections' transactions per simulated second"),
     "transactions": ("transactions", "transactions completed in the measured window"),
     "latency_mean_us": ("us", "mean transaction latency"),
     "latency_p50_us": ("us", "median transaction latency"),
@@ -73,30 +75,6 @@ _CURVE = {
                      "ones included"),
     "cas_failures": ("1/transaction", "compare-and-swap attempts that failed because the word "
                      "changed since it was read"),
-    "share_get_snapshot": ("fraction", "share of transaction time in GetSnapshotData"),
-    "get_snapshot_us": ("us/transaction", "time in GetSnapshotData"),
-    "share_lock_wait": ("fraction", "share of transaction time waiting for locks"),
-    "lock_wait_us": ("us/transaction", "time waiting for locks"),
-    "share_commit": ("fraction", "share of transaction time in commit / end of transaction"),
-    "commit_us": ("us/transaction", "time in commit / end of transaction"),
-    "share_other": ("fraction", "share of transaction time in the rest of the work"),
-    "other_us": ("us/transaction", "time in the rest of the work"),
-    "share_scheduling": ("fraction", "share of transaction time waiting for a CPU"),
-    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
-    "share_connection": ("fraction", "share of transaction time in connecting and "
-                         "disconnecting (a client that reconnects per transaction)"),
-    "connection_us": ("us/transaction", "time in the backend's start-up and exit, its procArray "
-                      "add and remove, and the free list"),
-    "full_snapshots": ("1/transaction", "snapshots computed in full"),
-    "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
-    "copied_snapshots": ("1/transaction", "snapshots copied from a cache shared by all backends"),
-    "connects_per_s": ("1/s", "connections that joined the procArray (ProcArrayAdd) per "
-                       "simulated second"),
-    "disconnects_per_s": ("1/s", "connections that left the procArray (ProcArrayRemove) per "
-                          "simulated second"),
-    "procarray_exclusive_per_txn": ("1/transaction", "exclusive ProcArrayLock acquisitions "
-                                    "(commits with an xid, group clears, procArray adds and "
-                                    "removes) per active-client transaction"),
     "duration_ms": ("ms", "simulated time measured"),
     "warmup_ms": ("ms", "simulated warm-up before the window"),
     TRANSACTIONS_PER_CLIENT: ("transactions", "window transactions per active client"),
@@ -128,19 +106,6 @@ SUMMARY_STATISTICS = {
 the point's successful seeds that have a value (the interval's coverage is
 :data:`simulator.analysis.intervals.CONFIDENCE`)."""
 
-_SUMMARY = {
-    **{key: _POINT[key] for key in SUMMARY_KEYS},
-    "n_seeds": ("seeds", "root seeds of the point that succeeded: those the statistics are over"),
-    "n_failed": ("seeds", "root seeds of the point that failed (an error), left out of the "
-                 "statistics"),
-    WINDOW_CONVERGED: ("bool", "whether every successful seed's warm-up and window are long "
-                       "enough to trust its TPS (empty when none succeeded)"),
-    "measured_tps": _CURVE["measured_tps"],
-    **{f"{column}_{statistic}": (unit, f"{what} of: {meaning}")
-       for column, (unit, meaning) in _CURVE.items() if column not in NOT_SUMMARISED
-       for statistic, what in SUMMARY_STATISTICS.items()},
-}
-
 _LINES = {
     "label": ("-", "the cache line's name, e.g. PGXACT[5..10]"),
     "address": ("bytes", "the line's address in the simulated memory"),
@@ -157,58 +122,103 @@ _LINES = {
     "fields_written": ("-", "the struct fields written, space separated"),
 }
 
-COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
-    "curve.csv": {**_POINT, **_CURVE},
-    "curve_summary.csv": _SUMMARY,
-    "lines.csv": {**_POINT, **_LINES},
-}
-"""Per table, every documented column: ``(unit, one-line meaning)``; ``-`` for no unit."""
-
-
+ColumnMeanings = Mapping[str, tuple[str, str]]
+"""Column name -> ``(unit, one-line meaning)``; ``-`` for no unit."""
 ColumnsDocument = dict[str, dict[str, dict[str, str | None]]]
 
 
-PREFIXED: dict[str, dict[str, tuple[str, str]]] = {
-    "curve.csv": {
-        "tps_": ("1/s", "transactions per simulated second of the mix's script {name}"),
-        "latency_mean_us_": ("us", "mean latency of the mix's script {name}"),
-    },
-}
-"""Columns named by a prefix and a name (a workload mix's per-script columns)."""
+def _summary(curve: ColumnMeanings) -> dict[str, tuple[str, str]]:
+    """The columns of ``curve_summary.csv`` of a curve with ``curve``'s columns."""
+    return {
+        **{key: _POINT[key] for key in SUMMARY_KEYS},
+        "n_seeds": ("seeds", "root seeds of the point that succeeded: those the statistics are "
+                    "over"),
+        "n_failed": ("seeds", "root seeds of the point that failed (an error), left out of the "
+                     "statistics"),
+        WINDOW_CONVERGED: ("bool", "whether every successful seed's warm-up and window are long "
+                           "enough to trust its TPS (empty when none succeeded)"),
+        "measured_tps": _CURVE["measured_tps"],
+        **{f"{column}_{statistic}": (unit, f"{what} of: {meaning}")
+           for column, (unit, meaning) in curve.items() if column not in NOT_SUMMARISED
+           for statistic, what in SUMMARY_STATISTICS.items()},
+    }
 
 
-def describe(table: str, column: str) -> tuple[str | None, str | None]:
-    """Unit and meaning of a column of ``table`` (``None`` for both when undocumented).
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Every documented column of a run's tables: the generic ones and a workload model's.
 
-    A statistic of ``curve_summary.csv`` that :data:`COLUMNS` does not list (of a
-    :data:`PREFIXED` column) is described from the ``curve.csv`` column it summarises.
+    ``tables``: per table, each column's ``(unit, meaning)``; ``prefixed``: per table, columns
+    named by a prefix and a name (``{name}`` in the meaning), such as a workload mix's
+    per-script columns.
     """
-    known = COLUMNS.get(table, {})
-    if column in known:
-        return known[column]
-    for prefix, (unit, meaning) in PREFIXED.get(table, {}).items():
-        if column.startswith(prefix) and len(column) > len(prefix):
-            return unit, meaning.format(name=column.removeprefix(prefix))
-    if table == "curve_summary.csv":
-        for statistic, what in SUMMARY_STATISTICS.items():
-            base = column.removesuffix(f"_{statistic}")
-            if base != column and base not in COLUMNS["curve.csv"]:
-                base_unit, base_meaning = describe("curve.csv", base)
-                if base_meaning is not None:
-                    return base_unit, f"{what} of: {base_meaning}"
-    return None, None
+
+    tables: Mapping[str, ColumnMeanings]
+    prefixed: Mapping[str, ColumnMeanings]
+
+    def describe(self, table: str, column: str) -> tuple[str | None, str | None]:
+        """Unit and meaning of a column of ``table`` (``None`` for both when undocumented).
+
+        A statistic of ``curve_summary.csv`` that :attr:`tables` does not list (of a
+        prefixed column) is described from the ``curve.csv`` column it summarises.
+        """
+        known = self.tables.get(table, {})
+        if column in known:
+            return known[column]
+        for prefix, (unit, meaning) in self.prefixed.get(table, {}).items():
+            if column.startswith(prefix) and len(column) > len(prefix):
+                return unit, meaning.format(name=column.removeprefix(prefix))
+        if table == "curve_summary.csv":
+            for statistic, what in SUMMARY_STATISTICS.items():
+                base = column.removesuffix(f"_{statistic}")
+                if base != column and base not in self.tables.get("curve.csv", {}):
+                    base_unit, base_meaning = self.describe("curve.csv", base)
+                    if base_meaning is not None:
+                        return base_unit, f"{what} of: {base_meaning}"
+        return None, None
+
+    def document(self, tables: Mapping[str, Iterable[str]]) -> ColumnsDocument:
+        """``columns.yaml``: per table, each of its columns (in order) with unit and meaning.
+
+        A column nobody documents gets ``null`` for both (not an error: a user's workload model
+        may add columns it does not describe).
+        """
+        document: ColumnsDocument = {}
+        for table, columns in tables.items():
+            document[table] = {}
+            for column in columns:
+                unit, meaning = self.describe(table, str(column))
+                document[table][column] = {"unit": unit, "meaning": meaning}
+        return document
 
 
-def columns_document(tables: dict[str, Iterable[str]]) -> ColumnsDocument:
-    """``columns.yaml``: per table, each of its columns (in order) with unit and meaning.
+def columns_for(curve: ColumnMeanings | None = None,
+                prefixed: ColumnMeanings | None = None) -> Columns:
+    """The generic columns with a workload model's.
 
-    A column neither :data:`COLUMNS` nor :data:`PREFIXED` documents gets ``null`` for both (not
-    an error: a user's workload model may add columns).
+    ``curve`` adds curve columns (their seed statistics join ``curve_summary.csv``),
+    ``prefixed`` curve columns named by a prefix and a name.
     """
-    document: ColumnsDocument = {}
-    for table, columns in tables.items():
-        document[table] = {}
-        for column in columns:
-            unit, meaning = describe(table, str(column))
-            document[table][column] = {"unit": unit, "meaning": meaning}
-    return document
+    curve_columns = {**_POINT, **_CURVE, **(curve or {})}
+    return Columns(
+        tables={"curve.csv": curve_columns,
+                "curve_summary.csv": _summary({**_CURVE, **(curve or {})}),
+                "lines.csv": {**_POINT, **_LINES}},
+        prefixed={"curve.csv": dict(prefixed or {})} if prefixed else {})
+
+
+GENERIC = columns_for()
+"""The columns every run has, whatever its workload model."""
+COLUMNS = GENERIC.tables
+"""Per table, every generic column: ``(unit, one-line meaning)``."""
+
+
+def columns_document(tables: Mapping[str, Iterable[str]],
+                     columns: Columns = GENERIC) -> ColumnsDocument:
+    """``columns.yaml`` of tables whose columns ``columns`` documents (:meth:`Columns.document`)."""
+    return columns.document(tables)
+
+
+def describe(table: str, column: str, columns: Columns = GENERIC) -> tuple[str | None, str | None]:
+    """Unit and meaning of a column of ``table`` (:meth:`Columns.describe`)."""
+    return columns.describe(table, column)

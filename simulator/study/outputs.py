@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from simulator.analysis import plotting
-from simulator.analysis.columns import columns_document
 from simulator.analysis.usl import usl_table
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
@@ -41,7 +40,7 @@ from simulator.study.experiment_file import dump_yaml, experiment_from_document
 from simulator.study.measurements import measurements_for
 from simulator.study.store import atomic_path
 from simulator.study.sweep import failed_points
-from simulator.study.workload_model import workload_model
+from simulator.study.workload_model import DEFAULT_MODEL, model_columns, workload_model
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,6 +61,8 @@ def write_results(result: Result, directory: Path) -> list[Path]:
     """Write the tables and plots of a result into ``directory``; return the files written."""
     directory.mkdir(parents=True, exist_ok=True)
     summary = result.curve_summary
+    columns = model_columns(workload_model(
+        result.experiment.model if result.experiment is not None else DEFAULT_MODEL))
     written = [
         atomic_write(directory / "curve.csv", lambda p: result.curve.to_csv(p, index=False)),
         atomic_write(directory / "curve.parquet",
@@ -69,7 +70,7 @@ def write_results(result: Result, directory: Path) -> list[Path]:
         atomic_write(directory / "curve_summary.csv", lambda p: summary.to_csv(p, index=False)),
         atomic_write(directory / "lines.csv", lambda p: result.lines.to_csv(p, index=False)),
         atomic_write(directory / "timings.csv", lambda p: result.timings.to_csv(p, index=False)),
-        atomic_write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns_document(
+        atomic_write(directory / "columns.yaml", lambda p: p.write_text(dump_yaml(columns.document(
             {"curve.csv": result.curve.columns, "curve_summary.csv": summary.columns,
              "lines.csv": result.lines.columns})), encoding="utf-8")),
     ]

@@ -15,6 +15,7 @@ from typing import Protocol
 
 import pandas as pd
 
+from simulator.analysis.columns import Columns, columns_for
 from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
 
@@ -59,10 +60,14 @@ class PointOutput:
 class WorkloadModel(Protocol):
     """A workload model: validates names and options and simulates points.
 
-    Optional hooks, called by :meth:`Experiment.validate` before any point runs when the model
+    Optional hooks, called by :meth:`Experiment.check` before any point runs when the model
     has them, each raising :class:`ConfigError`: ``check_workload_options(workload, options)``,
     ``check_algorithm_options(algorithm, options)`` (per algorithm) and
     ``check_experiment_options(algorithms, options)`` (the algorithms run together).
+
+    Optional attributes: ``columns`` and ``column_prefixes``, the unit and meaning of the curve
+    columns the model adds (:func:`model_columns`; without them those columns are undocumented
+    in ``columns.yaml``).
     """
 
     algorithms: tuple[str, ...]
@@ -85,6 +90,14 @@ class WorkloadModel(Protocol):
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point (``spec.options`` resolved, ``spec.work_scale`` applied)."""
         ...
+
+
+def model_columns(model: WorkloadModel) -> Columns:
+    """The generic columns with those ``model`` documents.
+
+    Its optional ``columns`` and ``column_prefixes`` (see :class:`WorkloadModel`).
+    """
+    return columns_for(getattr(model, "columns", None), getattr(model, "column_prefixes", None))
 
 
 def available_models() -> list[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.analysis.columns import columns_document
 from simulator.cli import main
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
+from simulator.study.workload_model import model_columns
 from snapsim_models.options import resolve_options
 from snapsim_models.plugin import MODEL
 from snapsim_models.workloads import Mix, mix_of
@@ -37,7 +37,8 @@ def test_a_run_realises_the_weights_and_reports_each_script() -> None:
     assert tpcb / (select + tpcb) == pytest.approx(0.25, abs=0.01)
     # a tpcb transaction (7 round trips) takes several times a select-only one
     assert row["latency_mean_us_tpcb"] > 3 * row["latency_mean_us_select_only"]  # type: ignore[operator]
-    document = columns_document({"curve.csv": ["tps_tpcb", "latency_mean_us_select_only"]})
+    document = model_columns(MODEL).document(
+        {"curve.csv": ["tps_tpcb", "latency_mean_us_select_only"]})
     assert document["curve.csv"]["tps_tpcb"]["unit"] == "1/s"
     assert "select_only" in str(document["curve.csv"]["latency_mean_us_select_only"]["meaning"])
 

@@ -17,11 +17,11 @@ import yaml
 from matplotlib.axes import Axes
 
 import simulator
-from simulator.analysis.columns import COLUMNS
 from simulator.cli import main
 from simulator.config.machine_file import load_machine, machines_dir
 from simulator.errors import ConfigError
 from simulator.study.metadata import PACKAGES, git_commit, machine_sha256
+from simulator.study.workload_model import model_columns, workload_model
 from tests.paths import REPO_ROOT
 
 ARGV = ["run", "tiny", "--no-progress", "--jobs", "1", "--clients", "1,2",
@@ -60,6 +60,8 @@ def test_metadata_stays_out_of_the_curve(run_dir: Path) -> None:
 
 @pytest.mark.parametrize("table", ["curve.csv", "curve_summary.csv", "lines.csv"])
 def test_columns_yaml_documents_every_column_written(run_dir: Path, table: str) -> None:
+    """The generic columns and the model's (its ``columns``), every one with unit and meaning."""
+    tables = model_columns(workload_model()).tables
     documented = yaml.safe_load((run_dir / "columns.yaml").read_text(encoding="utf-8"))[table]
     written = list(pd.read_csv(run_dir / table, nrows=0).columns)
     assert list(documented) == written
@@ -67,7 +69,7 @@ def test_columns_yaml_documents_every_column_written(run_dir: Path, table: str) 
                     if not entry["unit"] or not entry["meaning"]]
     assert not undocumented, f"{table} columns missing from analysis/columns.py: {undocumented}"
     for column in written:
-        assert documented[column] == dict(zip(("unit", "meaning"), COLUMNS[table][column],
+        assert documented[column] == dict(zip(("unit", "meaning"), tables[table][column],
                                               strict=True))
 
 
