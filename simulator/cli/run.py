@@ -264,7 +264,7 @@ def _point_detail(record: PointRecord) -> None:
 
 def _previous_work_scale(experiment: Experiment,
                          previous: Mapping[str, object] | None) -> float | None:
-    """The work scale a resumed run found already (``None``: none, or not calibrated)."""
+    """The work scale a resumed run found already (``None``: none, or no single-client TPS)."""
     if experiment.single_client_tps is None:
         return None
     computed = (previous or {}).get("computed")

@@ -6,7 +6,7 @@ its idle kind, the columns (or constants) that give the active and idle clients,
 column is which algorithm. :meth:`Dataset.table` turns a dataset into tidy rows
 ``dataset, series, algorithm, machine, workload, idle_kind, clients, idle_clients,
 measured_tps``. A manifest may also fix, per machine, the measured point that gives its
-single-client TPS (the one optional per-machine calibration), and error thresholds.
+single-client TPS (the one optional per-machine fit: its work scale), and error thresholds.
 
 A series is ``column: algorithm`` or, to mark a known gap of the model, ``column: {algorithm:
 pre14, expected: fail, reason: "..."}``: ``snapsim validate`` reports such a series as an
@@ -60,7 +60,7 @@ _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "cli
 _DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", "max_clients")
 _RATIO_RUN_KEYS = ("duration_ms", "warmup_ms")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
-_CALIBRATION_KEYS = ("dataset", "series", "clients", "idle_clients")
+_WORK_SCALE_POINT_KEYS = ("dataset", "series", "clients", "idle_clients")
 _SERIES_KEYS = ("algorithm", "expected", "reason")
 _RATIO_KEYS = ("machine", "stand_in", "workload", "batch", "clients", "idle_clients", "idle_kind",
                "numerator", "denominator", "published", "tolerance", "source", "expected",
@@ -182,7 +182,7 @@ class Dataset:
 
 
 @dataclass(frozen=True, slots=True)
-class CalibrationPoint:
+class WorkScalePoint:
     """The measured point whose TPS is a machine's single-client TPS."""
 
     dataset: str
@@ -243,7 +243,7 @@ class Manifest:
     datasets: Mapping[str, Dataset]
     median_abs_rel_error: float
     max_abs_rel_error: float
-    calibration: Mapping[str, CalibrationPoint]
+    work_scale_points: Mapping[str, WorkScalePoint]
     """Machine name → the point giving its single-client TPS."""
     run: Mapping[str, float]
     """Simulation settings of ``snapsim validate`` (``duration_ms``, ``warmup_ms``, ``seed``)."""
@@ -275,7 +275,7 @@ class Manifest:
 
     def single_client_tps(self, machine: str) -> float | None:
         """The machine's measured single-client TPS, if the manifest gives one."""
-        point = self.calibration.get(machine)
+        point = self.work_scale_points.get(machine)
         if point is None:
             return None
         table = self.dataset(point.dataset).table()
@@ -328,18 +328,18 @@ def _build(data: object, path: Path) -> Manifest:
         datasets[str(name)] = _dataset(str(name), value, path.parent)
     if not datasets:
         raise ConfigError("datasets", "must list at least one dataset")
-    calibration = {}
+    work_scale_points = {}
     for machine, value in expect_mapping("machines", top.get("machines") or {}).items():
         key = f"machines.{machine}"
         entry = expect_mapping(key, value)
         check_keys(entry, key, ("single_client_tps",))
         point = expect_mapping(f"{key}.single_client_tps", entry["single_client_tps"])
-        check_keys(point, f"{key}.single_client_tps", _CALIBRATION_KEYS)
+        check_keys(point, f"{key}.single_client_tps", _WORK_SCALE_POINT_KEYS)
         dataset = expect_str(f"{key}.single_client_tps.dataset", point["dataset"])
         if dataset not in datasets:
             raise ConfigError(f"{key}.single_client_tps.dataset",
                               f"no dataset {dataset!r} (datasets: {', '.join(datasets)})")
-        calibration[str(machine)] = CalibrationPoint(
+        work_scale_points[str(machine)] = WorkScalePoint(
             dataset=dataset, series=expect_str(f"{key}.single_client_tps.series", point["series"]),
             clients=expect_int(f"{key}.single_client_tps.clients", point["clients"]),
             idle_clients=expect_int(f"{key}.single_client_tps.idle_clients",
@@ -347,7 +347,7 @@ def _build(data: object, path: Path) -> Manifest:
     ratios = {str(name): _ratio(str(name), value)
               for name, value in expect_mapping("ratios", top.get("ratios") or {}).items()}
     return Manifest(path=path, datasets=datasets, median_abs_rel_error=limits[_THRESHOLD_KEYS[0]],
-                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], calibration=calibration,
+                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], work_scale_points=work_scale_points,
                     run=run, ratios=ratios)
 
 

@@ -10,7 +10,7 @@ the errors: it was fitted, so it matches by construction). It returns the point-
 table::
 
     dataset, series, algorithm, machine, clients, idle_clients, measured_tps, predicted_tps,
-    rel_error, calibration_point, error, duration_ms, warmup_ms, window_converged
+    rel_error, work_scale_point, error, duration_ms, warmup_ms, window_converged
 
 (``window_converged``: the simulated point's own verdict on its window, the curve column of that
 name; false for a failed simulation) and :func:`summarise` gives, per dataset and series, the
@@ -77,7 +77,7 @@ OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
 FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
-                      "calibration_point", "error", "duration_ms", "warmup_ms",
+                      "work_scale_point", "error", "duration_ms", "warmup_ms",
                       "window_converged", "seeds", "predicted_sd", "predicted_low",
                       "predicted_high", "measured_inside")
 """Columns of :func:`validate`'s table. With several seeds, ``predicted_tps`` is the mean over
@@ -156,7 +156,7 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     (``--machine-set`` items) change every machine's file, for ablations
     (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
     ``seed`` to ``seed + seeds - 1`` and is reported as their mean with its interval (a
-    machine's work scale is calibrated with ``seed`` alone).
+    machine's work scale is found with ``seed`` alone).
 
     Raises:
         ConfigError: ``seeds`` below 1, an unknown dataset or ratio, a ratio that names an
@@ -289,7 +289,7 @@ def _point_table(manifest: Manifest, measured: pd.DataFrame,
              "predicted_sd", "predicted_low", "predicted_high", "measured_inside")
     table = pd.DataFrame(rows, columns=[*measured.columns, *added])
     table["measured_inside"] = table["measured_inside"].astype("boolean")
-    table["calibration_point"] = _calibration_flags(manifest, table)
+    table["work_scale_point"] = _work_scale_flags(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
 
 
@@ -335,11 +335,11 @@ def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd
 def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
                 warmup_ms: float, seed: int, overrides: Sequence[str],
                 log: Callable[[str], None] | None) -> float:
-    """The machine's work scale, calibrated with the run's window on its calibration point."""
+    """The machine's work scale, found with the run's window on its single-client point."""
     target = manifest.single_client_tps(machine.name)
     if target is None:
         return 1.0
-    point = manifest.calibration[machine.name]
+    point = manifest.work_scale_points[machine.name]
     dataset = manifest.dataset(point.dataset)
     algorithm = dataset.series[point.series]
     group = pd.DataFrame({"algorithm": [algorithm], "clients": [point.clients],
@@ -472,9 +472,9 @@ def outcome(expected: str, passed: bool) -> str:
             ("fail", True): "unexpected pass"}[expected, passed]
 
 
-def _calibration_flags(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
+def _work_scale_flags(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
     flags = pd.Series(False, index=table.index)
-    for point in manifest.calibration.values():
+    for point in manifest.work_scale_points.values():
         flags |= ((table["dataset"] == point.dataset) & (table["series"] == point.series)
                   & (table["clients"] == point.clients)
                   & (table["idle_clients"] == point.idle_clients))
@@ -484,11 +484,11 @@ def _calibration_flags(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
 def summarise(table: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     """Per dataset and series: points, median and max absolute relative error, pass/fail.
 
-    Calibration points are left out; a failed simulation counts as an error of infinity.
+    Work-scale points are left out; a failed simulation counts as an error of infinity.
     """
     rows = []
     for (dataset, series), group in table.groupby(["dataset", "series"], sort=False):
-        scored = group[~group["calibration_point"]]
+        scored = group[~group["work_scale_point"]]
         errors = scored["rel_error"].abs().fillna(np.inf)
         median = float(errors.median()) if len(errors) else float("nan")
         worst = float(errors.max()) if len(errors) else float("nan")

@@ -89,7 +89,7 @@ def test_a_bad_known_gap_names_its_key(tmp_path: Path, entry: str, key: str,
 
 def errors_table(errors: dict[str, list[float]]) -> pd.DataFrame:
     rows = [{"dataset": "tiny", "series": series, "algorithm": series.removeprefix("tps_"),
-             "rel_error": error, "calibration_point": False}
+             "rel_error": error, "work_scale_point": False}
             for series, values in errors.items() for error in values]
     return pd.DataFrame(rows)
 
@@ -124,7 +124,7 @@ def test_the_summary_counts_scored_points_whose_window_did_not_converge(
     manifest = load_manifest(write_manifest(tmp_path))
     table = errors_table({"tps_pre14": [0.01, 0.02, 0.03], "tps_post14": [0.01, 0.02]})
     table["window_converged"] = [True, False, False, True, True]
-    table.loc[2, "calibration_point"] = True  # fitted: neither scored nor counted
+    table.loc[2, "work_scale_point"] = True  # fitted: neither scored nor counted
     summary = summarise(table, manifest)
     assert summary[["series", "points", "unconverged"]].values.tolist() == [
         ["tps_pre14", 2, 1], ["tps_post14", 2, 0]]

@@ -58,7 +58,7 @@ def test_validate_table_has_every_measured_point(tmp_path: Path) -> None:
     assert (table["predicted_tps"] > 0).all()
     np.testing.assert_allclose(table["rel_error"],
                                table["predicted_tps"] / table["measured_tps"] - 1)
-    assert not table["calibration_point"].any()
+    assert not table["work_scale_point"].any()
 
 
 def test_validate_reports_each_points_window_verdict(tmp_path: Path) -> None:
@@ -163,13 +163,13 @@ def test_a_bad_dataset_window_names_its_key(tmp_path: Path, run: str, key: str) 
     assert error.value.key.startswith(key)
 
 
-def test_single_client_calibration_point_is_excluded(tmp_path: Path) -> None:
+def test_single_client_work_scale_point_is_excluded(tmp_path: Path) -> None:
     machines = ("{gold5215-2s: {single_client_tps: {dataset: tiny, series: tps_pre14, "
                 "clients: 1, idle_clients: 0}}}")
     manifest = load_manifest(write_manifest(tmp_path, machines=machines))
     assert manifest.single_client_tps("gold5215-2s") == 33599
     table = validate(manifest, duration_ms=20.0, warmup_ms=5.0)
-    flagged = table[table["calibration_point"]]
+    flagged = table[table["work_scale_point"]]
     assert list(flagged["series"]) == ["tps_pre14"]
     assert list(flagged["idle_clients"]) == [0]
     assert abs(float(flagged["rel_error"].iloc[0])) < 0.02  # the work scale reproduces it
