@@ -61,8 +61,8 @@ Keys (all optional):
   ``false``), e.g. ``--set options.churn.rate_per_s=1000``. Each connect and disconnect runs the
   version's ``InitProcess``, ``ProcArrayAdd``, ``ProcArrayRemove`` and ``ProcKill``; the private
   work is the cost model's ``connection`` section. The ``csn`` algorithm models no connect or
-  disconnect: churn with it is an error. ``--single-client-tps`` finds the work scale with its probe's
-  options, churn included, so a sweep over rates is best run on the global cost model as is
+  disconnect: churn with it is an error. ``--single-client-tps`` finds the work scale with its
+  probe's options, churn included, so a sweep over rates is best run on the global cost model as is
   (``configs/experiments/whatif-churn.yaml`` does).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so

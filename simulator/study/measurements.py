@@ -347,8 +347,8 @@ def _build(data: object, path: Path) -> Manifest:
     ratios = {str(name): _ratio(str(name), value)
               for name, value in expect_mapping("ratios", top.get("ratios") or {}).items()}
     return Manifest(path=path, datasets=datasets, median_abs_rel_error=limits[_THRESHOLD_KEYS[0]],
-                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]], work_scale_points=work_scale_points,
-                    run=run, ratios=ratios)
+                    max_abs_rel_error=limits[_THRESHOLD_KEYS[1]],
+                    work_scale_points=work_scale_points, run=run, ratios=ratios)
 
 
 def _run_window(key: str, value: object, keys: tuple[str, ...]) -> dict[str, float]:
