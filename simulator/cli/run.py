@@ -116,11 +116,23 @@ def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", metavar="LIST", help="active clients, e.g. 1,48")
     parser.add_argument("--idle-clients", metavar="LIST", help="idle connections, e.g. 0,1000")
     parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
-    parser.add_argument("--single-client-tps", type=float, metavar="TPS",
-                        help="measured single-client TPS of the machine (rescales base work)")
+    parser.add_argument("--single-client-tps", type=_tps_value, metavar="TPS",
+                        help="the single-client TPS the work scale is found from: a TPS "
+                             "measured with the experiment's workload, 'machine' (the machine's "
+                             "own measured figure, the default) or 'none' (work scale 1)")
     parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
     parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
     parser.add_argument("--seed", type=int, metavar="N", help="root seed (one replication)")
+
+
+def _tps_value(text: str) -> float | str:
+    """``--single-client-tps``: a number, ``machine`` or ``none`` (the experiment checks it)."""
+    if text.strip().lower() in ("none", "null"):
+        return "none"
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()
 
 
 def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, object], str]:
@@ -134,7 +146,7 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     for attribute, key in _FLAG_KEYS.items():
         value = getattr(args, attribute, None)
         if value is not None:
-            document[key] = value
+            document[key] = None if value == "none" and key == "single_client_tps" else value
     if args.algorithms is not None:
         document["algorithms"] = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     if args.clients is not None:

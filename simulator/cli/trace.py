@@ -58,8 +58,8 @@ def main(args: argparse.Namespace) -> int:
                           f"one --idle-clients and one --seed")
     prepare_kernel(prepared.machine)
     scale = 1.0
-    if experiment.single_client_tps is not None:
-        scale = single_client_work_scale(prepared, experiment.single_client_tps, log=log)
+    if prepared.single_client is not None:
+        scale = single_client_work_scale(prepared, prepared.single_client, log=log)
     task = plan(prepared, scale)[0]
     spec = task.spec
     output = prepared.model.run_point(replace(spec, trace=True))

@@ -36,7 +36,7 @@ from simulator.config.machine_file import load_machine
 from simulator.config.values import expect_list, expect_mapping, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.measurements import measurements_for
+from simulator.study.measurements import SingleClientFigure, load_manifest, measurements_for
 from simulator.study.store import document_hash
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
@@ -46,6 +46,8 @@ __all__ = ["GRID_KEYS", "Experiment", "Prepared", "experiment_hash", "plan", "po
            "point_seed", "settings_hash"]
 
 DEFAULT_EXPERIMENT = "default"
+MACHINE = "machine"
+"""The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
 """The shipped experiment whose machine, algorithms, workload and idle kind are the defaults."""
 
 
@@ -98,11 +100,16 @@ class Experiment:
     warmup_ms: float = 2.0
     seeds: tuple[int, ...] = (0,)
     """Root seeds: every point runs once per root seed (replications)."""
-    single_client_tps: float | None = None
-    """The machine's measured single-client TPS, or ``None`` for the global cost model as is."""
-    measurements: str | None = None
+    single_client_tps: float | str | None = MACHINE
+    """The measured single-client TPS the work scale is found from: ``"machine"`` (the
+    machine's own figure from the measurement manifest, if it has one: the work scale is found
+    on the point it was measured at and applies to every workload), a TPS measured with this
+    experiment's first algorithm and workload, or ``None`` for the global cost model as is."""
+    measurements: str | None = MACHINE
     """A measurement dataset to compare with
-    (:func:`simulator.study.measurements.measurements_for`)."""
+    (:func:`simulator.study.measurements.measurements_for`), ``"machine"`` for the manifest's
+    dataset of this machine, workload and idle kind if there is one, or ``None``. A dataset
+    measured on another machine is refused."""
     model: str = DEFAULT_MODEL
     options: Mapping[str, object] = field(default_factory=dict)
     """The workload model's options (for example ``costs``, ``batch``, ``think_time``)."""
@@ -168,8 +175,26 @@ class Experiment:
         """
         model = self.check()
         options = model.resolve_options(self.options, source)
-        return Prepared(experiment=self, model=model, options=options,
-                        machine=self.machine_config(), source=source)
+        machine = self.machine_config()
+        return Prepared(experiment=self, model=model, options=options, machine=machine,
+                        source=source, single_client=self._single_client(model, machine),
+                        measurements=self._measurements(machine, source))
+
+    def _single_client(self, model: WorkloadModel,
+                       machine: MachineConfig) -> SingleClientFigure | None:
+        """The single-client figure the work scale is found from (``None``: work scale 1)."""
+        if self.single_client_tps is None:
+            return None
+        if self.single_client_tps == MACHINE:
+            return load_manifest().single_client(machine.name)
+        return SingleClientFigure(tps=float(self.single_client_tps),
+                                  algorithm=self.algorithms[0], workload=self.workload,
+                                  idle_kind=model.work_scale_idle_kind, dataset="")
+
+    def _measurements(self, machine: MachineConfig, source: str | None) -> str | None:
+        """The dataset overlaid on the results (:func:`overlay_dataset`)."""
+        return overlay_dataset(self.measurements, machine.name, self.workload, self.idle_kind,
+                               source)
 
     def check(self) -> WorkloadModel:
         """Check names and ranges against the workload model; return the model.
@@ -199,12 +224,15 @@ class Experiment:
             raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
         if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
             raise ConfigError("warmup_ms", f"must not be negative, got {self.warmup_ms}")
-        if self.single_client_tps is not None and not (
-                self.single_client_tps > 0 and math.isfinite(self.single_client_tps)):
-            raise ConfigError("single_client_tps",
-                              f"must be positive, got {self.single_client_tps}")
-        if self.measurements is not None:  # a misspelt dataset is found before any work
-            measurements_for(self.measurements)
+        tps = self.single_client_tps
+        if isinstance(tps, str) and tps != MACHINE:
+            raise ConfigError("single_client_tps", f"expected a TPS, {MACHINE!r} or null, got "
+                              f"{tps!r}")
+        if (not isinstance(tps, str) and tps is not None
+                and not (tps > 0 and math.isfinite(tps))):
+            raise ConfigError("single_client_tps", f"must be positive, got {tps}")
+        if self.measurements not in (None, MACHINE):  # a misspelt dataset is found before any work
+            measurements_for(str(self.measurements))
         # A model may also check that the options suit the workload and each algorithm
         # (optional hooks).
         check = getattr(model, "check_workload_options", None)
@@ -244,6 +272,29 @@ def point_key(algorithm: str, clients: int, idle_clients: int, root_seed: int) -
     return f"{algorithm}-c{clients}-i{idle_clients}-r{root_seed}"
 
 
+def overlay_dataset(measurements: str | None, machine: str, workload: str, idle_kind: str,
+                    source: str | None = None) -> str | None:
+    """The dataset an experiment's ``measurements`` overlays: named, the machine's own, or none.
+
+    ``"machine"`` is the shipped manifest's first dataset of ``machine``, ``workload`` and
+    ``idle_kind`` (``None`` if it has none).
+
+    Raises:
+        ConfigError: the named dataset was measured on another machine.
+    """
+    if measurements is None:
+        return None
+    if measurements == MACHINE:
+        return load_manifest().dataset_of(machine, workload, idle_kind)
+    measured = measurements_for(measurements, source)
+    others = sorted(set(measured["machine"]) - {machine})
+    if others:
+        raise ConfigError("measurements", f"{measurements} was measured on "
+                          f"{', '.join(others)}, not {machine}: name a dataset of "
+                          f"this machine, {MACHINE!r} or null")
+    return measurements
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """An experiment checked once, with its workload model, resolved options and machine.
@@ -259,6 +310,23 @@ class Prepared:
     machine: MachineConfig
     source: str | None = None
     """The experiment file, if any (errors name it; relative option paths start there)."""
+    single_client: SingleClientFigure | None = None
+    """The measured single-client TPS the work scale is found from (``None``: work scale 1)."""
+    measurements: str | None = None
+    """The dataset overlaid on the results, resolved (``None``: none)."""
+
+    def work_scale_note(self, work_scale: float) -> str:
+        """One line: the run's work scale and where it comes from."""
+        figure = self.single_client
+        if figure is not None:
+            where = f"{figure.dataset}'s" if figure.dataset else "the given"
+            return (f"work scale {work_scale:.4f}: {self.machine.name} simulates {where} "
+                    f"single-client TPS, {figure.tps:,.0f} ({figure.algorithm}, "
+                    f"{figure.workload}, 1 client)")
+        if self.experiment.single_client_tps == MACHINE:
+            return (f"work scale 1: {self.machine.name} has no measured single-client TPS in "
+                    "the measurement manifest (the global cost model as is)")
+        return "work scale 1: single_client_tps is null (the global cost model as is)"
 
     def replace(self, **changes: Any) -> Prepared:
         """The same preparation of an experiment changed in keys that need no new check.

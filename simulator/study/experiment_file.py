@@ -212,11 +212,14 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
     for key in ("duration_ms", "warmup_ms"):
         if key in document:
             kwargs[key] = expect_number(key, document[key])
-    if document.get("single_client_tps") is not None:
-        kwargs["single_client_tps"] = expect_number("single_client_tps",
-                                                    document["single_client_tps"])
-    if document.get("measurements") is not None:
-        kwargs["measurements"] = expect_str("measurements", document["measurements"])
+    if "single_client_tps" in document:  # null: the global cost model as is
+        tps = document["single_client_tps"]
+        kwargs["single_client_tps"] = (tps if tps is None or isinstance(tps, str)
+                                       else expect_number("single_client_tps", tps))
+    if "measurements" in document:  # null: nothing overlaid
+        measured = document["measurements"]
+        kwargs["measurements"] = None if measured is None else expect_str("measurements",
+                                                                         measured)
     if "options" in document:
         kwargs["options"] = dict(expect_mapping("options", document["options"] or {}))
     kwargs.setdefault("name", default_name or defaults.name)

@@ -192,6 +192,22 @@ class WorkScalePoint:
 
 
 @dataclass(frozen=True, slots=True)
+class SingleClientFigure:
+    """A machine's measured single-client TPS and what it was measured with.
+
+    The work scale found from it applies to every workload the machine then runs; the search
+    simulates the point the TPS was measured at (its algorithm, workload and idle kind).
+    """
+
+    tps: float
+    algorithm: str
+    workload: str
+    idle_kind: str
+    dataset: str
+    """The manifest's dataset it comes from."""
+
+
+@dataclass(frozen=True, slots=True)
 class RatioSide:
     """One side of a ratio: an algorithm and the ``options`` overrides it runs with."""
 
@@ -272,6 +288,25 @@ class Manifest:
             raise ConfigError("measurements", f"no ratio {name!r} in {self.path} "
                               f"(ratios: {listed})")
         return self.ratios[name]
+
+    def single_client(self, machine: str) -> SingleClientFigure | None:
+        """The machine's measured single-client TPS and its point, if the manifest gives one."""
+        tps = self.single_client_tps(machine)
+        if tps is None:
+            return None
+        point = self.work_scale_points[machine]
+        dataset = self.dataset(point.dataset)
+        return SingleClientFigure(tps=tps, algorithm=dataset.series[point.series],
+                                  workload=dataset.workload, idle_kind=dataset.idle_kind,
+                                  dataset=point.dataset)
+
+    def dataset_of(self, machine: str, workload: str, idle_kind: str) -> str | None:
+        """The first dataset measured on ``machine`` with ``workload`` and ``idle_kind``."""
+        for name, dataset in self.datasets.items():
+            if (dataset.machine, dataset.workload, dataset.idle_kind) == (machine, workload,
+                                                                          idle_kind):
+                return name
+        return None
 
     def single_client_tps(self, machine: str) -> float | None:
         """The machine's measured single-client TPS, if the manifest gives one."""

@@ -36,6 +36,7 @@ from simulator.analysis import plotting
 from simulator.analysis.usl import usl_table
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
+from simulator.study.experiment import overlay_dataset
 from simulator.study.experiment_file import dump_yaml, experiment_from_document
 from simulator.study.measurements import measurements_for
 from simulator.study.store import atomic_path
@@ -314,8 +315,11 @@ def load(directory: str | Path) -> Result:
     curve = _with_empty_errors(read_curve(path))
     lines = read_lines(path) if (path / "lines.csv").stat().st_size > 1 else pd.DataFrame()
     timings = _with_empty_errors(_read_table(path, "timings.csv"))
-    measured = (measurements_for(experiment.measurements)
-                if experiment.measurements is not None else None)
+    machine = (str(curve["machine"].iloc[0]) if "machine" in curve.columns and len(curve)
+               else experiment.machine_name())
+    dataset = overlay_dataset(experiment.measurements, machine, experiment.workload,
+                              experiment.idle_kind)
+    measured = measurements_for(dataset) if dataset is not None else None
     return Result(curve=curve, lines=lines, timings=timings, experiment=experiment,
                   measured=measured, work_scale=work_scale)
 

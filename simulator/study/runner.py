@@ -163,8 +163,10 @@ def run(experiment: Experiment | Prepared, *, jobs: int = 1, client: Any = None,
     experiment = prepared.experiment
     if work_scale is None:
         work_scale = 1.0
-        if experiment.single_client_tps is not None:
-            work_scale = single_client_work_scale(prepared, experiment.single_client_tps, log)
+        if prepared.single_client is not None:
+            work_scale = single_client_work_scale(prepared, prepared.single_client, log)
+    if log is not None:
+        log(prepared.work_scale_note(work_scale))
     tasks = plan(prepared, work_scale)
     fingerprint = experiment_hash(prepared, work_scale)
     settings = settings_hash(prepared, work_scale)
@@ -195,8 +197,8 @@ def run(experiment: Experiment | Prepared, *, jobs: int = 1, client: Any = None,
         finished[record.key] = record
     records = [finished[task.key] for task in tasks]
     measured = None
-    if experiment.measurements is not None:
-        measured = measurements_for(experiment.measurements)
+    if prepared.measurements is not None:
+        measured = measurements_for(prepared.measurements, prepared.source)
     return assemble(records, experiment, measured, work_scale)
 
 
@@ -267,9 +269,13 @@ def assemble(records: Sequence[PointRecord], experiment: Experiment | None = Non
 
 
 def _with_measured(curve: pd.DataFrame, measured: pd.DataFrame) -> pd.DataFrame:
-    """Add ``measured_tps`` (and ``rel_error``) where a measured point matches."""
+    """Add ``measured_tps`` (and ``rel_error``) where a measured point matches.
+
+    A curve whose every point failed has no ``tps``: its ``rel_error`` is empty.
+    """
     keys = ["algorithm", "clients", "idle_clients"]
     points = measured.groupby(keys, as_index=False)["measured_tps"].mean()
     merged = curve.merge(points, on=keys, how="left")
-    merged["rel_error"] = merged["tps"] / merged["measured_tps"] - 1
+    tps = merged["tps"] if "tps" in merged.columns else float("nan")
+    merged["rel_error"] = tps / merged["measured_tps"] - 1
     return merged

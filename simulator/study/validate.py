@@ -326,6 +326,8 @@ def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd
         "clients": sorted({int(c) for c in group["clients"]}),
         "idle_clients": sorted({int(i) for i in group["idle_clients"]}),
         "duration_ms": duration_ms, "warmup_ms": warmup_ms, "seeds": list(seeds),
+        # validate finds each machine's work scale from its own manifest and compares itself
+        "single_client_tps": None, "measurements": None,
     }
     document = apply_overrides(document, overrides)
     experiment = experiment_from_document(document, "--set", default_name="validation")
@@ -336,17 +338,13 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
                 warmup_ms: float, seed: int, overrides: Sequence[str],
                 log: Callable[[str], None] | None) -> float:
     """The machine's work scale, found with the run's window on its single-client point."""
-    target = manifest.single_client_tps(machine.name)
-    if target is None:
+    figure = manifest.single_client(machine.name)
+    if figure is None:
         return 1.0
-    point = manifest.work_scale_points[machine.name]
-    dataset = manifest.dataset(point.dataset)
-    algorithm = dataset.series[point.series]
-    group = pd.DataFrame({"algorithm": [algorithm], "clients": [point.clients],
-                          "idle_clients": [point.idle_clients]})
-    probe = _experiment(machine, dataset.workload, dataset.idle_kind, group, duration_ms,
+    group = pd.DataFrame({"algorithm": [figure.algorithm], "clients": [1], "idle_clients": [0]})
+    probe = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
                         warmup_ms, [seed], overrides)
-    return single_client_work_scale(probe.prepare(), target, log)
+    return single_client_work_scale(probe.prepare(), figure, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from simulator.errors import ConfigError
 from simulator.study.experiment import Prepared, plan
+from simulator.study.measurements import SingleClientFigure
 from simulator.study.sweep import execute
 
 __all__ = ["WORK_SCALE_TOLERANCE", "single_client_work_scale", "solve_work_scale"]
@@ -26,7 +27,7 @@ WORK_SCALE_MAX_STEPS = 6
 WORK_SCALE_BISECTION_STEPS = 12
 
 
-def single_client_work_scale(prepared: Prepared, target_tps: float,
+def single_client_work_scale(prepared: Prepared, figure: SingleClientFigure,
                              log: Callable[[str], None] | None = None) -> float:
     """The work scale at which one client with no idle connections simulates ``target_tps``.
 
@@ -39,11 +40,12 @@ def single_client_work_scale(prepared: Prepared, target_tps: float,
         ConfigError: the target cannot be reached (the fixed costs alone are slower).
     """
     experiment = prepared.experiment
+    target_tps = figure.tps
     duration = max(experiment.duration_ms, WORK_SCALE_MIN_DURATION_MS)
-    probe = prepared.replace(clients=(1,), idle_clients=(0,),
-                             idle_kind=prepared.model.work_scale_idle_kind,
-                             algorithms=experiment.algorithms[:1], seeds=experiment.seeds[:1],
-                             duration_ms=duration, warmup_ms=max(experiment.warmup_ms, 1.0))
+    probe = prepared.replace(clients=(1,), idle_clients=(0,), idle_kind=figure.idle_kind,
+                             algorithms=(figure.algorithm,), workload=figure.workload,
+                             seeds=experiment.seeds[:1], duration_ms=duration,
+                             warmup_ms=max(experiment.warmup_ms, 1.0))
 
     def inverse_tps(scale: float) -> float:
         record = execute(plan(probe, scale)[0])

@@ -30,6 +30,8 @@ clients: [1, 2]
 idle_clients: [0, 50, 300]
 duration_ms: 0.4
 warmup_ms: 0.2
+single_client_tps: null
+measurements: null
 """
 EXPECTED_FILES = ["curve.csv", "curve.parquet", "curve_summary.csv", "lines.csv", "timings.csv",
                   "usl.csv", "config.resolved.yaml", "experiment.yaml", "tps.png",

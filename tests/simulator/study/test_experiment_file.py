@@ -42,7 +42,11 @@ def test_default_experiment_is_the_published_idle_study() -> None:
     assert experiment.algorithms == ("pre14", "post14")
     assert experiment.clients == (1, 48)
     assert experiment.idle_clients == (0, 100, 1000, 2500, 5000, 10000)
-    assert experiment.measurements == "gold5215_idle"
+    assert (experiment.single_client_tps, experiment.measurements) == ("machine", "machine")
+    prepared = experiment.prepare()
+    assert prepared.measurements == "gold5215_idle"
+    assert prepared.single_client is not None
+    assert prepared.single_client.tps == 33599
 
 
 def test_extends_merges_mappings_and_replaces_lists(tmp_path: Path) -> None:
