@@ -55,8 +55,6 @@ from .backend import Backend, Category
 from .lwlock import WAKE_CYCLES, LockMode
 from .procarray import SnapshotAlgorithm
 
-GET = Category.GET_SNAPSHOT
-
 SCANNED_PGXACT = ("vacuumFlags", "xmin", "xid")
 """The PGXACT fields 13's snapshot reads of every entry."""
 
@@ -214,13 +212,13 @@ class Pre14(_GroupClearCommit):
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared, read latestCompletedXid, scan all entries, set xmin, release (pa:1504)."""
         backend.record.full_snapshots += 1
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
-        yield from backend.ops(self.before_scan, GET)
-        yield from backend.scan(self.plan, self.scan_costs.pre14, GET)
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
+        yield from backend.ops(self.before_scan, Category.GET_SNAPSHOT)
+        yield from backend.scan(self.plan, self.scan_costs.pre14, Category.GET_SNAPSHOT)
         tail = self.after_scan if backend.xmin_set else self.after_scan + self.own(backend, "xmin")
-        yield from backend.ops(tail, GET)
+        yield from backend.ops(tail, Category.GET_SNAPSHOT)
         backend.xmin_set = True
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
 
 class PgxactSplit(_GroupClearCommit):
@@ -417,14 +415,15 @@ class PgxactSplit(_GroupClearCommit):
 
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared, then the full path (pa:2205@14)."""
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
         yield from self._full_snapshot(backend)
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
     def _full_snapshot(self, backend: Backend) -> ProcessGenerator:
         backend.record.full_snapshots += 1
-        yield from backend.ops(self.vc_read + self.own(backend, "my_slot") + self.header, GET)
-        yield from backend.scan(self.plan, self.scan_costs.dense, GET)
+        yield from backend.ops(self.vc_read + self.own(backend, "my_slot") + self.header,
+                               Category.GET_SNAPSHOT)
+        yield from backend.scan(self.plan, self.scan_costs.dense, Category.GET_SNAPSHOT)
         yield from self._after_scan(backend, sorted(self.procarray.xid_holders.items()))
 
     def _after_scan(self, backend: Backend,
@@ -443,7 +442,7 @@ class PgxactSplit(_GroupClearCommit):
                     seen.add(access.line)
                     extras.append(access)
         tail = self.after_scan if backend.xmin_set else self.after_scan + self.own(backend, "xmin")
-        yield from backend.ops(Ops(extras) + tail if extras else tail, GET)
+        yield from backend.ops(Ops(extras) + tail if extras else tail, Category.GET_SNAPSHOT)
         backend.xmin_set = True
         backend.snapshot_completion_count = self.procarray.completion_count
 
@@ -455,22 +454,22 @@ class Post14(PgxactSplit):
 
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared; ``GetSnapshotDataReuse`` (pa:2122@14) under the lock; else full path."""
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
         cached = backend.snapshot_completion_count
         if cached:
             reuse = cached == self.procarray.completion_count
             check = self.reuse_check  # R xactCompletionCount (the VariableCache line)
             if reuse:
                 store = NO_OPS if backend.xmin_set else self.own(backend, "xmin")
-                yield from backend.ops(check + store, GET)
+                yield from backend.ops(check + store, Category.GET_SNAPSHOT)
                 backend.xmin_set = True
                 backend.record.reused_snapshots += 1
             else:
-                yield from backend.ops(check, GET)
+                yield from backend.ops(check, Category.GET_SNAPSHOT)
                 yield from self._full_snapshot(backend)
         else:
             yield from self._full_snapshot(backend)
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
 
 BARRIER_CYCLES = 20
@@ -509,14 +508,15 @@ class Post14Lockfree(Post14):
         cached = backend.snapshot_completion_count
         if cached:
             check = self.reuse_check
-            yield from backend.ops(check, GET)  # performed now: the count as of this instant
+            # performed now: the count as of this instant
+            yield from backend.ops(check, Category.GET_SNAPSHOT)
             if cached == self.procarray.completion_count:
                 if backend.xmin_set:
                     backend.record.reused_snapshots += 1
                     return
-                yield from backend.ops(self.own(backend, "xmin"), GET)
-                yield from backend.compute(BARRIER_CYCLES, GET)
-                yield from backend.ops(check, GET)
+                yield from backend.ops(self.own(backend, "xmin"), Category.GET_SNAPSHOT)
+                yield from backend.compute(BARRIER_CYCLES, Category.GET_SNAPSHOT)
+                yield from backend.ops(check, Category.GET_SNAPSHOT)
                 backend.xmin_set = True
                 if cached == self.procarray.completion_count:
                     backend.record.reused_snapshots += 1
@@ -610,39 +610,40 @@ class Post14SharedCache(Post14):
 
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Own cache, else the shared copy, else post14's full path and a publish; lock shared."""
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
-        yield from backend.ops(self.reuse_check, GET)  # R xactCompletionCount
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
+        yield from backend.ops(self.reuse_check, Category.GET_SNAPSHOT)  # R xactCompletionCount
         count = self.procarray.completion_count
         own_xmin = NO_OPS if backend.xmin_set else self.own(backend, "xmin")
         if backend.snapshot_completion_count == count:
-            yield from backend.ops(own_xmin, GET)
+            yield from backend.ops(own_xmin, Category.GET_SNAPSHOT)
             backend.record.reused_snapshots += 1
         else:
-            yield from backend.ops(self.read_count, GET)
+            yield from backend.ops(self.read_count, Category.GET_SNAPSHOT)
             if self.shared_count == count:
                 xcnt = self.shared_xcnt
                 yield from backend.ops(self.read_scalars + self._array(xcnt, Op.LOAD) + own_xmin,
-                                       GET)
+                                       Category.GET_SNAPSHOT)
                 backend.snapshot_completion_count = count
                 backend.record.copied_snapshots += 1
             else:
-                yield from backend.ops(self.read_claim, GET)
+                yield from backend.ops(self.read_claim, Category.GET_SNAPSHOT)
                 seen = self.shared_claim
                 yield from self._full_snapshot(backend)
                 if seen != count:
                     yield from self._publish(backend, seen, count)
         backend.xmin_set = True
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
     def _publish(self, backend: Backend, seen: int, count: int) -> ProcessGenerator:
         """CAS ``claim`` from ``seen`` to ``count``; the winner writes the array, then header."""
-        yield from backend.ops(self.claim_cas, GET)
+        yield from backend.ops(self.claim_cas, Category.GET_SNAPSHOT)
         yield from backend.sync()
         if self.shared_claim != seen:
             return  # another backend claimed this count first: the CAS failed
         self.shared_claim = count
         xcnt = self._published_xcnt()
-        yield from backend.ops(self._array(xcnt, Op.STORE) + self.write_header, GET)
+        yield from backend.ops(self._array(xcnt, Op.STORE) + self.write_header,
+                               Category.GET_SNAPSHOT)
         yield from backend.sync()
         assert self.procarray.completion_count == count, "a commit under ProcArrayLock shared"
         self.shared_count, self.shared_xcnt = count, xcnt
@@ -740,13 +741,13 @@ class Pg91(SnapshotAlgorithm):
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared (spinlock protocol), scan every PGPROC, set xmin, release (pa:1225)."""
         backend.record.full_snapshots += 1
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
-        yield from backend.ops(self.before_scan, GET)
-        yield from backend.scan(self.plan, self.scan_costs.pg91, GET)
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
+        yield from backend.ops(self.before_scan, Category.GET_SNAPSHOT)
+        yield from backend.scan(self.plan, self.scan_costs.pg91, Category.GET_SNAPSHOT)
         if not backend.xmin_set:
-            yield from backend.ops(self.own(backend, "xmin"), GET)
+            yield from backend.ops(self.own(backend, "xmin"), Category.GET_SNAPSHOT)
         backend.xmin_set = True
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
 
 class Csn(SnapshotAlgorithm):
@@ -805,7 +806,7 @@ class Csn(SnapshotAlgorithm):
         if not backend.xmin_set:
             steps = steps + self.own(backend, "snapshotcsn")
         steps = steps + self.latest
-        yield from backend.ops(steps, GET)
+        yield from backend.ops(steps, Category.GET_SNAPSHOT)
         backend.xmin_set = True
 
     def clear_xmin(self, backend: Backend) -> ProcessGenerator:
@@ -973,13 +974,15 @@ class RunningXids(PgxactSplit):
 
     def get_snapshot(self, backend: Backend) -> ProcessGenerator:
         """Lock shared, read the count and the K running entries, the holders' flags, xmin."""
-        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.acquire(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
         backend.record.full_snapshots += 1
-        yield from backend.ops(self.vc_read + self.own(backend, "my_xid") + self.count_load, GET)
+        yield from backend.ops(self.vc_read + self.own(backend, "my_xid") + self.count_load,
+                               Category.GET_SNAPSHOT)
         if self.running:
-            yield from backend.scan(self._plan(len(self.running)), self.scan_costs.pre14, GET)
+            yield from backend.scan(self._plan(len(self.running)), self.scan_costs.pre14,
+                                    Category.GET_SNAPSHOT)
         yield from self._after_scan(backend, [(holder.index, holder) for holder in self.running])
-        yield from self.proc_array_lock.release(backend, LockMode.SHARED, GET)
+        yield from self.proc_array_lock.release(backend, LockMode.SHARED, Category.GET_SNAPSHOT)
 
     def _assignment_ops(self, backend: Backend) -> Ops:
         """14's stores of ``GetNewTransactionId`` and the append, under XidGenLock exclusive."""
