@@ -22,10 +22,10 @@ from .backend import Backend
 from .churn import Completed, FreeList
 from .costs import ScanCosts
 from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
-from .procarray import ProcArray, SnapshotAlgorithm
+from .procarray import ProcArray
 from .shmem.build import DEFAULT_INNER_PAGES, build_shared_memory
 from .shmem.memory import PgSharedMemory
-from .snapshots import ALGORITHMS
+from .snapshots import ALGORITHMS, SnapshotAlgorithm
 
 __all__ = ["Completed", "Connection", "Population", "build_population"]
 
@@ -101,7 +101,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, machine: Mach
         run_ahead_ns: how far a backend may run ahead of the clock (:mod:`snapsim_models.backend`).
         implementation: the coherence implementation of the machine.
         fused_atomics: users of atomics whose load + CAS loops are fused into one call that
-            never fails (the ablation; :data:`~snapsim_models.procarray.ATOMIC_USERS`).
+            never fails (the ablation; :data:`~snapsim_models.snapshots.base.ATOMIC_USERS`).
         btree_inner_pages: pages per inner level of ``pgbench_accounts_pkey``
             (:func:`~snapsim_models.btree.inner_level_pages`).
         pin_protocol: how pins update a buffer header

@@ -40,7 +40,7 @@ backend's PGPROC (``running_xids`` also renumbers its entries); ``csn`` models n
 
 from __future__ import annotations
 
-from ..procarray import SnapshotAlgorithm
+from .base import SnapshotAlgorithm
 from .csn import Csn
 from .pg91 import Pg91
 from .post14 import BARRIER_CYCLES, PgxactSplit, Post14, Post14Lockfree, Post14SharedCache
@@ -58,6 +58,7 @@ __all__ = [
     "Post14SharedCache",
     "Pre14",
     "RunningXids",
+    "SnapshotAlgorithm",
 ]
 
 ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {

@@ -16,7 +16,7 @@ from simulator.runtime.engine import ProcessGenerator
 
 from ..backend import Backend, Category
 from ..lwlock import LockMode
-from ..procarray import SnapshotAlgorithm
+from .base import SnapshotAlgorithm
 
 
 class Csn(SnapshotAlgorithm):

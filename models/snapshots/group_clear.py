@@ -19,7 +19,7 @@ from simulator.runtime.engine import ProcessGenerator
 
 from ..backend import Backend, Category
 from ..lwlock import WAKE_CYCLES, LockMode
-from ..procarray import SnapshotAlgorithm
+from .base import SnapshotAlgorithm
 
 
 class GroupClearCommit(SnapshotAlgorithm):

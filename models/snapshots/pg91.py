@@ -18,7 +18,7 @@ from simulator.runtime.engine import ProcessGenerator
 
 from ..backend import Backend, Category
 from ..lwlock import LockMode
-from ..procarray import SnapshotAlgorithm
+from .base import SnapshotAlgorithm
 
 SCANNED_PGPROC_91 = ("vacuumFlags", "xmin", "xid")
 """The PGPROC fields 9.1's snapshot reads of every entry (its H line)."""

@@ -46,10 +46,10 @@ from simulator.runtime.scheduler import CpuScheduler, Task
 from snapsim_models.backend import Backend, Category
 from snapsim_models.costs import PgCosts, load_costs
 from snapsim_models.lwlock import LockMode
-from snapsim_models.procarray import ProcArray, SnapshotAlgorithm
+from snapsim_models.procarray import ProcArray
 from snapsim_models.shmem.build import build_shared_memory
 from snapsim_models.shmem.memory import PgSharedMemory
-from snapsim_models.snapshots import ALGORITHMS
+from snapsim_models.snapshots import ALGORITHMS, SnapshotAlgorithm
 from snapsim_models.workloads import Context, Statement, workload
 
 GOLD: MachineConfig = replace(load_machine("gold5215-2s"), idle=None)

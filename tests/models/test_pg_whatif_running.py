@@ -29,8 +29,7 @@ from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend, Category
 from snapsim_models.lwlock import LockMode
 from snapsim_models.point import PointConfig, PointResult, run_point
-from snapsim_models.procarray import SnapshotAlgorithm
-from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, RunningXids
+from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, RunningXids, SnapshotAlgorithm
 from tests.models.test_pg_snapshot_lines import (
     CONNECTIONS,
     PgHarness,
