@@ -34,7 +34,7 @@ from ..costs import ScanCosts
 from ..lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from ..lwlock import LockMode, LWLock
 from ..procarray import ProcArray
-from ..shmem.memory import PgSharedMemory
+from ..shmem.memory import Layout, PgSharedMemory
 from ..spin import SpinLock
 
 ATOMIC_USERS = ("lwlock", "buffer")
@@ -58,6 +58,11 @@ class SnapshotAlgorithm(ABC):
     """
 
     name: ClassVar[str]
+    layout: ClassVar[Layout]
+    """The shared-memory layout family the version runs on
+    (:func:`~snapsim_models.shmem.build.build_shared_memory`). ``pgxact_split`` and the variants
+    built on it share 14's memory; ``post14_shared_cache`` appends its shared snapshot to it and
+    ``running_xids`` its count and array (allocated last: nothing else moves)."""
     lock_protocol: ClassVar[str] = "atomic"
     supports_churn: ClassVar[bool] = True
     """Whether connections can come and go (:meth:`proc_array_add`, :meth:`proc_array_remove`)."""

@@ -28,6 +28,7 @@ class Csn(SnapshotAlgorithm):
     """
 
     name = "csn"
+    layout = "csn"
     supports_churn = False
 
     def prepare(self, backends: Sequence[Backend]) -> None:

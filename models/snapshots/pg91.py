@@ -35,6 +35,7 @@ class Pg91(SnapshotAlgorithm):
     """PostgreSQL 9.1: the snapshot reads every PGPROC (pa:1225-1443@9.1); spinlock LWLocks."""
 
     name = "pg91"
+    layout = "pg91"
     lock_protocol = "spinlock"
 
     def prepare(self, backends: Sequence[Backend]) -> None:

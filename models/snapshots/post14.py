@@ -45,6 +45,7 @@ class PgxactSplit(GroupClearCommit):
     """14's layout and full scan of the dense ``xids[]`` array, without the snapshot cache."""
 
     name = "pgxact_split"
+    layout = "pg14"
     churn_takes_xid_gen_lock = True
 
     def prepare(self, backends: Sequence[Backend]) -> None:

@@ -41,6 +41,7 @@ class Pre14(GroupClearCommit):
     """PostgreSQL 9.2-13, modelled as 13 (``GetSnapshotData``, pa:1504-1782@13)."""
 
     name = "pre14"
+    layout = "pg13"
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the scan (every entry's pgprocnos slot and PGXACT) and the fixed lines."""
