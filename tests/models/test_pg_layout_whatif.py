@@ -19,7 +19,7 @@ from simulator.config.machine_file import load_machine
 from simulator.hardware.layout_edits import parse_layout_edits
 from snapsim_models.point import PointConfig, run_point
 from snapsim_models.shmem.build import build_shared_memory, check_layout_edits
-from tests.models.test_pg_snapshot_lines import (
+from tests.models.harness import (
     HEADER_COUNTED_TWICE,
     PgHarness,
     build_harness,
