@@ -338,9 +338,8 @@ def cross_socket_pair(algorithm: str, layout_edits: Sequence[LayoutEdit] = ()) -
     """Two active backends with adjacent pgprocnos, placed on different sockets.
 
     The scheduler places deterministically (previous thread, else the lowest fully idle core, see
-    :mod:`simulator.runtime.scheduler`) and a backend that never blocks keeps its thread. Backend A
-    is
-    placed first (core 0, socket 0); then nine filler tasks that spin for the whole run take the
+    ``docs/scheduler.md``) and a backend that never blocks keeps its thread. Backend A is placed
+    first (core 0, socket 0); then nine filler tasks that spin for the whole run take the
     other cores of socket 0, so backend B lands on the lowest fully idle core, on socket 1.
     """
     h = build_harness(algorithm, 2, active=(0, 1), layout_edits=layout_edits)
