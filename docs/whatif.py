@@ -233,9 +233,10 @@ LOCKFREE = Study(
         "able to safely avoid the lock there'd be another significant gain on top of that\"."),
     design=(
         "`post14` is PostgreSQL 14's `GetSnapshotData` with `GetSnapshotDataReuse` "
-        "(procarray.c@14). `post14_lockfree` (`Post14Lockfree` in `models/snapshots.py`) "
-        "makes the reuse check without the lock: read `xactCompletionCount`; if it equals the "
-        "cached count and the backend's xmin is set, reuse; if xmin is unset, store it, a full "
+        "(procarray.c@14). `post14_lockfree` (`Post14Lockfree` in "
+        "`models/snapshots/post14.py`) makes the reuse check without the lock: read "
+        "`xactCompletionCount`; if it equals the cached count and the backend's xmin is set, "
+        "reuse; if xmin is unset, store it, a full "
         "memory barrier, read the count again (a seqlock-style re-check). A changed count "
         "falls back to post14's full path under the lock; transaction end is post14's."),
     assumed=(
@@ -276,7 +277,7 @@ SHARED_CACHE = Study(
         "the study runs pgbench's TPC-B-like script (`tpcb`), whose commits do."),
     design="\n".join([
         "`post14` is PostgreSQL 14. `post14_shared_cache` (`Post14SharedCache` in "
-        "`models/snapshots.py`) is post14 plus one snapshot shared by all backends:",
+        "`models/snapshots/post14.py`) is post14 plus one snapshot shared by all backends:",
         "",
         "* **Shared memory**: post14's, plus at its end a `SharedSnapshot` header alone on a "
         "128-aligned line (`count` it was built at, `claim`, xmin, xmax, xcnt) and an xid "
@@ -346,9 +347,9 @@ RUNNING_XIDS = Study(
         "them empty when most connections are idle."),
     design="\n".join([
         "`pgxact_split` is 14's layout without the snapshot cache, `post14` PostgreSQL 14. "
-        "`running_xids` (`RunningXids` in `models/snapshots.py`, documented line by line there) "
-        "keeps a second dense array holding only the K running top-level xids, built on 14's "
-        "code paths:",
+        "`running_xids` (`RunningXids` in `models/snapshots/running_xids.py`, documented line by "
+        "line there) keeps a second dense array holding only the K running top-level xids, "
+        "built on 14's code paths:",
         "",
         "* **Shared memory** (`models/shmem/build.py`): one more 128-aligned allocation, a 4-B "
         "count `numRunning` padded to 8 B, then 8-B entries `{xid, pgxactoff}`. The count and "

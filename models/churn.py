@@ -18,8 +18,9 @@ postinit.c):
    the next connection pops the same slot.
 
 Steps 2, 3's ``ProcArrayAdd`` and snapshot and 5's ``ProcArrayRemove`` and ``ProcKill`` are the
-snapshot algorithm's memory operations (:class:`~snapsim_models.procarray.SnapshotAlgorithm`);
-the rest is private CPU work from the cost model (:class:`~snapsim_models.costs.ConnectionCosts`).
+snapshot algorithm's memory operations
+(:class:`~snapsim_models.snapshots.base.SnapshotAlgorithm`); the rest is private CPU work from the
+cost model (:class:`~snapsim_models.costs.ConnectionCosts`).
 :func:`start_backend` and :func:`exit_backend` are steps 2-3 and 5 for one backend;
 :mod:`snapsim_models.clients` runs the postmaster and the clients.
 
@@ -67,7 +68,7 @@ from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 from .backend import Backend, Category, TxnRecord
 from .costs import ConnectionCosts
-from .procarray import SnapshotAlgorithm
+from .snapshots.base import SnapshotAlgorithm
 
 Completed = tuple[float, float, TxnRecord]
 """A completed transaction: its start and end time (ns) and the backend's accounting of it."""

@@ -88,8 +88,8 @@ from .buffers import PIN_PROTOCOLS
 from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_document
 from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import QUEUES
-from .procarray import ATOMIC_USERS
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
+from .snapshots.base import ATOMIC_USERS
 from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",

@@ -21,10 +21,10 @@ from .btree import inner_level_pages
 from .churn import Completed, FreeList
 from .churn import churn_slots as slots_for_churn
 from .options import PgOptions
-from .procarray import ProcArray, SnapshotAlgorithm
+from .procarray import ProcArray
 from .shmem.build import build_shared_memory
 from .shmem.memory import PgSharedMemory
-from .snapshots import ALGORITHMS
+from .snapshots import ALGORITHMS, SnapshotAlgorithm
 
 __all__ = ["Completed", "Connection", "Population", "build_population"]
 
@@ -118,9 +118,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
             for j, pgprocno in enumerate(reversed(free_slots))}
     procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
-    snapshots = ALGORITHMS[spec.algorithm](shmem, tracked, procarray, options.costs.scan,
-                                           options.entries_per_chunk, options.fused_atomics,
-                                           options.pin_protocol, options.lwlock_queue)
+    snapshots = ALGORITHMS[spec.algorithm](shmem, tracked, procarray, options)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     if pool:
         snapshots.prepare_churn(list(pool.values()))

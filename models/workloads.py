@@ -35,7 +35,7 @@ from simulator.runtime.engine import ProcessGenerator
 
 from .backend import Backend, Category
 from .costs import StatementCosts
-from .procarray import SnapshotAlgorithm
+from .snapshots.base import SnapshotAlgorithm
 
 Statement = Callable[["Context", Backend], ProcessGenerator]
 

@@ -6,7 +6,8 @@ The layouts use :mod:`simulator.hardware.layout`.
 models touch and returns a :class:`PgSharedMemory` with named regions. Sources are the PostgreSQL
 files, cited as ``file:line@version`` (pa = ``src/backend/storage/ipc/procarray.c``, shmem.c =
 ``src/backend/storage/ipc/shmem.c``); struct layouts are in
-:mod:`snapsim_models.shmem.structs`. Version keys and their layout family:
+:mod:`snapsim_models.shmem.structs`. Version keys and their layout family (each algorithm class's
+:attr:`~snapsim_models.snapshots.base.SnapshotAlgorithm.layout`):
 
 ==================  ========  ===============================================================
 version             layout    shared memory
@@ -58,11 +59,10 @@ from simulator.hardware.layout import Region, Struct
 from simulator.hardware.layout_edits import EditedSharedMemory, LayoutEdit, Move
 
 from ..btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
+from ..snapshots import LAYOUT_OF_VERSION, VERSIONS
 from . import structs as st
 from .memory import (
-    LAYOUT_OF_VERSION,
     SHARED_SNAPSHOT_VERSIONS,
-    VERSIONS,
     Layout,
     PgSharedMemory,
     PinnedPage,

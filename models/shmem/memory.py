@@ -19,9 +19,7 @@ from simulator.hardware.layout import Region, SharedMemory
 
 __all__ = [
     "CSN_COUNTER_FIELD",
-    "LAYOUT_OF_VERSION",
     "SHARED_SNAPSHOT_VERSIONS",
-    "VERSIONS",
     "Layout",
     "PgSharedMemory",
     "PinnedPage",
@@ -31,24 +29,8 @@ __all__ = [
 Layout = Literal["pg91", "pg13", "pg14", "csn"]
 """Layout family: 9.1, the 9.2-13 family as of 13, 14+, and 14 plus the CSN patch's state."""
 
-LAYOUT_OF_VERSION: dict[str, Layout] = {
-    "pg91": "pg91",
-    "pre14": "pg13",
-    "pgxact_split": "pg14",
-    "post14": "pg14",
-    "post14_lockfree": "pg14",
-    "csn": "csn",
-    "post14_shared_cache": "pg14",
-    "running_xids": "pg14",
-}
-"""Version key (algorithm family) to layout family; pgxact_split and the post14 variants share
-memory (``post14_shared_cache`` appends :data:`SHARED_SNAPSHOT_VERSIONS`' regions to it,
-``running_xids`` its count and array: allocated last, nothing else moves)."""
-
 SHARED_SNAPSHOT_VERSIONS: frozenset[str] = frozenset({"post14_shared_cache"})
 """Versions whose shared memory ends with the one shared snapshot (a what-if, not PostgreSQL)."""
-
-VERSIONS: tuple[str, ...] = tuple(LAYOUT_OF_VERSION)
 
 CSN_COUNTER_FIELD = "nextCommitSeqNo"
 """The VariableCache field that holds the CSN counter (csn only)."""
@@ -158,7 +140,7 @@ class PgSharedMemory:
     """The modelled shared memory of one version. Regions absent from a version are ``None``.
 
     Attributes:
-        version: version key (:data:`VERSIONS`).
+        version: version key (:data:`~snapsim_models.snapshots.VERSIONS`).
         layout: layout family.
         procs: slot counts.
         memory: the allocator with every region (for labels and the list of lines).

@@ -308,7 +308,7 @@ class SchedulerConfig:
     before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
     ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
     by ``migration_cost_ns``, periodic balancing every ``balance_interval_ns``) or ``global``
-    (see :mod:`simulator.runtime.scheduler`).
+    (see ``docs/scheduler.md``).
     """
 
     time_slice_ns: float

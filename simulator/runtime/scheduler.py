@@ -8,157 +8,22 @@ speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and
 resumptions), one timeout per run segment, plain lists for the per-thread state, and no
 randomness (the same scenario always gives the same schedule).
 
-Model
------
+Modelled, after Linux (``kernel/sched/fair.c``): per-CPU run queues ordered like CFS before 6.6
+(virtual runtime, sleeper credit; ``fifo`` optional) or one global queue (an ablation), wake-up
+preemption, new-idle and periodic balancing of idle threads, time slices, wake-up placement as
+``select_idle_sibling`` of Linux 5.8 (a synchronous wake-up keeps the waker on its thread),
+wake-up and context-switch costs, idle states chosen by :mod:`simulator.runtime.idle` with their
+exit latencies and IPIs, SMT throughput sharing, migrations (the ``on_migrate`` hook) and the
+per-task accounting (:attr:`Task.scheduling_ns`, :attr:`CpuScheduler.stats`). With
+``trace=True`` it records the ``scheduler`` and ``idle`` tables of ``env.recorder``.
 
-**Threads.** A hardware thread is *busy* while a task holds it: while the task runs, while it pays
-the wake-up or context-switch cost that precedes running there (the thread is reserved for it), and
-between two ``run`` calls of the task's process (the task keeps its thread until it blocks,
-releases it or is preempted). Otherwise the thread is *idle*. Busy time per thread gives the
-utilisation (:meth:`CpuScheduler.busy_ns`, :meth:`CpuScheduler.utilisation`); it includes the
-wake-up and context-switch costs.
+Left out: the scheduling domains' own balance intervals and imbalance rules, cache-hotness in
+balancing, ``wake_wide``, priorities, CPU affinity, NUMA balancing, interrupts, the scheduler's
+own code beyond the configured costs, turbo frequencies, steal time, and SimPy ``Interrupt``
+inside ``run``/``block_until``.
 
-**Run queues.** Runnable tasks without a thread wait in a run queue. With the machine's
-``scheduler.run_queues: per_cpu`` (the default) each hardware thread has its own, as in Linux:
-
-* a waking task that finds no idle thread (*Placement*, below) joins its target's queue (the
-  waker's thread for a synchronous wake-up, else its previous thread; a first placement, the
-  shortest queue) and may preempt the target's running task (``check_preempt_wakeup``): when the
-  running task's virtual runtime exceeds the wakee's by more than ``wakeup_granularity_ns``
-  (4 ms, Linux's default on 8 or more CPUs), it yields at the start of its next run segment
-  (Linux preempts at the next preemption point, here at most one segment later), and a
-  reschedule IPI is counted when the waker runs on another thread: not for a synchronous
-  wake-up (queued on the waker's own thread) nor for a timer (it fires on the thread it was
-  armed on, the one the wakee left);
-* a thread given up takes the head of its own queue; with none there it pulls the head of the
-  longest queue of its LLC, else of the machine (``newidle_balance``), but only while its
-  average idle period (``rq->avg_idle``: 1/8 of each idle period into a running average, capped
-  at twice the migration cost, starting there) is at least ``migration_cost_ns`` (0.5 ms); a
-  thread with shorter idle periods idles;
-* while tasks are queued and threads idle, the periodic balancing at the next multiple of
-  ``balance_interval_ns`` (the tick: 4 ms) lets every idle thread, lowest first, pull the head
-  of the longest queue (of its LLC first); the pulled task pays the thread's idle exit on top of
-  the context switch.
-
-With ``global`` (an ablation) all threads share one machine-wide queue: a freed thread always
-takes the first waiting task of the machine, so no thread idles while a task waits (perfect
-balancing), there is no wake-up preemption, and a waking task whose LLC is full takes any idle
-thread of the machine at once. Either way the queue order is the machine's
-``scheduler.policy``:
-
-* ``cfs`` (the default), Linux's Completely Fair Scheduler before 6.6 with equal weights: the
-  task of least *virtual runtime* goes first, a task's virtual runtime being the on-CPU time it
-  has used (``cpu_ns + stall_ns``). A waking task is placed no earlier than
-  ``sleeper_credit_ns`` before the minimum virtual runtime (``place_entity`` with
-  ``GENTLE_FAIR_SLEEPERS``), so a task that slept long does not monopolise the CPUs afterwards,
-  while one that slept briefly, like a client that waited for its answer, keeps its lead. The
-  minimum is the virtual runtime of the last task dispatched (kept monotonic), one for the
-  machine, where Linux keeps one per queue (the smaller of the running and the leftmost task's)
-  and renormalises a migrating task's virtual runtime. Ties go in arrival order. The running
-  task's virtual runtime includes the part of its current segment run so far.
-* ``fifo``: first come, first served (no wake-up preemption).
-
-With many more runnable tasks than threads the order decides the dynamics. Under ``fifo`` every
-runnable task waits a full turn of the queue for each step it takes, so closed-loop clients keep
-the relative phase of their steps for ever and synchronise: their requests complete in bursts a
-turn of the queue apart. Under ``cfs`` the short steps of a client thread overtake the long steps
-of the process serving it, each pair waits once per request, and throughput is steady within a
-few requests per client.
-
-**Time slices.** A task accumulates on-CPU time (work and stalls) on its current thread. When it has
-used ``time_slice_ns`` and its thread's run queue is not empty it is preempted at that instant,
-in the middle of a ``run`` if need be: its thread goes to the first task of the queue, which pays
-``context_switch_ns`` on that thread before it runs, and the preempted task joins the queue (at
-its virtual runtime, or the tail under ``fifo``) with the rest of its work; it resumes later,
-possibly on another thread. If the queue is empty
-the slice is renewed. A new slice starts each time a task gets a thread. Preemption is only checked
-while the task is inside ``run``: a task that holds its thread outside ``run`` (its process is
-waiting on something else) is not preempted, and a ``run`` that ends exactly at the end of a slice
-is preempted at the start of the next ``run`` (or loses its thread anyway if it blocks). There
-are no priorities or nice values (all tasks weigh the same) and slices do not shrink with the
-number of runnable tasks.
-
-**Wake-ups.** ``block_until(event)`` releases the thread (which takes the head of its run queue with
-a context switch, or goes idle) and waits for the event; ``sleep(ns)`` does the same on a timer
-armed on the thread it leaves. On wake-up the task is placed on an idle thread if one exists,
-after a wake-up cost: ``wakeup_ns``, plus the exit latency of the idle state the thread is in
-(``wake_latency_ns`` of the machine's ``idle`` table, below), plus ``ipi_exit_ns`` on a
-virtualized machine when the wake-up needs an IPI (a halted vCPU: the IPI exits to the
-hypervisor); the thread is reserved for it meanwhile. Without an idle thread it joins a run
-queue (no wake-up cost; it pays the context switch when dispatched). A task starts blocked, and its
-first ``run`` places it exactly like a wake-up (it pays the wake-up cost on an idle thread): a
-server process's first work follows a connection or a client message.
-
-**Placement** of a waking task (deterministic), after ``select_task_rq_fair`` and
-``select_idle_sibling`` of Linux 5.8 (``kernel/sched/fair.c``). A *synchronous* wake-up, declared by
-the waker with :meth:`Task.wakes` before it triggers the event (a socket message it will wait for
-the answer to: ``WF_SYNC``), is placed at that instant, while the waker still holds its thread, as
-``try_to_wake_up`` runs on the waker's CPU: ``wake_affine`` makes the waker's thread the target, and
-the chosen thread is reserved for the wakee. Any other wake-up (a timer, an event without a declared
-waker) has its previous thread as the target. ``select_idle_sibling`` then takes, within the
-target's LLC domain: the target if idle; the previous thread if idle; the task's recently used
-thread (the thread it last woke another task from) if idle; the first thread of a fully idle core,
-scanning the LLC in Linux's CPU numbering (first threads of every core, then the second ones) from
-the target; the first idle thread after the target. With no idle thread in the LLC, a synchronous
-wakee takes its waker's thread once the waker gives it up, paying a context switch instead of a
-wake-up (it was queued behind the waker; the thread never idles); otherwise, and for other wake-ups,
-the task joins its target's queue (per-CPU queues; load balancing may move it), or, with one global
-queue, takes the lowest fully idle core of the machine (of the previous LLC first), else the lowest
-idle thread, else queues. A task's first placement without a waker takes the lowest fully idle core,
-else the lowest idle thread (fork balancing's spread, simplified). Left out: ``wake_wide`` (it needs
-both tasks to switch wakees more often than the LLC has CPUs; a background pgbench thread does, the
-backends it wakes do not), the ``SIS_PROP`` bound on the idle-CPU scan (the whole LLC is scanned)
-and the load comparison of ``wake_affine_weight``.
-
-**Idle states** (when the machine has an ``idle`` section). A thread that goes idle enters the
-state its governor chooses (:mod:`simulator.runtime.idle`: Linux's menu governor, from the
-thread's last idle intervals and its next timer); a task woken there waits for that state's
-exit. A core-level state (core C6) counts only when every thread of the core chose it, and the
-core's private caches are flushed when it enters it (``on_private_flush(core)`` is called, if
-set). With ``idle.wake: mwait`` an idle thread monitors its run-queue flags and a wake-up sends
-no IPI (``mwait_idle_with_hints`` in Linux); with ``hlt`` (a halted thread, or a vCPU) every
-wake-up of an idle thread is an IPI. A machine without an ``idle`` section has only the polling
-state (no exit latency) and sends an IPI per wake-up only when virtualized. Counts are in
-:attr:`CpuScheduler.stats`.
-
-**SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
-busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
-throughput of two busy siblings). Approximation: the sibling state is sampled at the start of each
-run segment (a ``run`` call, or its continuation after a slice renewal or a preemption) and held
-for the segment; a sibling that starts or stops mid-segment does not change the rate until the next
-segment. Cores with more than two threads use the same two-way figure when any sibling is busy.
-``run(ns, smt_scaled=False)`` is for memory stalls: they occupy the thread but are not slowed by
-the sibling.
-
-**Migrations.** When a task starts running on a different core than the one it last ran on, it is
-counted in ``Task.migrations`` and ``CpuScheduler.on_migrate(task, old_core, new_core)`` is called
-(if set) at that instant, before the task runs there. The scheduler itself knows nothing about
-caches: a model charges the cold private cache through this hook or through the core it reads
-from ``task.core``.
-
-**Accounting** (per task, ns): ``cpu_ns`` (wall time running ``smt_scaled`` work, including the SMT
-stretch), ``stall_ns`` (``smt_scaled=False`` time), ``runqueue_wait_ns``, ``wakeup_ns``,
-``context_switch_ns`` (switch cost paid on a thread before this task ran there); counts
-``wakeups`` (blocked to runnable transitions, including the first placement), ``preemptions``,
-``migrations`` and ``context_switches``. For a task whose process only calls ``run`` and
-``block_until``, the sum of the five times plus its blocked time is its elapsed time; the last
-three are its scheduling time (:attr:`Task.scheduling_ns`).
-
-Left out: the scheduling domains' own balance intervals and imbalance rules (a balance moves one
-task to an idle thread; busy threads never balance among themselves), task cache-hotness in
-balancing, ``wake_wide``, priorities, CPU affinity, NUMA balancing, interrupts and softirq time, the
-cost of the scheduler's own code beyond the configured switch and wake-up costs, the waker's own
-cost of sending an IPI (charged to the woken task), the cost of a reschedule IPI (counted only), the
-tick's re-evaluation of a too-shallow idle state, turbo frequencies, the refill of a flushed core's
-untracked working set, hypervisor steal time, and interrupting a process inside
-``run``/``block_until`` (SimPy ``Interrupt`` is not supported there).
-
-**Tracing.** With ``trace=True`` the scheduler records one row per transition in the ``scheduler``
-table of ``env.recorder``: ``time_ns, task, thread, core, event`` with ``event`` one of
-``on_cpu`` (starts running on the thread), ``preempt``, ``block`` and ``release`` (leaves it);
-and one row per idle period in the ``idle`` table, written when the thread is woken:
-``time_ns, thread, core, state`` (the state left), ``idle_ns`` (how long it idled),
-``exit_latency_ns`` (what the woken task paid for the exit, with a hypervisor's IPI cost).
+The model, rule by rule (placement, queues, slices, idle states, SMT, accounting, the trace
+tables' columns) with the Linux functions it follows: ``docs/scheduler.md``.
 """
 
 from __future__ import annotations

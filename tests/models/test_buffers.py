@@ -11,7 +11,7 @@ import pytest
 from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend, Category
 from snapsim_models.spin import DEFAULT_SPINS_PER_DELAY, MIN_DELAY_NS, PAUSE_CYCLES, SpinDelay
-from tests.models.test_pg_snapshot_lines import (
+from tests.models.harness import (
     PgHarness,
     build_harness,
     run_statements,

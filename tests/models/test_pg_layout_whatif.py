@@ -18,8 +18,7 @@ import pytest
 from simulator.config.machine_file import load_machine
 from simulator.hardware.layout_edits import parse_layout_edits
 from snapsim_models.shmem.build import build_shared_memory, check_layout_edits
-from tests.models.points import simulate
-from tests.models.test_pg_snapshot_lines import (
+from tests.models.harness import (
     HEADER_COUNTED_TWICE,
     PgHarness,
     build_harness,
@@ -30,6 +29,7 @@ from tests.models.test_pg_snapshot_lines import (
     snapshot,
     sockets,
 )
+from tests.models.points import simulate
 
 XMIN_OWN_LINE = parse_layout_edits([{"move": "PGXACT.xmin", "to": "own_line"}], "options.layout")
 XMIN_ARRAY_PACKED = parse_layout_edits([

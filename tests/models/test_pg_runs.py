@@ -23,12 +23,11 @@ from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from snapsim_models.costs import load_costs
 from snapsim_models.point import PointResult
+from snapsim_models.snapshots import ALGORITHMS
 from tests.models.points import simulate
 
 GOLD: MachineConfig = replace(load_machine("gold5215-2s"), idle=None)
 """The Gold 5215 without idle states: these tests time their steps to the nanosecond."""
-ALGORITHMS = ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
-              "post14_shared_cache", "running_xids")
 LOCKED = ("pg91", "pre14", "pgxact_split", "post14")
 
 
@@ -63,7 +62,7 @@ def assert_per_transaction(total: float, per_transaction: int, transactions: int
 # ------------------------------------------------------ select-only (pgbench -S -M prepared)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_select_only_two_snapshots_per_transaction(algorithm: str) -> None:
     """GetSnapshotData calls: 2 per pgbench -S transaction, every version
     (Bind and PortalStart)."""
@@ -142,7 +141,7 @@ def test_post14_select_only_reuses_every_snapshot_after_warmup(clients: int) -> 
 # ----------------------------------------------------------------- tpcb (pgbench's default)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
 def test_tpcb_ten_snapshots_xid_assignment_and_commit(algorithm: str) -> None:
     """tpcb: 10 GetSnapshotData calls per transaction (5 DML x 2); XidGenLock
     taken at the first UPDATE (its line RMW'd) and nextXid written on the VariableCache line; the

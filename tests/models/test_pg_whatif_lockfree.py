@@ -2,8 +2,8 @@
 
 PostgreSQL has no such code; :class:`snapsim_models.snapshots.Post14Lockfree` documents the assumed
 design (read ``xactCompletionCount``; on a match publish xmin, a full barrier, read the count
-again). These tests pin that sequence down line by line with the harness of
-``test_pg_snapshot_lines`` and check its effect on a run: no ProcArrayLock atomic in a warm
+again). These tests pin that sequence down line by line with the harness
+(:mod:`tests.models.harness`) and check its effect on a run: no ProcArrayLock atomic in a warm
 select-only transaction, hence no queue on the lock word.
 """
 
@@ -17,17 +17,17 @@ from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import Step
 from snapsim_models.backend import Backend, Category
 from snapsim_models.snapshots import BARRIER_CYCLES
-from tests.models.points import simulate
-from tests.models.test_pg_snapshot_lines import (
+from tests.models.harness import (
     CONNECTIONS,
-    _select_only_transaction,
-    _stores,
-    _tpcb_transaction,
     build_harness,
+    count_stores,
     entries,
     pg14_full_formula,
+    select_only_transaction,
     snapshot,
+    tpcb_transaction,
 )
+from tests.models.points import simulate
 
 NAME = "post14_lockfree"
 
@@ -122,22 +122,22 @@ def test_warm_select_only_transaction_takes_no_proc_array_lock_atomic() -> None:
     transaction end takes no ProcArrayLock (procarray.c:690-705@14): 0 RMWs on the lock line
     (post14: 4).
     Both snapshots still publish xmin on the private PGPROC line (5 xmin stores, as post14)."""
-    h, delta = _select_only_transaction(NAME)
+    h, delta = select_only_transaction(NAME)
     record = h.running[0].record
     assert (record.full_snapshots, record.reused_snapshots) == (0, 2)
     assert delta.count(h.lock_line, "rmws") == 0
-    assert _stores(h, "PGPROC.xmin") == 5
+    assert count_stores(h, "PGPROC.xmin") == 5
 
 
 def test_tpcb_transaction_takes_the_lock_for_its_one_full_snapshot_and_commit() -> None:
     """tpcb with the what-if: the first of the 10 snapshots misses the cache (the backend's
     own commit moved the count) and takes the lock shared (2 RMWs); the other 9 reuse without
     it; the commit's exclusive acquire and release add 2: 4 RMWs (post14: 22)."""
-    h, delta = _tpcb_transaction(NAME)
+    h, delta = tpcb_transaction(NAME)
     record = h.running[0].record
     assert (record.full_snapshots, record.reused_snapshots) == (1, 9)
     assert delta.count(h.lock_line, "rmws") == 4
-    assert _stores(h, "PGPROC.xmin") == 21
+    assert count_stores(h, "PGPROC.xmin") == 21
 
 
 def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:

@@ -4,7 +4,7 @@ PostgreSQL has no such code; :class:`snapsim_models.snapshots.RunningXids` docum
 design (``numRunning`` and 8-B ``{xid, pgxactoff}`` entries, appended at xid assignment under
 XidGenLock, removed at commit under ProcArrayLock and XidGenLock by a search and
 swap-with-last).
-These tests pin its accesses down line by line with the harness of ``test_pg_snapshot_lines``,
+These tests pin its accesses down line by line with the harness (:mod:`tests.models.harness`),
 check whole runs, and check that undoing its distinctive steps makes them fail.
 
 **Lines of the array.** ``RunningXids`` (the 4-B count, padded to 8 B) is 128-aligned and the
@@ -29,23 +29,20 @@ from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend, Category
 from snapsim_models.lwlock import LockMode
 from snapsim_models.point import PointResult
-from snapsim_models.procarray import SnapshotAlgorithm
-from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, RunningXids
-from tests.models.points import simulate
-from tests.models.test_pg_snapshot_lines import (
+from snapsim_models.snapshots import ALGORITHMS, PgxactSplit, RunningXids, SnapshotAlgorithm
+from tests.models.harness import (
     CONNECTIONS,
     PgHarness,
-    _select_only_transaction,
-    _stores,
-    _tpcb_transaction,
     build_harness,
+    check_group_clear,
+    count_stores,
     entries,
     pg14_full_formula,
+    select_only_transaction,
     snapshot,
+    tpcb_transaction,
 )
-from tests.models.test_pg_snapshot_lines import (
-    test_commit_with_xid_joins_the_group_clear_when_the_lock_is_busy as group_clear_check,
-)
+from tests.models.points import simulate
 
 NAME = "running_xids"
 GOLD = replace(load_machine("gold5215-2s"), idle=None)
@@ -264,7 +261,7 @@ def test_commit_removes_by_search_and_swap_with_last() -> None:
 def test_group_clear_removes_every_member() -> None:
     """The 9.6+ group clear of 14 (pa:773@14) with the removal: the leader removes both
     members' entries (the shared test's checks), leaving the array empty."""
-    group_clear_check(NAME)
+    check_group_clear(NAME)
 
 
 def test_tpcb_transaction_counts() -> None:
@@ -273,24 +270,24 @@ def test_tpcb_transaction_counts() -> None:
     XidGenLock 2 at assignment + 2 at the removal = 4 (pgxact_split: 2); one entry store (the
     append; the removal of the only entry moves nothing) and 2 count stores; 14's ``xids[]``
     slot still written twice."""
-    h, delta = _tpcb_transaction(NAME)
+    h, delta = tpcb_transaction(NAME)
     record = h.running[0].record
     assert (record.full_snapshots, record.reused_snapshots) == (10, 0)
     assert delta.count(h.lock_line, "rmws") == 22
     assert delta.count(h.line(h.shmem.xid_gen_lock, 0, h.shmem.lwlock_word), "rmws") == 4
-    assert _stores(h, "runningXids") == 1
-    assert _stores(h, "RunningXids.numRunning") == 2
-    assert _stores(h, "xids") == 2
+    assert count_stores(h, "runningXids") == 1
+    assert count_stores(h, "RunningXids.numRunning") == 2
+    assert count_stores(h, "xids") == 2
     assert running(h) == []
 
 
 def test_select_only_transaction_counts() -> None:
     """pgbench -S: 2 full snapshots, 4 ProcArrayLock RMWs, nothing written to the array."""
-    h, delta = _select_only_transaction(NAME)
+    h, delta = select_only_transaction(NAME)
     record = h.running[0].record
     assert (record.full_snapshots, record.reused_snapshots) == (2, 0)
     assert delta.count(h.lock_line, "rmws") == 4
-    assert _stores(h, "runningXids") == _stores(h, "RunningXids.numRunning") == 0
+    assert count_stores(h, "runningXids") == count_stores(h, "RunningXids.numRunning") == 0
 
 
 # ------------------------------------------------------------------------ mutations

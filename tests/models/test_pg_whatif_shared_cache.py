@@ -3,8 +3,8 @@
 PostgreSQL has no such code; :class:`snapsim_models.snapshots.Post14SharedCache` documents the
 assumed design (own cache as post14; else copy the shared snapshot if it was built at the current
 ``xactCompletionCount``; else build in full and publish, one publisher per count by a CAS on the
-header's ``claim``). The harness tests of ``test_pg_snapshot_lines`` pin the three paths down line
-by line; the runs check the effect: copies replace full builds under tpcb.
+header's ``claim``). Tests on the harness (:mod:`tests.models.harness`) pin the three paths down
+line by line; the runs check the effect: copies replace full builds under tpcb.
 
 Hand-derived counts, all under ProcArrayLock shared (1 load + 2 RMWs on its line, as post14):
 
@@ -30,8 +30,7 @@ from simulator.config.machine_file import load_machine
 from simulator.runtime.engine import ProcessGenerator
 from snapsim_models.backend import Backend
 from snapsim_models.snapshots import Post14SharedCache
-from tests.models.points import simulate
-from tests.models.test_pg_snapshot_lines import (
+from tests.models.harness import (
     CONNECTIONS,
     PgHarness,
     build_harness,
@@ -39,6 +38,7 @@ from tests.models.test_pg_snapshot_lines import (
     pg14_full_formula,
     snapshot,
 )
+from tests.models.points import simulate
 
 NAME = "post14_shared_cache"
 

@@ -11,7 +11,8 @@ from simulator.errors import ConfigError
 from simulator.hardware.layout import Struct
 from snapsim_models.shmem import structs as st
 from snapsim_models.shmem.build import build_shared_memory
-from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, VERSIONS, PgSharedMemory, ProcCounts
+from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, PgSharedMemory, ProcCounts
+from snapsim_models.snapshots import ALGORITHMS, LAYOUT_OF_VERSION, VERSIONS
 
 M = 100  # max_connections of most tests
 
@@ -135,6 +136,16 @@ def test_csn_pgproc_extends_14() -> None:
 def test_versions() -> None:
     assert VERSIONS == ("pg91", "pre14", "pgxact_split", "post14", "post14_lockfree", "csn",
                         "post14_shared_cache", "running_xids")
+
+
+def test_each_algorithm_names_its_layout_family() -> None:
+    """The layout is the algorithm class's; the version keys' table is derived from it."""
+    assert {name: cls.layout for name, cls in ALGORITHMS.items()} == LAYOUT_OF_VERSION == {
+        "pg91": "pg91", "pre14": "pg13", "pgxact_split": "pg14", "post14": "pg14",
+        "post14_lockfree": "pg14", "csn": "csn", "post14_shared_cache": "pg14",
+        "running_xids": "pg14"}
+    for name, layout in LAYOUT_OF_VERSION.items():
+        assert build_shared_memory(name, 2).layout == layout
 
 
 @pytest.mark.parametrize("version", VERSIONS)

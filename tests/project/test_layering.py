@@ -43,6 +43,19 @@ MODELS = "snapsim_models"
 MODELS_MAY_IMPORT = ("simulator.errors", "simulator.types", "simulator.config",
                      "simulator.hardware", "simulator.runtime", "simulator.study.workload_model")
 
+SNAPSHOTS = f"{MODELS}.snapshots"
+SNAPSHOT_FLOORS = {
+    "base": 1,  # the interface every algorithm implements
+    "group_clear": 2,  # the 9.6+ group clear, shared by pre14 and 14
+    "pg91": 2,
+    "csn": 2,
+    "pre14": 3,
+    "post14": 3,  # pgxact_split, post14 and the two what-ifs on it
+    "running_xids": 4,  # a what-if on pgxact_split
+}
+"""Floor of each module of the snapshot algorithms (one module per version family); the package's
+``__init__`` (``ALGORITHMS``) stands on all of them."""
+
 
 def module_name(path: Path) -> str:
     """The name ``path`` is imported under (files in ``models/`` as ``snapsim_models``)."""
@@ -184,6 +197,27 @@ def test_models_stand_on_the_machine_not_on_the_commands() -> None:
     assert sorted(offenders) == []
 
 
+def test_every_snapshot_module_has_a_floor() -> None:
+    modules = {name.removeprefix(SNAPSHOTS + ".") for name in project_modules()
+               if name.startswith(SNAPSHOTS + ".")}
+    assert modules == set(SNAPSHOT_FLOORS)
+
+
+def test_snapshot_modules_import_only_lower_floors() -> None:
+    """An algorithm module stands on the interface and on older families, never on the registry
+    or on a family of its own floor or above."""
+    offenders = []
+    for name, targets in import_graph().items():
+        if not name.startswith(SNAPSHOTS + "."):
+            continue
+        floor = SNAPSHOT_FLOORS[name.removeprefix(SNAPSHOTS + ".")]
+        for target in targets:
+            if target == SNAPSHOTS or (target.startswith(SNAPSHOTS + ".") and SNAPSHOT_FLOORS[
+                    target.removeprefix(SNAPSHOTS + ".")] >= floor):
+                offenders.append(f"{name} -> {target}")
+    assert sorted(offenders) == []
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str]:
     """One import cycle of ``graph`` (its modules in order), or ``[]`` if there is none."""
     state: dict[str, int] = {}  # 1: on the current path, 2: finished
@@ -232,5 +266,7 @@ def test_the_checks_see_imports_at_any_depth() -> None:
     assert "snapsim_models.backend" in graph["snapsim_models.clients"]
     assert "snapsim_models.shmem.structs" in graph["snapsim_models.shmem.build"]
     assert "snapsim_models.shmem.build" in graph["snapsim_models.population"]
+    assert "snapsim_models.snapshots.group_clear" in graph["snapsim_models.snapshots.post14"]
+    assert "snapsim_models.snapshots.base" in graph["snapsim_models.snapshots"]
     assert "simulator.study.workload_model" in graph["snapsim_models.plugin"]
     assert part_of("simulator.hardware.coherence.kernel") == "simulator.hardware"
