@@ -117,7 +117,8 @@ exit. A core-level state (core C6) counts only when every thread of the core cho
 core's private caches are flushed when it enters it (``on_private_flush(core)`` is called, if
 set). With ``idle.wake: mwait`` an idle thread monitors its run-queue flags and a wake-up sends
 no IPI (``mwait_idle_with_hints`` in Linux); with ``hlt`` (a halted thread, or a vCPU) every
-wake-up of an idle thread is an IPI. A machine without an ``idle`` section has only the polling
+wake-up of a thread in a listed state is an IPI, and one of a thread in the polling state is not
+(``set_nr_if_polling`` in Linux; KVM's guest halt polling relies on it). A machine without an ``idle`` section has only the polling
 state (no exit latency) and sends an IPI per wake-up only when virtualized. Counts are in
 :attr:`CpuScheduler.stats`.
 
@@ -1286,7 +1287,7 @@ class CpuScheduler:
         stats.idle_exit_ns += latency
         stats.exits_by_state[states[index].name] = stats.exits_by_state.get(
             states[index].name, 0) + 1
-        if self._wake_ipi:
+        if self._wake_ipi and (index or self.idle is None):  # a polling thread needs no IPI
             stats.ipis += 1
             latency += self._ipi_ns
         if self.trace:
