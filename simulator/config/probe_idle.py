@@ -1,4 +1,4 @@
-"""How a virtual machine's idle vCPUs wait, read from Linux, as the machine file's ``idle:`` section.
+"""How a virtual machine's idle vCPUs wait, read from Linux: the machine file's ``idle:`` section.
 
 A guest's vCPUs do not enter the host's C-states: an idle vCPU either polls (busy-waits for work,
 so a waker needs no interrupt) or halts (HLT, which exits to the hypervisor; waking it is an IPI
