@@ -119,8 +119,8 @@ set). With ``idle.wake: mwait`` an idle thread monitors its run-queue flags and 
 no IPI (``mwait_idle_with_hints`` in Linux); with ``hlt`` (a halted thread, or a vCPU) every
 wake-up of a thread in a listed state is an IPI, and one of a thread in the polling state is not
 (``set_nr_if_polling`` in Linux; KVM's guest halt polling relies on it). A machine without an
-``idle`` section has only the polling state (no exit latency) and sends an IPI per wake-up only when virtualized. Counts are in
-:attr:`CpuScheduler.stats`.
+``idle`` section has only the polling state (no exit latency) and sends an IPI per wake-up only
+when virtualized. Counts are in :attr:`CpuScheduler.stats`.
 
 **SMT.** A task runs ``work_ns`` of single-thread CPU time. While an SMT sibling of its thread is
 busy it progresses at ``smt_throughput / 2`` instead of 1 (``smt_throughput`` is the combined
