@@ -32,16 +32,20 @@ class PostgresModel:
         return resolve_options(options, source)
 
     def check_workload_options(self, workload: str, options: Mapping[str, object]) -> None:
-        """The ``mix`` workload needs ``options.mix``; only it and ``batched`` read a batch.
+        """Only the ``mix`` workload reads (and needs) ``options.mix``; it and ``batched`` a batch.
 
         Raises:
-            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload, or
-                ``options.batch`` is above 1 for a workload that sends one statement per round
-                trip (it would be silently ignored).
+            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload or given
+                for another workload, or ``options.batch`` is above 1 for a workload that sends
+                one statement per round trip (either would be silently ignored).
         """
         if workload == MIX and not options.get("mix"):
             raise ConfigError("options.mix", "the mix workload needs its scripts and weights, "
                               "e.g. options: {mix: {select-only: 9, tpcb: 1}}")
+        if workload != MIX and options.get("mix"):
+            raise ConfigError("options.mix", f"scripts and weights apply to the {MIX} workload "
+                              f"only, not {workload} (they would change nothing; drop "
+                              f"options.mix or run workload: {MIX})")
         batch = options.get("batch", 1)
         if workload not in (BATCHED, MIX) and isinstance(batch, int) and batch > 1:
             raise ConfigError("options.batch", f"{batch} statements per round trip apply to the "
