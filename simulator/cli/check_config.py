@@ -24,6 +24,7 @@ from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
+from simulator.study import estimate
 from simulator.study.experiment import check_estimate
 from simulator.study.experiment_file import (
     EXPERIMENT_KEYS,
@@ -95,7 +96,12 @@ def is_machine(data: Mapping[str, object]) -> bool:
 def check_machine(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate a machine file; a one-line summary."""
     document = expect_mapping("", read_yaml(Path(source)) if data is None else data)
-    return machine_summary(machine_from_dict(document, source=source))
+    config = machine_from_dict(document, source=source)
+    try:  # a machine too large to build is refused here, as by `run`
+        estimate.check_machine_memory(config, estimate.available_memory())
+    except ConfigError as exc:
+        raise ConfigError(exc.key, exc.message, source) from None
+    return machine_summary(config)
 
 
 def machine_summary(config: MachineConfig) -> str:

@@ -3,11 +3,19 @@ disk, windows too short or too long; each is one line naming the cause and exit 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
-from simulator.cli import main
+from simulator.cli import common, main
+from simulator.config.machine import MachineConfig
+from simulator.config.machine_file import machines_dir
+from simulator.hardware import warmup
+from simulator.hardware.machine import Machine
+from simulator.study import estimate
 
 
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -47,3 +55,65 @@ def test_a_batch_for_a_workload_of_single_statements_is_refused(
     assert ("options.batch: 4 statements per round trip apply to the batched and mix workloads "
             "only, not select-only" in error_line(capsys))
 
+
+
+def huge_machine_file(tmp_path: Path) -> Path:
+    """The Gold 5215 with 100,000 cores per domain: about 43 GB of cache arrays."""
+    text = (machines_dir() / "gold5215-2s.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^  cores_per_domain: .*$", "  cores_per_domain: 100000", text)
+    path = tmp_path / "huge.yaml"
+    path.write_text(re.sub(r"(?m)^name: .*$", "name: huge", text), encoding="utf-8")
+    return path
+
+
+def test_check_config_refuses_a_machine_too_large_to_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    path = huge_machine_file(tmp_path)
+    assert main(["check-config", str(path)]) == 2
+    line = error_line(capsys)
+    assert line.startswith(f"snapsim: error: {path}: topology: machine huge (200,000 cores) "
+                           "needs about 4")
+    assert line.endswith("GB for its caches alone (an estimate), more than the 16.0 GB "
+                         "available (MemAvailable); use fewer cores")
+    assert main(["check-config", str(machines_dir() / "gold5215-2s.yaml")]) == 0
+
+
+def test_run_refuses_a_machine_too_large_to_build_before_building_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    real_machine = Machine
+
+    def machine(config: MachineConfig, lines: npt.NDArray[np.int64]) -> Machine:
+        built.append(config.topology.cores_per_domain)
+        return real_machine(config, lines)
+
+    monkeypatch.setattr(warmup, "Machine", machine)
+    monkeypatch.setattr(warmup, "kernel_compiled", lambda: False)
+    monkeypatch.setattr(common, "kernel_compiled", lambda: False)
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    out = tmp_path / "out"
+    assert main(["run", "tiny", "--machine", str(huge_machine_file(tmp_path)), "--jobs", "1",
+                 "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("snapsim: error: point pre14 clients=4 idle_clients=500 needs ")
+    assert "the machine's caches alone take 4" in err[-1]
+    assert "use a machine with fewer cores (topology), or force the run" in err[-1]
+    assert 100_000 not in built  # the kernel was warmed on a shipped machine
+    assert not out.exists()
+
+
+def test_a_long_warm_up_is_blamed_for_the_memory_it_needs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+        assert main(["run", "tiny", "--set", "warmup_ms=1e6", "--clients", "1",
+                     "--idle-clients", "0", "--jobs", "1", "--no-progress",
+                     "--out", str(out)]) == 2
+    line = error_line(capsys)
+    assert ("the 1,000,001 ms simulated (warm-up and window) take 38.0 GB for their "
+            "transactions; shorten warmup_ms or duration_ms, or force the run") in line
+    assert "lower clients" not in line
