@@ -3,11 +3,14 @@ disk, windows too short or too long; each is one line naming the cause and exit 
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import pytest
 
 from simulator.cli import common, main
@@ -117,3 +120,32 @@ def test_a_long_warm_up_is_blamed_for_the_memory_it_needs(
     assert ("the 1,000,001 ms simulated (warm-up and window) take 38.0 GB for their "
             "transactions; shorten warmup_ms or duration_ms, or force the run") in line
     assert "lower clients" not in line
+
+
+def test_a_full_disk_while_the_tables_are_written_is_one_line_and_keeps_the_points(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_to_csv = pd.DataFrame.to_csv
+
+    def to_csv(frame: pd.DataFrame, path: object = None, **kwargs: object) -> object:
+        if isinstance(path, Path) and "lines.csv" in path.name:
+            path.write_bytes(b"half a table")  # then the disk fills up
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_to_csv(frame, path, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", to_csv)
+    out = tmp_path / "out"
+    assert main(["-q", "run", "tiny", "--clients", "1", "--idle-clients", "0", "--algorithms",
+                 "post14", "--out", str(out)]) == 2
+    line = error_line(capsys)
+    assert line == (f"snapsim: error: cannot write {out / 'lines.csv'}: No space left on device; "
+                    f"the points are kept in {out / 'points'}: free some space and run the same "
+                    "command again to write the tables")
+    assert len(list((out / "points").iterdir())) >= 1
+    assert not list(out.rglob("*.tmp"))
+    assert not (out / "lines.csv").exists()
+    monkeypatch.setattr(pd.DataFrame, "to_csv", real_to_csv)
+    assert main(["run", "tiny", "--clients", "1", "--idle-clients", "0", "--algorithms",
+                 "post14", "--no-progress", "--out", str(out)]) == 0
+    assert "resuming: 1 of 1 points already done" in capsys.readouterr().err
+    assert (out / "lines.csv").exists()
