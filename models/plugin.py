@@ -8,6 +8,7 @@ from simulator.errors import ConfigError
 from simulator.hardware.layout_edits import parse_layout_edits
 from simulator.study.workload_model import PointOutput, PointSpec
 
+from .costs import check_costs_file
 from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, PointConfig, run_point
 from .shmem.build import check_layout_edits_apply
@@ -73,6 +74,10 @@ class PostgresModel:
         """
         check_layout_edits_apply(parse_layout_edits(options.get("layout", []), "options.layout"),
                                  algorithms)
+
+    def check_config_file(self, data: Mapping[str, object], source: str) -> str | None:
+        """``check-config`` of a file of this model (the cost model); ``None``: not one."""
+        return check_costs_file(data, source)
 
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""

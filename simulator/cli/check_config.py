@@ -5,9 +5,11 @@ file, a measurement manifest or an experiment file, each by a top-level key that
 has (so a misspelt key is then named by the check, not taken for another kind). Each kind is
 checked completely (an experiment with its ``extends`` chain, its workload model's options, its
 machine and its measurements; a manifest with every file it names and its ratios' names) and
-summarised in one line after ``ok:``. The file is read once, so ``FILE`` can be a stream
-(``/dev/stdin``); ``-`` reads standard input (relative paths in it are taken from the current
-directory).
+summarised in one line after ``ok:``; a file no kind recognises is offered to the workload
+model (the PostgreSQL model recognises its cost file). The file is read once, so ``FILE`` can be
+a stream (``/dev/stdin``); ``-`` reads standard input (relative paths in it are taken from the
+current directory); a shipped experiment's or machine's name (``tiny``, ``gold5215-2s``) checks
+the shipped file, as ``run`` takes it.
 """
 
 from __future__ import annotations
@@ -25,17 +27,18 @@ from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
 from simulator.study import estimate
+from simulator.study.config_files import check_model_file, shipped_config_path
 from simulator.study.experiment import check_estimate
 from simulator.study.experiment_file import (
+    EMPTY_FILE,
     EXPERIMENT_KEYS,
+    STDIN,
+    STDIN_SOURCE,
     experiment_from_document,
     load_document,
 )
 from simulator.study.measurements import MANIFEST_KEYS, load_manifest
 from simulator.study.validate import check_ratios
-
-STDIN = "-"
-STDIN_SOURCE = "<stdin>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +71,20 @@ def main(args: argparse.Namespace) -> int:
         source = STDIN_SOURCE
         data = parse_yaml(sys.stdin.read(), source)
     else:
+        source = shipped_config_path(source)
         data = read_yaml(Path(source))
+    if data is None:
+        raise ConfigError("", EMPTY_FILE, source)
     if not isinstance(data, Mapping):
         raise ConfigError("", "the top level must be a mapping", source)
     for kind in CONFIG_KINDS:
         if kind.matches(data):
             print(f"ok: {kind.check(source, data)}")
             return EXIT_OK
+    model_summary = check_model_file(data, source)
+    if model_summary is not None:
+        print(f"ok: {model_summary}")
+        return EXIT_OK
     known = "; ".join(f"{_article(kind.name)} {kind.name} file has {kind.recognised_by}"
                       for kind in CONFIG_KINDS)
     raise ConfigError("", f"not a recognised configuration file ({known})", source)

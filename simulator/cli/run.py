@@ -65,11 +65,14 @@ from simulator.study.experiment import (
     run,
 )
 from simulator.study.experiment_file import (
+    STDIN_SOURCE,
     apply_overrides,
+    apply_seed_flags,
+    blame_overrides,
     dump_yaml,
     experiment_from_document,
-    load_document,
     parse_int_list,
+    read_experiment_source,
     resolved_document,
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
@@ -108,12 +111,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run even when a point's memory estimate exceeds the available "
                              "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help="run every point with N root seeds (the experiment's first seed, "
+                             "or --seed, and the next N-1): the tables give means with 95 %% "
+                             "intervals")
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment and the flags that change it, but ``--set`` (:func:`load_experiment`)."""
     parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
-                        help="experiment file or shipped experiment name (default: default)")
+                        help="experiment file, shipped experiment name or - (standard input) "
+                             "(default: default)")
     parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
     parser.add_argument("--machine-set", action="append", metavar="KEY=VALUE",
                         help="edit a key of the machine file (repeatable; added to the "
@@ -136,7 +144,7 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     Returns the experiment, its input document (``extends`` merged, overrides applied) and the
     experiment file's path.
     """
-    document, source = load_document(args.experiment or DEFAULT_EXPERIMENT)
+    document, source = read_experiment_source(args.experiment or DEFAULT_EXPERIMENT)
     document = apply_overrides(document, [])  # a private copy
     for attribute, key in _FLAG_KEYS.items():
         value = getattr(args, attribute, None)
@@ -148,8 +156,7 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
         document["clients"] = parse_int_list("--clients", args.clients)
     if args.idle_clients is not None:
         document["idle_clients"] = parse_int_list("--idle-clients", args.idle_clients)
-    if args.seed is not None:
-        document["seeds"] = [args.seed]
+    apply_seed_flags(document, args.seed, getattr(args, "seeds", None))
     document = apply_overrides(document, args.set)
     machine_set = getattr(args, "machine_set", None)
     if machine_set:
@@ -157,7 +164,8 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
         document["machine_set"] = [*(previous if isinstance(previous, list) else [previous]),
                                    *machine_set]
     document.pop("computed", None)
-    experiment = experiment_from_document(document, source, default_name=Path(source).stem)
+    name = "stdin" if source == STDIN_SOURCE else Path(source).stem
+    experiment = experiment_from_document(document, source, default_name=name)
     return experiment, document, source
 
 
@@ -221,9 +229,10 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     started_utc = utc_now_iso()
-    experiment, document, source = load_experiment(args)
-    model = experiment.validate()
-    options = model.resolve_options(experiment.options, source)
+    with blame_overrides(args.set):
+        experiment, document, source = load_experiment(args)
+        model = experiment.validate()
+        options = model.resolve_options(experiment.options, source)
     machine = experiment.machine_config()
     jobs = checked_jobs(args.jobs) or default_jobs()
     prepare_kernel(machine)
