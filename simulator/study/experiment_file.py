@@ -206,8 +206,9 @@ def parse_int_list(flag: str, text: str) -> list[int]:
 def blame_overrides(sets: Sequence[str] | None) -> Iterator[None]:
     """Blame an error of a value a ``--set`` gave on that ``--set``, not on the experiment file.
 
-    A :class:`ConfigError` raised in the block at a key that a ``--set KEY=VALUE`` set (or
-    below it: ``options.churn`` set, ``options.churn.rate_per_s`` wrong) is raised again with
+    A :class:`ConfigError` raised in the block at a key that a ``--set KEY=VALUE`` set, below it
+    (``options.churn`` set, ``options.churn.rate_per_s`` wrong) or above it (a misspelt
+    ``options.costs.backnd`` of ``options.costs.backnd.x``) is raised again with
     ``--set`` as its source; any other error is left as it is.
     """
     try:
@@ -215,8 +216,8 @@ def blame_overrides(sets: Sequence[str] | None) -> Iterator[None]:
     except ConfigError as exc:
         for item in reversed(sets or ()):
             key = item.partition("=")[0].strip()
-            if key and exc.key and (exc.key == key or exc.key.startswith(f"{key}.")
-                                    or exc.key.startswith(f"{key}[")):
+            if key and exc.key and (exc.key == key or exc.key.startswith((f"{key}.", f"{key}["))
+                                    or key.startswith(f"{exc.key}.")):
                 raise ConfigError(exc.key, exc.message, "--set") from None
         raise
 
