@@ -149,3 +149,13 @@ def test_a_full_disk_while_the_tables_are_written_is_one_line_and_keeps_the_poin
                  "post14", "--no-progress", "--out", str(out)]) == 0
     assert "resuming: 1 of 1 points already done" in capsys.readouterr().err
     assert (out / "lines.csv").exists()
+
+
+def test_verbose_point_lines_are_not_written_onto_the_progress_bar(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-v", "run", "tiny", "--clients", "1", "--idle-clients", "0,100",
+                 "--algorithms", "post14", "--jobs", "1", "--out", str(tmp_path / "out")]) == 0
+    segments = re.split(r"[\r\n]", capsys.readouterr().err)
+    points = [segment for segment in segments if "point post14-" in segment]
+    assert len(points) == 2
+    assert all(segment.startswith("point post14-") for segment in points), points
