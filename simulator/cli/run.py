@@ -69,6 +69,7 @@ from simulator.study.experiment_file import (
     apply_overrides,
     apply_seed_flags,
     blame_overrides,
+    dropped_grid_values,
     dump_yaml,
     experiment_from_document,
     parse_int_list,
@@ -337,14 +338,20 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
                                       "another grid, name or measurement overlay; use --extend "
                                       "to add this grid's points to it, --overwrite to replace "
                                       "it, or choose another --out")
+                dropped = dropped_grid_values(previous, resolved)
+                if dropped:  # the tables would silently lose those rows
+                    raise ConfigError("--extend", f"the run in {out} also has "
+                                      f"{'; '.join(dropped)}, which this grid leaves out; "
+                                      "--extend only adds points: give a grid that includes "
+                                      "them, or choose another --out")
                 log(f"extending the run in {out}: its stored points of this grid are reused")
                 return None
             if not overwrite:
                 what = ("the results of another experiment" if previous is not None
                         else "files that are not snapsim results")
-                hint = (f" (it differs in {', '.join(other)}, not only in the grid)"
+                hint = (f", which differs in {', '.join(other)}, not only in the grid"
                         if extend and other else "")
-                raise ConfigError("--out", f"{out} is not empty (it holds {what}){hint}; use "
+                raise ConfigError("--out", f"{out} is not empty (it holds {what}{hint}); use "
                                   "--overwrite to replace them or choose another --out")
             _remove_owned(out)
             previous = None

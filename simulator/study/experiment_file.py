@@ -40,7 +40,7 @@ from simulator.config.values import (
 )
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, experiments_dir
+from simulator.study.experiment import GRID_KEYS, Experiment, experiments_dir
 from simulator.version import __version__
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "apply_overrides",
     "apply_seed_flags",
     "blame_overrides",
+    "dropped_grid_values",
     "dump_yaml",
     "experiment_from_document",
     "experiments_dir",
@@ -241,6 +242,25 @@ def apply_seed_flags(document: dict[str, object], seed: int | None, seeds: int |
         first = current[0] if isinstance(current, list) and current else current
         start = first if isinstance(first, int) and not isinstance(first, bool) else 0
         document["seeds"] = list(range(start, start + seeds))
+
+
+def dropped_grid_values(previous: Mapping[str, object],
+                        resolved: Mapping[str, object]) -> list[str]:
+    """The values of a stored run's grid that a new grid leaves out, e.g. ``['clients 1']``.
+
+    Each of :data:`~simulator.study.experiment.GRID_KEYS` (algorithms, clients, idle_clients,
+    seeds) is compared as a set; an extended run whose grid leaves one out would write tables
+    without the rows of those stored points.
+    """
+    dropped: list[str] = []
+    for key in GRID_KEYS:
+        before, after = previous.get(key), resolved.get(key)
+        if not isinstance(before, list) or not isinstance(after, list):
+            continue
+        missing = [value for value in before if value not in after]
+        if missing:
+            dropped.append(f"{key} {', '.join(str(value) for value in missing)}")
+    return dropped
 
 
 def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict[str, object]:

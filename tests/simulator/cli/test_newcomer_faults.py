@@ -159,3 +159,20 @@ def test_verbose_point_lines_are_not_written_onto_the_progress_bar(
     points = [segment for segment in segments if "point post14-" in segment]
     assert len(points) == 2
     assert all(segment.startswith("point post14-") for segment in points), points
+
+
+def test_extend_with_a_smaller_grid_is_refused_and_keeps_the_tables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    base = ["-q", "run", "tiny", "--idle-clients", "0", "--algorithms", "post14", "--jobs", "1",
+            "--out", str(out)]
+    assert main([*base, "--clients", "1,4"]) == 0
+    before = (out / "curve.csv").read_bytes()
+    capsys.readouterr()
+    assert main([*base, "--clients", "4", "--extend"]) == 2
+    assert error_line(capsys) == (
+        f"snapsim: error: --extend: the run in {out} also has clients 1, which this grid "
+        "leaves out; --extend only adds points: give a grid that includes them, or choose "
+        "another --out")
+    assert (out / "curve.csv").read_bytes() == before
+    assert main([*base, "--clients", "1,4,8", "--extend"]) == 0  # a larger grid still extends
