@@ -43,7 +43,9 @@ Left out: Numba's first compilation (about 0.5 GB and 20 s once per installation
 process of a sweep, other workload models' footprints (the coefficients are the shipped
 PostgreSQL model's) and the memory of Dask workers (a cluster run is not checked). A refusal
 names the estimate's largest part as the thing to lower: the machine's caches (its cores), the
-transactions of a long warm-up and window, or the connections.
+transactions of a long warm-up and window, or the connections. :func:`check_windows` refuses a
+point whose warm-up and window end before the first transactions can complete (a lower bound:
+every client's first turn on the hardware threads at the TPS bound above).
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ from simulator.hardware.codes import CALENDAR_SLOTS, N_CLASSES
 from simulator.study.sweep import PointTask
 
 __all__ = ["PointEstimate", "SweepEstimate", "available_memory", "check_machine_memory",
-           "check_memory", "coherence_state_bytes", "estimate_point", "estimate_sweep"]
+           "check_memory", "check_windows", "coherence_state_bytes", "estimate_point",
+           "estimate_sweep", "first_transaction_ms"]
 
 GB = 1e9
 LINES_FIXED = 1100.0
@@ -105,6 +108,9 @@ class PointEstimate:
     """The part that grows with the simulated time (warm-up and window): the transactions."""
     window_ms: float = 0.0
     """The simulated time (warm-up plus window, ms)."""
+    first_transaction_ms: float = 0.0
+    """A lower bound of the time to the first completed transactions (ms): every client's first
+    turn on the hardware threads, at most :data:`TPS_PER_CLIENT` transactions per second each."""
 
     def cause(self) -> str:
         """What to lower to shrink the estimate: its largest part, as advice."""
@@ -217,7 +223,38 @@ def estimate_point(task: PointTask) -> PointEstimate:
     return PointEstimate(label=label, memory_bytes=memory, wall_s=wall,
                          machine_bytes=coherence_state_bytes(machine, 0.0),
                          window_bytes=BYTES_PER_TRANSACTION * transactions,
-                         window_ms=(spec.duration_ns + spec.warmup_ns) * 1e-6)
+                         window_ms=(spec.duration_ns + spec.warmup_ns) * 1e-6,
+                         first_transaction_ms=first_transaction_ms(spec.clients, machine))
+
+
+def first_transaction_ms(clients: int, machine: MachineConfig) -> float:
+    """A lower bound of the simulated time before the first transactions complete (ms).
+
+    The clients start together and share the hardware threads, each thread completing at most
+    :data:`TPS_PER_CLIENT` transactions per second: the first completions come after about one
+    turn of every client, ``clients / (TPS_PER_CLIENT x threads)`` (on gold5215-2s, 2,000
+    clients: 1.3 ms; points of 2,000 clients with 1 ms of warm-up and window completed none,
+    with 2.5 ms about 1.5 per client).
+    """
+    threads = hardware_threads(machine)
+    return 1e3 * max(clients, threads) / (TPS_PER_CLIENT * threads)
+
+
+def check_windows(estimate: SweepEstimate) -> None:
+    """Refuse a sweep with a point whose warm-up and window end before any transaction can.
+
+    Raises:
+        ConfigError: naming the point, its simulated time and the lower bound it is below.
+    """
+    short = [point for point in estimate.points if point.window_ms < point.first_transaction_ms]
+    if not short:
+        return
+    point = max(short, key=lambda p: p.first_transaction_ms / max(p.window_ms, 1e-12))
+    raise ConfigError("", f"point {point.label}: its {point.window_ms:g} ms of warm-up and "
+                      f"window cannot hold one transaction, since the clients' first ones need "
+                      f"at least about {point.first_transaction_ms:,.1f} ms (an estimate); "
+                      "lengthen warmup_ms or duration_ms, or force the run (--force, "
+                      "force=True)")
 
 
 def check_machine_memory(machine: MachineConfig, available: tuple[float, str] | None) -> None:

@@ -591,6 +591,7 @@ def check_estimate(experiment: Experiment, machine: MachineConfig, options: Mapp
     sweep = estimate.estimate_sweep(plan(experiment, machine, options), workers=max(jobs, 1))
     if not force:  # a refusal is one line, which gives the figures
         estimate.check_memory(sweep, estimate.available_memory())
+        estimate.check_windows(sweep)
     if log is not None and sweep.worth_reporting():
         log(sweep.line())
 
