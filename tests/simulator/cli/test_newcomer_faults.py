@@ -4,8 +4,10 @@ disk, windows too short or too long; each is one line naming the cause and exit 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +15,11 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
+from simulator.cli import calibrate as calibrate_cli
 from simulator.cli import common, main
+from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import machines_dir
+from simulator.config.machine_file import load_machine, machines_dir
 from simulator.hardware import warmup
 from simulator.hardware.machine import Machine
 from simulator.study import estimate
@@ -176,3 +180,112 @@ def test_extend_with_a_smaller_grid_is_refused_and_keeps_the_tables(
         "another --out")
     assert (out / "curve.csv").read_bytes() == before
     assert main([*base, "--clients", "1,4,8", "--extend"]) == 0  # a larger grid still extends
+
+
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_a_window_that_cannot_hold_one_transaction_is_refused_before_the_simulation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text("extends: tiny\nclients: [200000]\nidle_clients: [0]\nduration_ms: 2\n"
+                    "warmup_ms: 1\nalgorithms: [post14]\n", encoding="utf-8")
+    flags = ["--out", str(tmp_path / "out")] if command == "run" else []
+    assert main([command, str(path), *flags]) == 2
+    assert ("point post14 clients=200000 idle_clients=0: its 3 ms of warm-up and window cannot "
+            "hold one transaction, since the clients' first ones need at least about 131.6 ms "
+            "(an estimate); lengthen warmup_ms or duration_ms" in error_line(capsys))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_window_bound_is_below_the_measured_first_transactions() -> None:
+    """2,000 clients on gold5215-2s complete their first transactions after about 1.4 ms
+    (1 ms of warm-up and window held none, 2.5 ms held 1.5 per client): the bound is below."""
+    gold = load_machine("gold5215-2s")
+    assert 1.0 < estimate.first_transaction_ms(2000, gold) < 1.4
+    assert estimate.first_transaction_ms(1, gold) == pytest.approx(1e3 / 38_000)
+
+
+def test_run_reads_the_experiment_from_standard_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(
+        "extends: tiny\nclients: [1]\nidle_clients: [0]\nalgorithms: [post14]\n"))
+    out = tmp_path / "out"
+    assert main(["-q", "run", "-", "--out", str(out)]) == 0
+    assert list(pd.read_csv(out / "curve.csv")["clients"]) == [1]
+
+
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_an_empty_experiment_file_is_the_same_error_in_every_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    flags = ["--out", str(tmp_path / "out")] if command == "run" else []
+    assert main([command, str(path), *flags]) == 2
+    assert error_line(capsys) == (
+        f"snapsim: error: {path}: the file is empty (an experiment file needs at least one key; "
+        "'extends: default' runs the defaults)")
+
+
+def test_check_config_takes_shipped_names_and_the_cost_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["check-config", "tiny"]) == 0
+    assert "ok: experiment tiny: 8 points (pre14, post14) on gold5215-2s" in (
+        capsys.readouterr().out)
+    assert main(["check-config", "gold5215-2s"]) == 0
+    assert capsys.readouterr().out.startswith("ok: gold5215-2s (2 sockets")
+    costs = configs_dir() / "postgres-costs.yaml"
+    assert main(["check-config", str(costs)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "ok: PostgreSQL cost model (version 1, calibrated); an experiment uses it with options: "
+        "{costs: FILE}")
+    bad = tmp_path / "costs.yaml"
+    bad.write_text(costs.read_text(encoding="utf-8").replace("\nclient:", "\nclinet:"),
+                   encoding="utf-8")
+    assert main(["check-config", str(bad)]) == 2
+    assert f"{bad}: clinet: unknown key" in error_line(capsys)
+    assert main(["check-config", "no-such-thing"]) == 2
+    assert "no-such-thing" in error_line(capsys)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
+    (["--seeds", "0"], "--seeds: must be at least 1, got 0"),
+    (["--set", "seeds=[-3]"], "--set: seeds[0]: must be a non-negative integer, got -3"),
+    (["--set", "options.costs.clinet=5"], "--set: options.costs.clinet: unknown key"),
+    (["--set", "options.churn.rate_per_s=lots"],
+     "--set: options.churn.rate_per_s: expected connections per second"),
+])
+def test_bad_seeds_and_set_values_are_blamed_on_their_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+        message: str) -> None:
+    assert main(["run", "tiny", *flags, "--out", str(tmp_path / "out")]) == 2
+    line = error_line(capsys)
+    assert line.startswith(f"snapsim: error: {message}"), line
+    assert "tiny.yaml" not in line
+
+
+def test_run_seeds_runs_the_first_seed_and_the_next(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["-q", "run", "tiny", "--seed", "5", "--seeds", "3", "--clients", "1",
+                 "--idle-clients", "0", "--algorithms", "post14", "--out", str(out)]) == 0
+    assert sorted(pd.read_csv(out / "curve.csv")["root_seed"]) == [5, 6, 7]
+    assert len(pd.read_csv(out / "curve_summary.csv")) == 1
+
+
+@pytest.mark.parametrize(("param", "message"), [
+    ("options.costs.clinet=2000:30000:cycles", "--param: options.costs.clinet: unknown key"),
+    ("options.costs.client=2000:30000:furlongs", "got '2000 furlongs'"),
+])
+def test_calibrate_refuses_a_bad_param_before_preparing_the_kernel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        param: str, message: str) -> None:
+    def no_kernel(config: object = None) -> None:
+        raise AssertionError("the kernel was prepared before the check")
+
+    monkeypatch.setattr(calibrate_cli, "prepare_kernel", no_kernel)
+    assert main(["calibrate", "--param", param, "--out", str(tmp_path / "out")]) == 2
+    assert message in error_line(capsys)
+    assert not (tmp_path / "out").exists()
