@@ -289,3 +289,50 @@ def test_calibrate_refuses_a_bad_param_before_preparing_the_kernel(
     assert main(["calibrate", "--param", param, "--out", str(tmp_path / "out")]) == 2
     assert message in error_line(capsys)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``tiny`` with pre14 (A) and post14 (B): 4 clients, 0 and 500 idle connections."""
+    root = tmp_path_factory.mktemp("runs")
+    for name, algorithm in (("a", "pre14"), ("b", "post14")):
+        assert main(["-q", "run", "tiny", "--clients", "4", "--algorithms", algorithm,
+                     "--duration-ms", "1", "--out", str(root / name)]) == 0
+    return root / "a", root / "b"
+
+
+def test_compare_ranks_the_coherence_transfers_not_the_private_hits(
+        two_runs: tuple[Path, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    a, b = two_runs
+    assert main(["-q", "compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    transfers = out.split("coherence transfers per transaction", 1)[1]
+    transfers = transfers.split("hot-line waits", 1)[0]
+    rows = transfers.strip().splitlines()[3:]
+    assert rows
+    assert not any(f" {name} " in row for row in rows for name in ("l1_hit", "l2_hit", "l3_hit"))
+    assert any("hitm" in row for row in rows)
+    every = pd.read_csv(tmp_path / "cmp" / "compare_lines.csv")
+    assert {"l1_hit", "wait_ns"} <= set(every["class"])  # the CSV keeps every class
+
+
+def test_the_report_opens_with_the_tps_and_ends_with_versions(
+        two_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = two_runs
+    assert main(["-q", "report", str(a)]) == 0
+    page = (a / "report.html").read_text(encoding="utf-8")
+    headings = re.findall(r"<h2>([^<(]+)", page)
+    assert headings[0].strip() == "TPS"
+    assert headings[-2:] == ["Run", "Resolved configuration"]
+    tps = page.split("<h2>TPS</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "<th class=\"num\">pre14</th>" in tps
+    assert f"{pd.read_csv(a / 'curve.csv')['tps'].iloc[0]:,.0f}" in tps
+    curve = page.split("<h2>Curve</h2>", 1)[1].split("<h2>", 1)[0]
+    assert '<div class="wide">' in curve
+    assert ">machine</th>" not in curve
+    assert ">seed</th>" not in curve  # not the derived 19-digit seed
+    assert ">workload</th>" not in curve
+    assert ">idle_<wbr>clients</th>" in curve
+    assert ">tps</th>" in curve
