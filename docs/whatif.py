@@ -509,6 +509,7 @@ MIX = Study(
     baseline="pre14",
     runs=(Run("mix", "90 % select-only, 10 % tpcb"),
           Run("select-only", "select-only alone", ("--workload", "select-only",
+                                                   "--set", "options.mix={}",
                                                    "--duration-ms", "5", "--warmup-ms", "5"))),
     counts=(
         Count("tps_select_only", "select-only TPS", 0),

@@ -13,7 +13,7 @@ nanoseconds), as everywhere in :mod:`simulator.config.units`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TypeVar
@@ -139,6 +139,23 @@ def read_costs_document(path: str | Path = DEFAULT_COSTS_FILE) -> dict[str, obje
         assert isinstance(shipped, dict)
         data.update({key: shipped[key] for key in missing})
     return data
+
+
+def check_costs_file(data: Mapping[str, object], source: str) -> str | None:
+    """``check-config`` of a cost-model file: a one-line summary, or ``None`` if it is not one.
+
+    A cost file is recognised by the keys only it has (``backend``, ``scan_cycles_per_entry``);
+    it is then checked completely (:func:`costs_from_dict`).
+
+    Raises:
+        ConfigError: a recognised cost file with an unknown, missing or ill-typed key.
+    """
+    if not {"backend", "scan_cycles_per_entry"} & set(data):
+        return None
+    costs_from_dict(data, source)
+    fitted = "calibrated" if "calibration" in data else "not calibrated"
+    return (f"PostgreSQL cost model (version {data.get('version')}, {fitted}); an experiment "
+            "uses it with options: {costs: FILE}")
 
 
 def costs_from_dict(data: object, source: str | None = None) -> PgCosts:

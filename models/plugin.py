@@ -9,6 +9,7 @@ from simulator.hardware.layout_edits import parse_layout_edits
 from simulator.study.workload_model import PointOutput, PointSpec
 
 from .columns import CURVE_COLUMN_PREFIXES, CURVE_COLUMNS
+from .costs import check_costs_file
 from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, run_point
 from .shmem.build import check_layout_edits_apply
@@ -35,16 +36,20 @@ class PostgresModel:
         return resolve_options(options, source)
 
     def check_workload_options(self, workload: str, options: Mapping[str, object]) -> None:
-        """The ``mix`` workload needs ``options.mix``; only it and ``batched`` read a batch.
+        """Only the ``mix`` workload reads (and needs) ``options.mix``; it and ``batched`` a batch.
 
         Raises:
-            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload, or
-                ``options.batch`` is above 1 for a workload that sends one statement per round
-                trip (it would be silently ignored).
+            ConfigError: ``options.mix`` is missing or empty for the ``mix`` workload or given
+                for another workload, or ``options.batch`` is above 1 for a workload that sends
+                one statement per round trip (either would be silently ignored).
         """
         if workload == MIX and not options.get("mix"):
             raise ConfigError("options.mix", "the mix workload needs its scripts and weights, "
                               "e.g. options: {mix: {select-only: 9, tpcb: 1}}")
+        if workload != MIX and options.get("mix"):
+            raise ConfigError("options.mix", f"scripts and weights apply to the {MIX} workload "
+                              f"only, not {workload} (they would change nothing; drop "
+                              f"options.mix or run workload: {MIX})")
         batch = options.get("batch", 1)
         if workload not in (BATCHED, MIX) and isinstance(batch, int) and batch > 1:
             raise ConfigError("options.batch", f"{batch} statements per round trip apply to the "
@@ -72,6 +77,10 @@ class PostgresModel:
         """
         check_layout_edits_apply(parse_layout_edits(options.get("layout", []), "options.layout"),
                                  algorithms)
+
+    def check_config_file(self, data: Mapping[str, object], source: str) -> str | None:
+        """``check-config`` of a file of this model (the cost model); ``None``: not one."""
+        return check_costs_file(data, source)
 
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point with the global cost model (scaled by ``spec.work_scale``)."""

@@ -29,5 +29,23 @@ class ConfigError(SnapsimError):
         super().__init__(f"{where}{what}{message}")
 
 
+class WriteError(SnapsimError, OSError):
+    """A result file could not be written (a full disk, a read-only file system).
+
+    Also an :class:`OSError` (same ``errno`` and ``strerror``), so that a caller that words its
+    own message from an ``OSError`` still can; uncaught, the CLI prints it as one line naming
+    the file and the cause.
+    """
+
+    def __init__(self, path: object, cause: OSError, hint: str = "") -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.path = path
+        self.hint = hint
+
+    def __str__(self) -> str:
+        cause = self.strerror or "input/output error"
+        return f"cannot write {self.path}: {cause}{'; ' + self.hint if self.hint else ''}"
+
+
 class ProtocolError(SnapsimError):
     """A coherence invariant was violated (a simulator bug)."""

@@ -21,8 +21,34 @@ CATEGORICAL_KEYS = ("machine", "algorithm", "workload", "idle_kind")
 """Point keys matched only when the two runs share one of their values."""
 LINE_CLASSES = ("l1_hit", "l2_hit", "l3_hit", "smt_sibling", "local_hit", "local_hitm",
                 "cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm",
-                "dram_local", "dram_remote", "upgrade", "invalidations", "false_sharing_hitm")
-"""Per-line access classes compared, per transaction of the point."""
+                "dram_local", "dram_remote", "upgrade", "invalidations", "false_sharing_hitm",
+                "wait_ns")
+"""Per-line access classes compared, per transaction of the point (``wait_ns``: the time spent
+queued on the hot line, ns per transaction)."""
+
+TRANSFER_CLASSES = ("local_hit", "local_hitm", "cross_domain_hit", "cross_domain_hitm",
+                    "remote_hit", "remote_hitm", "upgrade", "invalidations",
+                    "false_sharing_hitm")
+"""The classes that move a line between caches (the coherence traffic the study is about), as
+opposed to hits in a core's own caches and DRAM reads."""
+
+WAIT_CLASS = "wait_ns"
+
+
+def largest_changes(lines: pd.DataFrame, top: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``top`` largest changes of coherence transfers, and of hot-line waits.
+
+    ``lines`` is :func:`compare_lines`' table. Transfers (:data:`TRANSFER_CLASSES`, counts per
+    transaction) and waits (ns per transaction) are ranked apart, by the absolute change; a
+    core's own cache hits are left to the CSV (they move most, and say least).
+    """
+    def ranked(rows: pd.DataFrame, count: int) -> pd.DataFrame:
+        order = rows["change"].abs().sort_values(ascending=False, kind="stable").index
+        return rows.reindex(order).head(count)
+
+    transfers = lines[lines["class"].isin(TRANSFER_CLASSES)]
+    waits = lines[(lines["class"] == WAIT_CLASS) & (lines["change"] != 0)]
+    return ranked(transfers, top), ranked(waits, max(top // 4, 1))
 
 
 class NoCommonPointError(ValueError):

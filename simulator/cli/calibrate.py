@@ -21,7 +21,13 @@ import numpy as np
 
 from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
 from simulator.errors import ConfigError
-from simulator.study.calibrate import Evaluator, calibrate, parse_parameter, sensitivity
+from simulator.study.calibrate import (
+    Evaluator,
+    calibrate,
+    check_parameters,
+    parse_parameter,
+    sensitivity,
+)
 from simulator.study.experiment_file import dump_yaml
 from simulator.study.measurements import load_manifest
 from simulator.study.store import atomic_path
@@ -63,6 +69,7 @@ def main(args: argparse.Namespace) -> int:
                           f"must be at least {len(parameters) + 1} (the first simplex)")
     if not 0.0 <= args.sensitivity < 1.0:
         raise ConfigError("--sensitivity", f"must lie in [0, 1), got {args.sensitivity}")
+    check_parameters(parameters, args.set)  # before the kernel is prepared
     manifest = load_manifest(args.manifest)
     jobs = checked_jobs(args.jobs) or default_jobs()
     check_datasets(manifest, args.dataset)  # before the output directory is made

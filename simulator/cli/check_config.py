@@ -5,9 +5,11 @@ file, a measurement manifest or an experiment file, each by a top-level key that
 has (so a misspelt key is then named by the check, not taken for another kind). Each kind is
 checked completely (an experiment with its ``extends`` chain, its workload model's options, its
 machine and its measurements; a manifest with every file it names and its ratios' names) and
-summarised in one line after ``ok:``. The file is read once, so ``FILE`` can be a stream
-(``/dev/stdin``); ``-`` reads standard input (relative paths in it are taken from the current
-directory).
+summarised in one line after ``ok:``; a file no kind recognises is offered to the workload
+model (the PostgreSQL model recognises its cost file). The file is read once, so ``FILE`` can be
+a stream (``/dev/stdin``); ``-`` reads standard input (relative paths in it are taken from the
+current directory); a shipped experiment's or machine's name (``tiny``, ``gold5215-2s``) checks
+the shipped file, as ``run`` takes it.
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
+from simulator.study import estimate
+from simulator.study.config_files import check_model_file, shipped_config_path
 from simulator.study.experiment_file import (
+    EMPTY_FILE,
     EXPERIMENT_KEYS,
+    STDIN,
+    STDIN_SOURCE,
     experiment_from_document,
     load_document,
 )
 from simulator.study.measurements import MANIFEST_KEYS, load_manifest
 from simulator.study.runner import check_estimate
 from simulator.study.validate import check_ratios
-
-STDIN = "-"
-STDIN_SOURCE = "<stdin>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +71,20 @@ def main(args: argparse.Namespace) -> int:
         source = STDIN_SOURCE
         data = parse_yaml(sys.stdin.read(), source)
     else:
+        source = shipped_config_path(source)
         data = read_yaml(Path(source))
+    if data is None:
+        raise ConfigError("", EMPTY_FILE, source)
     if not isinstance(data, Mapping):
         raise ConfigError("", "the top level must be a mapping", source)
     for kind in CONFIG_KINDS:
         if kind.matches(data):
             print(f"ok: {kind.check(source, data)}")
             return EXIT_OK
+    model_summary = check_model_file(data, source)
+    if model_summary is not None:
+        print(f"ok: {model_summary}")
+        return EXIT_OK
     known = "; ".join(f"{_article(kind.name)} {kind.name} file has {kind.recognised_by}"
                       for kind in CONFIG_KINDS)
     raise ConfigError("", f"not a recognised configuration file ({known})", source)
@@ -95,7 +106,12 @@ def is_machine(data: Mapping[str, object]) -> bool:
 def check_machine(source: str, data: Mapping[str, object] | None = None) -> str:
     """Validate a machine file; a one-line summary."""
     document = expect_mapping("", read_yaml(Path(source)) if data is None else data)
-    return machine_summary(machine_from_dict(document, source=source))
+    config = machine_from_dict(document, source=source)
+    try:  # a machine too large to build is refused here, as by `run`
+        estimate.check_machine_memory(config, estimate.available_memory())
+    except ConfigError as exc:
+        raise ConfigError(exc.key, exc.message, source) from None
+    return machine_summary(config)
 
 
 def machine_summary(config: MachineConfig) -> str:

@@ -34,21 +34,33 @@ def verbosity() -> int:
     return _verbosity
 
 
+def _write(message: str) -> None:
+    """``message`` on its own line of stderr, above a progress bar if one is drawn.
+
+    ``tqdm.write`` clears the bar's line, writes the message and redraws the bar below it
+    (without a bar it is a plain write).
+    """
+    from tqdm import tqdm
+
+    tqdm.write(message, file=sys.stderr)
+    sys.stderr.flush()
+
+
 def log(message: str) -> None:
     """Print a progress message on stderr (stdout carries the command's result); not with -q."""
     if _verbosity >= NORMAL:
-        print(message, file=sys.stderr, flush=True)
+        _write(message)
 
 
 def detail(message: str) -> None:
     """Print a message on stderr with ``-v`` only."""
     if _verbosity >= VERBOSE:
-        print(message, file=sys.stderr, flush=True)
+        _write(message)
 
 
 def warn(message: str) -> None:
     """Print a message on stderr whatever the verbosity (failed points, interruptions)."""
-    print(message, file=sys.stderr, flush=True)
+    _write(message)
 
 
 def show_progress(no_progress: bool) -> bool:

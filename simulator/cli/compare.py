@@ -12,6 +12,7 @@ import argparse
 import math
 from pathlib import Path
 
+from simulator.analysis.compare import largest_changes
 from simulator.analysis.tables import format_table
 from simulator.cli.common import EXIT_OK, log, writable_directory
 from simulator.errors import ConfigError
@@ -19,7 +20,8 @@ from simulator.study.compare import compare_runs, write_comparison
 
 DEFAULT_OUT = "snapsim-compare"
 TOP_LINES = 20
-"""Rows of the per-line table printed (the largest changes; the CSV has them all)."""
+"""Rows of the per-line table printed: the largest changes of coherence transfers (a quarter as
+many of hot-line waits); the CSV has every class."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,12 +47,15 @@ def main(args: argparse.Namespace) -> int:
                                   comparison.curve.itertuples(index=False)])))
     lines = comparison.lines
     if not lines.empty:
-        top = lines.reindex(lines["change"].abs().sort_values(ascending=False).index)
-        top = top.head(TOP_LINES)
-        print(f"\ntransfers per transaction by line and class, the {len(top)} largest changes "
-              f"of {len(lines)} (all in compare_lines.csv)")
-        print("\n".join(format_table(list(top.columns), [[_cell(v) for v in row] for row in
-                                                         top.itertuples(index=False)])))
+        transfers, waits = largest_changes(lines, TOP_LINES)
+        for rows, what in ((transfers, "coherence transfers per transaction (between caches)"),
+                           (waits, "hot-line waits, ns per transaction")):
+            if rows.empty:
+                continue
+            print(f"\n{what} by line and class, the {len(rows)} largest changes of "
+                  f"{len(lines)} rows (all classes in compare_lines.csv)")
+            print("\n".join(format_table(list(rows.columns), [
+                [_cell(v) for v in row] for row in rows.itertuples(index=False)])))
     log(f"wrote {', '.join(str(path) for path in written)}")
     return EXIT_OK
 

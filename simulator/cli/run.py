@@ -58,10 +58,14 @@ from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import DEFAULT_EXPERIMENT, GRID_KEYS, Experiment
 from simulator.study.experiment_file import (
+    STDIN_SOURCE,
     apply_overrides,
+    apply_seed_flags,
+    blame_overrides,
+    dropped_grid_values,
     dump_yaml,
     experiment_from_document,
-    load_document,
+    read_experiment_source,
     resolved_document,
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
@@ -101,12 +105,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run even when a point's memory estimate exceeds the available "
                              "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help="run every point with N root seeds (the experiment's first seed, "
+                             "or --seed, and the next N-1): the tables give means with 95 %% "
+                             "intervals")
 
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
     """The experiment and the flags that change it, but ``--set`` (:func:`load_experiment`)."""
     parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
-                        help="experiment file or shipped experiment name (default: default)")
+                        help="experiment file, shipped experiment name or - (standard input) "
+                             "(default: default)")
     parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
     parser.add_argument("--machine-set", action="append", metavar="KEY=VALUE",
                         help="edit a key of the machine file (repeatable; added to the "
@@ -141,7 +150,7 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     Returns the experiment, its input document (``extends`` merged, overrides applied) and the
     experiment file's path.
     """
-    document, source = load_document(args.experiment or DEFAULT_EXPERIMENT)
+    document, source = read_experiment_source(args.experiment or DEFAULT_EXPERIMENT)
     document = apply_overrides(document, [])  # a private copy
     for attribute, key in _FLAG_KEYS.items():
         value = getattr(args, attribute, None)
@@ -153,8 +162,7 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
         document["clients"] = args.clients  # text, as in a file: the experiment's check judges
     if args.idle_clients is not None:
         document["idle_clients"] = args.idle_clients
-    if args.seed is not None:
-        document["seeds"] = [args.seed]
+    apply_seed_flags(document, args.seed, getattr(args, "seeds", None))
     document = apply_overrides(document, args.set)
     machine_set = getattr(args, "machine_set", None)
     if machine_set:
@@ -162,7 +170,8 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
         document["machine_set"] = [*(previous if isinstance(previous, list) else [previous]),
                                    *machine_set]
     document.pop("computed", None)
-    experiment = experiment_from_document(document, source, default_name=Path(source).stem)
+    name = "stdin" if source == STDIN_SOURCE else Path(source).stem
+    experiment = experiment_from_document(document, source, default_name=name)
     return experiment, document, source
 
 
@@ -226,8 +235,9 @@ def main(args: argparse.Namespace) -> int:
 def _main(args: argparse.Namespace, out: Path) -> int:
     started = time.perf_counter()
     started_utc = utc_now_iso()
-    experiment, document, source = load_experiment(args)
-    prepared = experiment.prepare(source)
+    with blame_overrides(args.set):
+        experiment, document, source = load_experiment(args)
+        prepared = experiment.prepare(source)
     jobs = checked_jobs(args.jobs) or default_jobs()
     prepare_kernel(prepared.machine)
     # Before the output directory is touched and before anything is simulated.
@@ -330,14 +340,20 @@ def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,
                                       "another grid, name or measurement overlay; use --extend "
                                       "to add this grid's points to it, --overwrite to replace "
                                       "it, or choose another --out")
+                dropped = dropped_grid_values(previous, resolved)
+                if dropped:  # the tables would silently lose those rows
+                    raise ConfigError("--extend", f"the run in {out} also has "
+                                      f"{'; '.join(dropped)}, which this grid leaves out; "
+                                      "--extend only adds points: give a grid that includes "
+                                      "them, or choose another --out")
                 log(f"extending the run in {out}: its stored points of this grid are reused")
                 return None
             if not overwrite:
                 what = ("the results of another experiment" if previous is not None
                         else "files that are not snapsim results")
-                hint = (f" (it differs in {', '.join(other)}, not only in the grid)"
+                hint = (f", which differs in {', '.join(other)}, not only in the grid"
                         if extend and other else "")
-                raise ConfigError("--out", f"{out} is not empty (it holds {what}){hint}; use "
+                raise ConfigError("--out", f"{out} is not empty (it holds {what}{hint}); use "
                                   "--overwrite to replace them or choose another --out")
             _remove_owned(out)
             previous = None

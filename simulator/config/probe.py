@@ -9,13 +9,18 @@
 * ``/sys/devices/system/node/node*/cpulist``: the NUMA nodes (memory home nodes) and the L3
   domains near each;
 * ``/proc/cpuinfo``: the vendor, the model name and whether a hypervisor is present;
-  ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``) for the clock.
+  ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``) for the clock;
+* ``/sys/devices/system/cpu/cpuidle/current_driver`` and, under KVM's guest halt polling (driver
+  ``haltpoll``, Linux ``drivers/cpuidle/cpuidle-haltpoll.c``),
+  ``/sys/module/haltpoll/parameters/guest_halt_poll_ns``: how an idle vCPU waits.
 
 Linux publishes no latency. Those (cache hit cycles, cache-to-cache transfers, DRAM, the MLP and
 scheduler costs) are taken from the closest shipped machine (same vendor, then the same kinds of
 cache-to-cache distance, then the nearest core count), or from a named one; every such number
-says so in the written file. Left out: turbo, idle states, heterogeneous cores (the first CPU's
-caches stand for all) and offline CPUs.
+says so in the written file. A virtual machine's vCPUs are described as halting (see
+:mod:`simulator.config.probe_idle`) rather than with a bare-metal machine's idle states. Left out:
+turbo, a bare-metal host's own idle states (borrowed), heterogeneous cores (the first CPU's caches
+stand for all) and offline CPUs.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.config.machine_file import machines_dir, shipped_machines
+from simulator.config.probe_idle import GuestIdle, guest_idle, guest_idle_lines
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
@@ -63,6 +69,8 @@ class HostFacts:
     l3: Cache
     node_domains: tuple[tuple[int, ...], ...]
     """Per NUMA node, the L3 domains whose CPUs it holds."""
+    guest_idle: GuestIdle | None = None
+    """How an idle vCPU waits (the cpuidle driver and its halt polling); None on bare metal."""
 
 
 def _read(path: Path) -> str:
@@ -156,12 +164,14 @@ def host_facts(root: Path = Path("/")) -> HostFacts:
                  else float(field.get("cpu MHz", "0") or 0))
     if not clock_mhz > 0:
         raise ConfigError("clock", "neither cpufreq nor /proc/cpuinfo gives a clock")
+    virtualized = " hypervisor" in f" {field.get('flags', '')} "
     return HostFacts(
         model_name=field.get("model name", "unknown CPU"), vendor=vendor or "unknown",
-        virtualized=" hypervisor" in f" {field.get('flags', '')} ", clock_mhz=clock_mhz,
+        virtualized=virtualized, clock_mhz=clock_mhz,
         sockets=len(sockets), domains_per_socket=per_socket,
         cores_per_domain=cores_per_socket // per_socket, threads_per_core=threads.pop(),
-        l1d=caches[1], l2=caches[2], l3=caches[3], node_domains=tuple(nodes))
+        l1d=caches[1], l2=caches[2], l3=caches[3], node_domains=tuple(nodes),
+        guest_idle=guest_idle(root, first) if virtualized else None)
 
 
 def _section(document: Mapping[str, object], key: str) -> Mapping[str, object]:
@@ -285,9 +295,15 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
             lines.append(f"  {distance}_{kind}: {_flow(latency[f'{other}_{kind}'])}   "
                          f"# ASSUMPTION: {like} has no such distance; its {other}_{kind}")
     lines.append(f"mlp: {_flow(dict(mlp))}   # {borrowed}")
-    lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
-    if "idle" in source:  # Linux lists the host's idle states in sysfs; not read yet
-        lines.append(f"idle: {_flow(dict(_section(source, 'idle')))}   # {borrowed}")
+    if facts.guest_idle is not None:
+        lines.append(f"scheduler:   # {borrowed}, but ipi_exit (this host is a guest)")
+        lines += [f"  {key}: {_flow(value)}" for key, value in scheduler.items()
+                  if key != "ipi_exit"]
+        lines += guest_idle_lines(facts.guest_idle)
+    else:
+        lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
+        if "idle" in source:  # a bare-metal host's own idle states are not read yet
+            lines.append(f"idle: {_flow(dict(_section(source, 'idle')))}   # {borrowed}")
     return "\n".join(lines) + "\n"
 
 

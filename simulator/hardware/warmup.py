@@ -33,6 +33,17 @@ def kernel_compiled() -> bool:
 WARM_MACHINE = "gold5215-2s"
 """The shipped machine warmed when none is given (compiled code does not depend on it)."""
 
+MAX_WARM_PRIVATE_WAYS = 1 << 24
+"""A given machine with more L1d and L2 ways than this over all cores (about 200 MB of tags and
+LRU stamps) is not built to warm the kernel: :data:`WARM_MACHINE` is, and the machine's own
+memory estimate refuses it before its first point (:mod:`simulator.study.estimate`)."""
+
+
+def _private_ways(config: MachineConfig) -> int:
+    topology = config.topology
+    cores = topology.sockets * topology.domains_per_socket * topology.cores_per_domain
+    return cores * (config.l1d.sets * config.l1d.ways + config.l2.sets * config.l2.ways)
+
 
 def warm_kernel(config: MachineConfig | None = None) -> None:
     """Call every kernel entry point once on a 4-line machine.
@@ -40,7 +51,9 @@ def warm_kernel(config: MachineConfig | None = None) -> None:
     ``config``: its machine (default: a shipped one; the compiled code depends on the argument
     types only).
     """
-    machine = Machine(config or load_machine(WARM_MACHINE), np.arange(4, dtype=np.int64) * 64)
+    if config is None or _private_ways(config) > MAX_WARM_PRIVATE_WAYS:
+        config = load_machine(WARM_MACHINE)  # a huge machine is refused later, not built here
+    machine = Machine(config, np.arange(4, dtype=np.int64) * 64)
     out = new_counters()
     lines = np.arange(4, dtype=np.int64)
     masks = np.full(4, -1, dtype=np.int64)

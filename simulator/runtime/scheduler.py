@@ -1151,7 +1151,7 @@ class CpuScheduler:
         stats.idle_exit_ns += latency
         stats.exits_by_state[states[index].name] = stats.exits_by_state.get(
             states[index].name, 0) + 1
-        if self._wake_ipi:
+        if self._wake_ipi and (index or self.idle is None):  # a polling thread needs no IPI
             stats.ipis += 1
             latency += self._ipi_ns
         if self.trace:

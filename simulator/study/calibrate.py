@@ -35,6 +35,11 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ConfigError
+from simulator.study.experiment_file import (
+    apply_overrides,
+    blame_overrides,
+    experiment_from_document,
+)
 from simulator.study.measurements import Manifest
 from simulator.study.validate import summarise, validate
 
@@ -84,6 +89,30 @@ def parse_parameter(text: str) -> Parameter:
         raise ConfigError("--param", f"START must lie within the bounds in {text!r}")
     unit = parts[2].strip() if len(parts) >= 3 else ""
     return Parameter(key.strip(), low, high, unit, start)
+
+
+def check_parameters(parameters: Sequence[Parameter], fixed: Sequence[str]) -> None:
+    """Check every fitted key and unit, and the fixed ``--set``, before anything is simulated.
+
+    Each parameter is tried at its lower bound (a value the user typed) on an experiment with
+    the fixed overrides: a misspelt key or a unit the key does not take is found here, before
+    the kernel is prepared, and the message shows the typed value.
+
+    Raises:
+        ConfigError: sourced ``--param`` (a fitted key or unit) or ``--set`` (a fixed one).
+    """
+    document = apply_overrides({}, fixed)
+    with blame_overrides(fixed):
+        experiment = experiment_from_document(document)
+        model = experiment.check()
+        model.resolve_options(experiment.options)
+    for parameter in parameters:
+        try:
+            trial = apply_overrides(document, [parameter.override(parameter.low)])
+            experiment = experiment_from_document(trial)
+            experiment.check().resolve_options(experiment.options)
+        except ConfigError as exc:
+            raise ConfigError(exc.key, exc.message, "--param") from None
 
 
 def objective(summary: pd.DataFrame) -> float:

@@ -41,7 +41,11 @@ clients on gold5215-2s, 6 ms, 3.4 GB and 41 s (a run of that point was seen at 3
 
 Left out: Numba's first compilation (about 0.5 GB and 20 s once per installation), the parent
 process of a sweep, other workload models' footprints (the coefficients are the shipped
-PostgreSQL model's) and the memory of Dask workers (a cluster run is not checked).
+PostgreSQL model's) and the memory of Dask workers (a cluster run is not checked). A refusal
+names the estimate's largest part as the thing to lower: the machine's caches (its cores), the
+transactions of a long warm-up and window, or the connections. :func:`check_windows` refuses a
+point whose warm-up and window end before the first transactions can complete (a lower bound:
+every client's first turn on the hardware threads at the TPS bound above).
 """
 
 from __future__ import annotations
@@ -58,8 +62,9 @@ from simulator.errors import ConfigError
 from simulator.hardware.codes import CALENDAR_SLOTS, N_CLASSES
 from simulator.study.sweep import PointTask
 
-__all__ = ["PointEstimate", "SweepEstimate", "available_memory", "check_memory",
-           "coherence_state_bytes", "estimate_point", "estimate_sweep"]
+__all__ = ["PointEstimate", "SweepEstimate", "available_memory", "check_machine_memory",
+           "check_memory", "check_windows", "coherence_state_bytes", "estimate_point",
+           "estimate_sweep", "first_transaction_ms"]
 
 GB = 1e9
 LINES_FIXED = 1100.0
@@ -97,6 +102,29 @@ class PointEstimate:
     """The point, e.g. ``post14 clients=200000 idle_clients=0``."""
     memory_bytes: float
     wall_s: float
+    machine_bytes: float = 0.0
+    """The part of ``memory_bytes`` that is the machine's own caches (any point on it needs)."""
+    window_bytes: float = 0.0
+    """The part that grows with the simulated time (warm-up and window): the transactions."""
+    window_ms: float = 0.0
+    """The simulated time (warm-up plus window, ms)."""
+    first_transaction_ms: float = 0.0
+    """A lower bound of the time to the first completed transactions (ms): every client's first
+    turn on the hardware threads, at most :data:`TPS_PER_CLIENT` transactions per second each."""
+
+    def cause(self) -> str:
+        """What to lower to shrink the estimate: its largest part, as advice."""
+        connections = self.memory_bytes - BASE_BYTES - self.machine_bytes - self.window_bytes
+        largest = max(connections, self.machine_bytes, self.window_bytes)
+        if largest == self.machine_bytes:
+            return (f"the machine's caches alone take {_gb(self.machine_bytes)}; use a machine "
+                    "with fewer cores (topology)")
+        if largest == self.window_bytes:
+            span = f"{self.window_ms:,.0f}" if self.window_ms >= 10 else f"{self.window_ms:g}"
+            return (f"the {span} ms simulated (warm-up and window) take "
+                    f"{_gb(self.window_bytes)} for their transactions; shorten warmup_ms or "
+                    "duration_ms")
+        return "lower clients or idle_clients"
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +220,63 @@ def estimate_point(task: PointTask) -> PointEstimate:
     wall = (WALL_BASE_S + WALL_S_PER_STATE_BYTE * state + WALL_S_PER_RUNNING * running
             + WALL_S_PER_IDLE * other_idle + WALL_S_PER_TRANSACTION * transactions)
     label = f"{spec.algorithm} clients={spec.clients} idle_clients={spec.idle_clients}"
-    return PointEstimate(label=label, memory_bytes=memory, wall_s=wall)
+    return PointEstimate(label=label, memory_bytes=memory, wall_s=wall,
+                         machine_bytes=coherence_state_bytes(machine, 0.0),
+                         window_bytes=BYTES_PER_TRANSACTION * transactions,
+                         window_ms=(spec.duration_ns + spec.warmup_ns) * 1e-6,
+                         first_transaction_ms=first_transaction_ms(spec.clients, machine))
+
+
+def first_transaction_ms(clients: int, machine: MachineConfig) -> float:
+    """A lower bound of the simulated time before the first transactions complete (ms).
+
+    The clients start together and share the hardware threads, each thread completing at most
+    :data:`TPS_PER_CLIENT` transactions per second: the first completions come after about one
+    turn of every client, ``clients / (TPS_PER_CLIENT x threads)`` (on gold5215-2s, 2,000
+    clients: 1.3 ms; points of 2,000 clients with 1 ms of warm-up and window completed none,
+    with 2.5 ms about 1.5 per client).
+    """
+    threads = hardware_threads(machine)
+    return 1e3 * max(clients, threads) / (TPS_PER_CLIENT * threads)
+
+
+def check_windows(estimate: SweepEstimate) -> None:
+    """Refuse a sweep with a point whose warm-up and window end before any transaction can.
+
+    Raises:
+        ConfigError: naming the point, its simulated time and the lower bound it is below.
+    """
+    short = [point for point in estimate.points if point.window_ms < point.first_transaction_ms]
+    if not short:
+        return
+    point = max(short, key=lambda p: p.first_transaction_ms / max(p.window_ms, 1e-12))
+    raise ConfigError("", f"point {point.label}: its {point.window_ms:g} ms of warm-up and "
+                      f"window cannot hold one transaction, since the clients' first ones need "
+                      f"at least about {point.first_transaction_ms:,.1f} ms (an estimate); "
+                      "lengthen warmup_ms or duration_ms, or force the run (--force, "
+                      "force=True)")
+
+
+def check_machine_memory(machine: MachineConfig, available: tuple[float, str] | None) -> None:
+    """Refuse a machine whose caches alone, in one process, exceed ``available`` memory.
+
+    The machine's share of :func:`coherence_state_bytes` (its tag, LRU and way arrays) plus the
+    process, before any point: ``check-config`` of a machine file uses it.
+
+    Raises:
+        ConfigError: at ``topology``, naming the machine, its estimate and the available memory.
+    """
+    if available is None:
+        return
+    available_bytes, source = available
+    needed = BASE_BYTES + coherence_state_bytes(machine, LINES_FIXED)
+    if needed <= available_bytes or not math.isfinite(available_bytes):
+        return
+    topology = machine.topology
+    cores = topology.sockets * topology.domains_per_socket * topology.cores_per_domain
+    raise ConfigError("topology", f"machine {machine.name} ({cores:,} cores) needs about "
+                      f"{_gb(needed)} for its caches alone (an estimate), more than the "
+                      f"{_gb(available_bytes)} available ({source}); use fewer cores")
 
 
 def estimate_sweep(tasks: Sequence[PointTask], workers: int) -> SweepEstimate:
@@ -238,10 +322,12 @@ def check_memory(estimate: SweepEstimate, available: tuple[float, str] | None) -
     if needed <= available_bytes or not math.isfinite(available_bytes):
         return
     times = f" x {workers} workers = {_gb(needed)}" if workers > 1 else ""
+    fits_alone = workers > 1 and point.memory_bytes <= available_bytes
+    jobs_advice = " (or lower --jobs)" if fits_alone else ""
     raise ConfigError("", f"point {point.label} needs about {_gb(point.memory_bytes)} "
                       f"(an estimate){times}, more than the {_gb(available_bytes)} available "
-                      f"({source}); lower clients or idle_clients"
-                      f"{' or --jobs' if workers > 1 else ''}, or force the run "
+                      f"({source}): {point.cause()}"
+                      f"{jobs_advice}, or force the run "
                       "(--force, force=True)")
 
 

@@ -24,8 +24,10 @@ run.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -41,19 +43,26 @@ from simulator.config.values import (
     expect_number,
     expect_str,
 )
-from simulator.config.yaml_io import read_yaml
+from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import Experiment, experiments_dir
+from simulator.study.experiment import GRID_KEYS, Experiment, experiments_dir
 from simulator.version import __version__
 
 __all__ = [
+    "EMPTY_FILE",
     "EXPERIMENT_KEYS",
+    "STDIN",
+    "STDIN_SOURCE",
     "apply_overrides",
+    "apply_seed_flags",
+    "blame_overrides",
+    "dropped_grid_values",
     "dump_yaml",
     "experiment_from_document",
     "experiments_dir",
     "list_items",
     "load_document",
+    "read_experiment_source",
     "resolved_document",
     "shipped_experiments",
 ]
@@ -88,6 +97,29 @@ def _resolve_path(name_or_path: str, relative_to: Path | None) -> Path:
                       f"(shipped: {', '.join(shipped_experiments()) or 'none'})")
 
 
+EMPTY_FILE = ("the file is empty (an experiment file needs at least one key; "
+              "'extends: default' runs the defaults)")
+"""Every command's message for an empty experiment file (or one holding only comments)."""
+
+STDIN = "-"
+STDIN_SOURCE = "<stdin>"
+"""``-`` names standard input on the command line; messages call it ``<stdin>``."""
+
+
+def read_experiment_source(name_or_path: str) -> tuple[dict[str, object], str]:
+    """:func:`load_document` of a command's EXPERIMENT argument.
+
+    ``-`` reads standard input (its relative paths taken from the current directory); anything
+    else is a file or a shipped experiment's name.
+    """
+    if name_or_path != STDIN:
+        return load_document(name_or_path)
+    data = parse_yaml(sys.stdin.read(), STDIN_SOURCE)
+    if data is None:
+        raise ConfigError("", EMPTY_FILE, STDIN_SOURCE)
+    return load_document(STDIN_SOURCE, data)
+
+
 def load_document(name_or_path: str, data: object = None) -> tuple[dict[str, object], str]:
     """Read an experiment file with its ``extends`` chain merged; return it and its path.
 
@@ -115,7 +147,7 @@ def _load(path: Path, chain: list[Path], data: object = None) -> dict[str, objec
     if data is None:
         data = read_yaml(path)
     if data is None:
-        data = {}
+        raise ConfigError("", EMPTY_FILE, source)
     if not isinstance(data, Mapping):
         raise ConfigError("", f"the top level must be a mapping of experiment keys, got "
                           f"{describe_kind(data)}", source)
@@ -159,6 +191,66 @@ def merge(base: Mapping[str, object], top: Mapping[str, object]) -> dict[str, ob
         else:
             result[key] = copy.deepcopy(value)
     return result
+
+
+@contextlib.contextmanager
+def blame_overrides(sets: Sequence[str] | None) -> Iterator[None]:
+    """Blame an error of a value a ``--set`` gave on that ``--set``, not on the experiment file.
+
+    A :class:`ConfigError` raised in the block at a key that a ``--set KEY=VALUE`` set, below it
+    (``options.churn`` set, ``options.churn.rate_per_s`` wrong) or above it (a misspelt
+    ``options.costs.backnd`` of ``options.costs.backnd.x``) is raised again with
+    ``--set`` as its source; any other error is left as it is.
+    """
+    try:
+        yield
+    except ConfigError as exc:
+        for item in reversed(sets or ()):
+            key = item.partition("=")[0].strip()
+            if key and exc.key and (exc.key == key or exc.key.startswith((f"{key}.", f"{key}["))
+                                    or key.startswith(f"{exc.key}.")):
+                raise ConfigError(exc.key, exc.message, "--set") from None
+        raise
+
+
+def apply_seed_flags(document: dict[str, object], seed: int | None, seeds: int | None) -> None:
+    """Put ``--seed N`` (one root seed) and ``--seeds N`` into ``document``'s ``seeds``.
+
+    ``--seeds N``: N root seeds, the first seed and the next N-1, as ``validate --seeds``.
+
+    Raises:
+        ConfigError: a negative ``--seed`` or a ``--seeds`` below 1, naming the flag.
+    """
+    if seed is not None:
+        if seed < 0:
+            raise ConfigError("--seed", f"must be a non-negative integer, got {seed}")
+        document["seeds"] = [seed]
+    if seeds is not None:
+        if seeds < 1:
+            raise ConfigError("--seeds", f"must be at least 1, got {seeds}")
+        current = document.get("seeds")
+        first = current[0] if isinstance(current, list) and current else current
+        start = first if isinstance(first, int) and not isinstance(first, bool) else 0
+        document["seeds"] = list(range(start, start + seeds))
+
+
+def dropped_grid_values(previous: Mapping[str, object],
+                        resolved: Mapping[str, object]) -> list[str]:
+    """The values of a stored run's grid that a new grid leaves out, e.g. ``['clients 1']``.
+
+    Each of :data:`~simulator.study.experiment.GRID_KEYS` (algorithms, clients, idle_clients,
+    seeds) is compared as a set; an extended run whose grid leaves one out would write tables
+    without the rows of those stored points.
+    """
+    dropped: list[str] = []
+    for key in GRID_KEYS:
+        before, after = previous.get(key), resolved.get(key)
+        if not isinstance(before, list) or not isinstance(after, list):
+            continue
+        missing = [value for value in before if value not in after]
+        if missing:
+            dropped.append(f"{key} {', '.join(str(value) for value in missing)}")
+    return dropped
 
 
 def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict[str, object]:

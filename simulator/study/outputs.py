@@ -35,7 +35,7 @@ import pandas as pd
 from simulator.analysis import plotting
 from simulator.analysis.usl import usl_table
 from simulator.config.yaml_io import read_yaml
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, WriteError
 from simulator.study.experiment import overlay_dataset
 from simulator.study.experiment_file import dump_yaml, experiment_from_document
 from simulator.study.measurements import measurements_for
@@ -59,7 +59,21 @@ OWNED = (*TABLES, *PLOTS, *CONFIGS, POINTS_DIR)
 
 
 def write_results(result: Result, directory: Path) -> list[Path]:
-    """Write the tables and plots of a result into ``directory``; return the files written."""
+    """Write the tables and plots of a result into ``directory``; return the files written.
+
+    Raises:
+        WriteError: a file could not be written (a full disk): that file is left as it was, and
+            the message says that the stored points are kept for a rerun.
+    """
+    try:
+        return _write_results(result, directory)
+    except WriteError as exc:
+        exc.hint = (f"the points are kept in {directory / POINTS_DIR}: free some space and run "
+                    "the same command again to write the tables")
+        raise
+
+
+def _write_results(result: Result, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     summary = result.curve_summary
     columns = model_columns(workload_model(

@@ -4,18 +4,21 @@
 nothing else (the plots are embedded as PNG data, there is no script, stylesheet or image to
 fetch), so that it can be mailed or attached to a mailing-list post:
 
-* a heading naming the experiment, machine, workload and window, and the run's metadata
-  (snapsim version and commit, Python and packages, the machine file's hash, start and wall time,
-  command line) from ``metadata.yaml``;
+* a heading naming the experiment, machine, workload and window, and first the results: the
+  TPS of every point (active clients and idle connections against the algorithms, the mean over
+  the seeds, ``*`` for a window too short to trust);
 * the plots the run drew (``tps.png``, ``transfers.png``, ``breakdown.png``, ``ratio.png``);
-* the curve (every point's keys, TPS, latencies and time per transaction by category), each
-  column's unit and meaning on hover (``columns.yaml``);
+* the curve (every point's keys, TPS, latencies and time per transaction by category, without
+  the columns that hold one value throughout, so that it fits the page), each column's unit and
+  meaning on hover (``columns.yaml``);
 * when a point has several root seeds, per point its TPS and latencies as the mean over the
   seeds ± the half-width of the 95 % interval of the mean
   (:func:`~simulator.analysis.summary.curve_summary`, as ``curve_summary.csv``);
 * per point, the lines with the most HITMs in perf c2c terms
   (:func:`~simulator.analysis.c2c.c2c_table`);
-* the resolved configuration (``config.resolved.yaml``).
+* last, the run's metadata (snapsim version and commit, Python and packages, the machine file's
+  hash, start and wall time, command line) from ``metadata.yaml`` and the resolved
+  configuration (``config.resolved.yaml``).
 
 Left out: interactive plots, the per-line table beyond the top lines of each point, and runs
 that did not finish (a directory without ``curve.csv`` is refused).
@@ -43,7 +46,7 @@ PLOTS = ("tps.png", "transfers.png", "breakdown.png", "ratio.png")
 """The figures a report embeds when the run has them, in this order."""
 
 CURVE_COLUMNS = ("machine", "algorithm", "workload", "clients", "idle_clients", "idle_kind",
-                 "seed", "tps", "latency_mean_us", "latency_p99_us", "cpu_utilisation")
+                 "root_seed", "tps", "latency_mean_us", "latency_p99_us", "cpu_utilisation")
 """The curve columns shown first; every ``*_us`` time-per-transaction column follows."""
 
 SEED_COLUMNS = ("tps", "latency_mean_us", "latency_p99_us")
@@ -54,6 +57,7 @@ body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
 table { border-collapse: collapse; font-size: 0.85em; margin-bottom: 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }
 th { background: #eee; }
+div.wide { max-width: 100%; overflow-x: auto; }
 td.text, th.text { text-align: left; }
 img { max-width: 100%; border: 1px solid #ddd; margin-bottom: 1em; }
 pre { background: #f6f6f6; padding: 1em; overflow-x: auto; font-size: 0.85em; }
@@ -82,8 +86,8 @@ def _table(frame: pd.DataFrame, meanings: Mapping[str, object]) -> str:
         if isinstance(meaning, Mapping):
             tip = f"{meaning.get('unit', '')}: {meaning.get('meaning', '')}".strip(": ")
         kind = "text" if frame[column].dtype == object else "num"
-        head.append(f'<th class="{kind}" title="{html.escape(tip)}">'
-                    f"{html.escape(str(column))}</th>")
+        name = html.escape(str(column)).replace("_", "_<wbr>")  # a long name breaks at a _
+        head.append(f'<th class="{kind}" title="{html.escape(tip)}">{name}</th>')
     rows = []
     for _, row in frame.iterrows():
         cells = [f'<td class="{"text" if isinstance(v, str) else "num"}">{_cell(v)}</td>'
@@ -111,9 +115,55 @@ def _metadata_rows(metadata: Mapping[str, object]) -> str:
 
 
 def _curve_frame(curve: pd.DataFrame) -> pd.DataFrame:
+    """:data:`CURVE_COLUMNS` and the time-per-transaction columns that vary.
+
+    A column with one value in every row (the machine, the workload: the page's first line
+    names them) is left out, so that the table fits the page.
+    """
     shown = [c for c in CURVE_COLUMNS if c in curve.columns]
     shown += [c for c in curve.columns if str(c).endswith("_us") and c not in shown]
+    if len(curve) > 1:
+        kept = ("algorithm", "clients", "idle_clients", "tps")
+        shown = [c for c in shown if c in kept or curve[c].nunique(dropna=False) > 1]
     return curve[shown]
+
+
+def _tps_table(curve: pd.DataFrame) -> str:
+    """The TPS of every point as ``snapsim run`` prints it, the mean over the seeds.
+
+    Active clients and idle connections against the algorithms; ``*`` marks a window too short
+    to trust.
+    """
+    needed = {"algorithm", "clients", "idle_clients", "tps"}
+    if not needed <= set(curve.columns) or curve.empty:
+        return "<p>No TPS in this run's curve.</p>"
+    ok = curve[curve["tps"].notna()]
+    if ok.empty:
+        return "<p>Every point of this run failed.</p>"
+    keys = ["clients", "idle_clients"]
+    table = ok.pivot_table(index=keys, columns="algorithm", values="tps", aggfunc="mean",
+                           sort=False)
+    short: set[tuple[object, ...]] = set()
+    if "window_converged" in ok.columns:
+        unconverged = ok[ok["window_converged"].astype(str).str.lower() == "false"]
+        short = {(row.algorithm, row.clients, row.idle_clients)
+                 for row in unconverged.itertuples()}
+    rows = []
+    for index, values in table.iterrows():
+        clients, idle = index if isinstance(index, tuple) else (index, 0)
+        cells = [f'<td class="num">{int(clients):,}</td>', f'<td class="num">{int(idle):,}</td>']
+        for algorithm, tps in values.items():
+            text = "-" if pd.isna(tps) else f"{tps:,.0f}"
+            if (algorithm, clients, idle) in short:
+                text += " *"
+            cells.append(f'<td class="num">{html.escape(text)}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    head = "".join(f'<th class="num">{html.escape(str(c))}</th>'
+                   for c in ("clients", "idle clients", *table.columns))
+    note = ("<p>* window too short to trust (<code>window_converged</code> false): lengthen "
+            "duration_ms and warmup_ms.</p>" if short else "")
+    return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            + note)
 
 
 def _seeds_frame(curve: pd.DataFrame) -> pd.DataFrame | None:
@@ -141,6 +191,9 @@ def _hot_lines(lines: pd.DataFrame, top: int) -> str:
         return "<p>No per-line table in this run.</p>"
     table = c2c_table(lines, top=top)
     keys = [k for k in ("algorithm", "clients", "idle_clients", "seed") if k in table.columns]
+    point = [k for k in keys if k != "seed"]
+    if "seed" in keys and point and table.groupby(point)["seed"].nunique().max() == 1:
+        keys = point  # one seed per point: its derived 19-digit number says nothing
     columns = [c for c in ("label", "tot_hitm", "rmt_hitm", "lcl_hitm", "stores", "loads",
                            "rmws", "invalidations", "fields_written") if c in table.columns]
     parts = []
@@ -185,11 +238,14 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
         f"<style>{STYLE}</style></head><body>",
         f"<h1>snapsim run: {html.escape(name)}</h1>",
         f"<p>{html.escape(what)}; {len(curve)} point(s).</p>",
-        "<h2>Run</h2>", _metadata_rows(metadata) if metadata else "<p>No metadata.yaml.</p>",
+        "<h2>TPS</h2>", _tps_table(curve),
         "<h2>Plots</h2>", figures or "<p>No plot in this run.</p>",
         "<h2>Curve</h2>",
-        "<p>One row per point; hover over a column's name for its unit and meaning.</p>",
+        "<p>One row per point; hover over a column's name for its unit and meaning "
+        "(<code>curve.csv</code> has every column).</p>",
+        '<div class="wide">',
         _table(_curve_frame(curve), meanings if isinstance(meanings, Mapping) else {}),
+        "</div>",
         *([] if seeds is None else [
             "<h2>Over the seeds</h2>",
             "<p>Per point, the mean over its successful seeds \u00b1 the half-width of the 95 % "
@@ -197,6 +253,7 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
             _table(seeds, seed_meanings)]),
         f"<h2>Hot lines (top {top_lines} per point by total HITMs)</h2>",
         _hot_lines(lines, top_lines),
+        "<h2>Run</h2>", _metadata_rows(metadata) if metadata else "<p>No metadata.yaml.</p>",
         "<h2>Resolved configuration</h2>", f"<pre>{html.escape(config_text)}</pre>",
         "</body></html>",
     ]) + "\n"

@@ -218,6 +218,7 @@ def check_estimate(prepared: Prepared, *, jobs: int, local: bool = True, force: 
     sweep = estimate.estimate_sweep(plan(prepared), workers=max(jobs, 1))
     if not force:  # a refusal is one line, which gives the figures
         estimate.check_memory(sweep, estimate.available_memory())
+        estimate.check_windows(sweep)
     if log is not None and sweep.worth_reporting():
         log(sweep.line())
 

@@ -26,7 +26,7 @@ from types import TracebackType
 
 import pandas as pd
 
-from simulator.errors import ConfigError
+from simulator.errors import ConfigError, WriteError
 from simulator.study.sweep import PointRecord
 
 POINT_SCHEMA = 2
@@ -159,11 +159,20 @@ def _same(stored: object, expected: object) -> bool:
 
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed onto it when the block succeeds."""
+    """A temporary path next to ``path``, renamed onto it when the block succeeds.
+
+    Raises:
+        WriteError: the block or the rename failed with an :class:`OSError` (a full disk): the
+            temporary file is removed and ``path`` is left as it was.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         yield tmp
         os.replace(tmp, path)
+    except WriteError:
+        raise
+    except OSError as exc:
+        raise WriteError(path, exc) from exc
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

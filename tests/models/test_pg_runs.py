@@ -21,6 +21,7 @@ import pytest
 
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
+from simulator.errors import ConfigError
 from snapsim_models.costs import load_costs
 from snapsim_models.point import PointResult
 from snapsim_models.snapshots import ALGORITHMS
@@ -227,12 +228,19 @@ def test_a_window_without_a_completed_transaction_is_an_error_not_zero_tps() -> 
 
 
 def test_a_failing_window_is_recorded_by_the_sweep() -> None:
-    """Through the experiment API the point's error lands in the curve instead of a TPS."""
+    """Through the experiment API the point's error lands in the curve instead of a TPS.
+
+    The window is refused up front (it is below the first transactions' bound); ``force``
+    runs it anyway, so that the sweep's own recording is what is checked.
+    """
     import simulator
 
-    result = simulator.run(simulator.Experiment(
+    experiment = simulator.Experiment(
         machine="gold5215-2s", algorithms=("pre14",), clients=(20,), duration_ms=0.005,
-        warmup_ms=0.0), jobs=1, progress=False)
+        warmup_ms=0.0)
+    with pytest.raises(ConfigError, match="cannot hold one transaction"):
+        simulator.run(experiment, jobs=1, progress=False)
+    result = simulator.run(experiment, jobs=1, progress=False, force=True)
     row = result.curve.iloc[0]
     assert "NoTransactionError" in str(row["error"])
 

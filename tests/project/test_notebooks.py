@@ -72,3 +72,12 @@ def test_notebook_runs_in_small_mode(path: Path, monkeypatch: pytest.MonkeyPatch
     errors = [output for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"]
     assert errors == []
+
+
+def test_the_quickstart_draws_one_and_48_clients_in_their_own_panels() -> None:
+    """On one linear axis the one-client curve would lie flat under the 48-client one."""
+    cells = [source(cell) for cell in load(NOTEBOOKS_DIR / "01-quickstart.ipynb")["cells"]
+             if cell["cell_type"] == "code"]
+    figure = next(cell for cell in cells if "TPS with idle connections" in cell)
+    assert "tps_panels(result.curve" in figure
+    assert "result.plot()" not in figure

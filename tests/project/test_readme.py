@@ -87,3 +87,18 @@ def test_the_architecture_tree_lists_every_package_and_only_real_ones() -> None:
     for name in listed:
         found = [p for p in (ROOT, ROOT / "simulator", ROOT / "models") if (p / name).exists()]
         assert found, name
+
+
+def test_the_first_screen_and_development_give_the_same_test_time() -> None:
+    first_screen = " ".join(README.splitlines()[:30])
+    development = " ".join(README.split("## Development", 1)[1].split("\n## ", 1)[0].split())
+    pattern = r"about (\d+) minutes on an idle 2-core machine"
+    assert re.findall(pattern, first_screen) == re.findall(pattern, development) != []
+
+
+def test_the_readme_says_how_to_read_a_run_s_results() -> None:
+    section = README.split("### Reading a run's results", 1)[1].split("\n## ", 1)[0]
+    for name in ("curve.csv", "curve_summary.csv", "tps.png", "columns.yaml", "window_converged"):
+        assert f"`{name}`" in section, name
+    status = README.split("**Status.**", 1)[1].split("\n\n", 1)[0]
+    assert len(status.splitlines()) <= 6

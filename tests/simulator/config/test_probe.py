@@ -126,3 +126,55 @@ def test_an_irregular_topology_is_refused(tmp_path: Path) -> None:
     (root / "sys/devices/system/cpu/online").write_text("0-14\n")  # one CPU offline
     with pytest.raises(ConfigError, match="topology"):
         host_facts(root)
+
+
+CPUINFO_KVM = CPUINFO_INTEL.replace("flags\t\t: fpu sse2 ht", "flags\t\t: fpu sse2 ht hypervisor")
+
+
+def make_guest(root: Path, *, driver: str | None, poll_ns: int | None) -> Path:
+    """A KVM guest's sysfs: the cpuidle driver and haltpoll's polling window, when given."""
+    make_host(root, sockets=1, l3_per_socket=1, cores_per_l3=2, threads=1, cpuinfo=CPUINFO_KVM)
+    if driver is not None:
+        cpuidle = root / "sys/devices/system/cpu/cpuidle"
+        cpuidle.mkdir(parents=True)
+        (cpuidle / "current_driver").write_text(f"{driver}\n")
+        state = root / "sys/devices/system/cpu/cpu0/cpuidle/state1"
+        state.mkdir(parents=True)
+        (state / "latency").write_text("1\n")
+    if poll_ns is not None:
+        params = root / "sys/module/haltpoll/parameters"
+        params.mkdir(parents=True)
+        (params / "guest_halt_poll_ns").write_text(f"{poll_ns}\n")
+    return root
+
+
+@pytest.mark.parametrize(("driver", "poll_ns", "governor", "residency_ns"), [
+    ("haltpoll", 200_000, "menu", 200_000.0),  # polls for the window, then halts
+    ("haltpoll", 0, "shallowest", 0.0),        # the window is off: halts at once
+    (None, None, "shallowest", 0.0),           # no cpuidle driver: halts at once
+])
+def test_a_kvm_guest_s_vcpus_halt_and_pay_the_hypervisor_exit(
+        tmp_path: Path, driver: str | None, poll_ns: int | None, governor: str,
+        residency_ns: float) -> None:
+    out = tmp_path / "guest.yaml"
+    probe_host(out, like="epyc-9654-2s", root=make_guest(tmp_path / "host", driver=driver,
+                                                         poll_ns=poll_ns))
+    config = load_machine(out)
+    assert config.virtualized
+    assert config.scheduler.ipi_exit_ns == pytest.approx(5000.0)  # not bare metal's 0 us
+    assert config.idle is not None
+    assert (config.idle.wake, config.idle.governor) == ("hlt", governor)
+    assert [state.name for state in config.idle.states] == ["HLT"]  # no MWAIT C-states
+    assert config.idle.states[0].target_residency_ns == pytest.approx(residency_ns)
+    assert config.idle.states[0].wake_latency_ns == 0.0
+    text = out.read_text()
+    assert f"cpuidle driver {driver or 'none'}" in text
+    assert "ASSUMPTION, range 1.5-15 us" in text
+
+
+def test_bare_metal_keeps_the_borrowed_idle_states(tmp_path: Path) -> None:
+    out = tmp_path / "metal.yaml"
+    probe_host(out, like="gold5215-2s", root=make_host(tmp_path / "host", l3_per_socket=1))
+    config, borrowed = load_machine(out), load_machine("gold5215-2s")
+    assert config.idle == borrowed.idle
+    assert config.scheduler.ipi_exit_ns == borrowed.scheduler.ipi_exit_ns

@@ -205,3 +205,15 @@ def test_wait_rejects_a_negative_timeout() -> None:
     env, sched = scheduler()
     with pytest.raises(ValueError, match="timeout must be >= 0"):
         sched.new_task("t").wait(env.event(), -1.0)
+
+
+def test_a_polling_vcpu_is_woken_without_an_ipi() -> None:
+    """KVM's guest halt polling: a vCPU that polls (short idles) is woken by a store; one that
+    halted (the first, long idle) pays the IPI and the hypervisor exit."""
+    halt = IdleStateConfig("HLT", 1 * US, 200 * US, 0.0)
+    env, sched = scheduler(wake="hlt", states=(halt,), virtualized=True, ipi_exit_ns=5 * US)
+    costs = wake_costs(env, sched.new_task("t"), [10 * US, 10 * US],
+                       block=lambda task, gap: task.sleep(gap))  # a timer within the window
+    assert costs == [pytest.approx(WAKEUP_NS)] * 2  # polled: no IPI, no exit
+    assert sched.stats.exits_by_state["POLL"] >= 1
+    assert sched.stats.ipis == sched.stats.exits_by_state["HLT"]

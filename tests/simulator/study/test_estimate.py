@@ -10,7 +10,7 @@ import pytest
 
 import simulator
 import simulator.study.work_scale
-from simulator.cli import main
+from simulator.cli import common, main
 from simulator.config.machine import CacheConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
@@ -153,6 +153,7 @@ def test_snapsim_run_refuses_a_machine_too_large_for_memory_in_one_line(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Experiment, "machine_config", lambda self: huge)
         patch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+        patch.setattr(common, "kernel_compiled", lambda: True)  # its lines are not the point
         code = main(["run", "tiny", "--no-progress", "--jobs", "1", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
