@@ -252,7 +252,7 @@ def test_check_config_takes_shipped_names_and_the_cost_file(
 @pytest.mark.parametrize(("flags", "message"), [
     (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
     (["--seeds", "0"], "--seeds: must be at least 1, got 0"),
-    (["--set", "seeds=[-3]"], "--set: seeds[0]: must be a non-negative integer, got -3"),
+    (["--set", "seeds=[-3]"], "--set: seeds: must be integers >= 0, got -3"),
     (["--set", "options.costs.clinet=5"], "--set: options.costs.clinet: unknown key"),
     (["--set", "options.churn.rate_per_s=lots"],
      "--set: options.churn.rate_per_s: expected connections per second"),
