@@ -64,7 +64,19 @@ def all_pids() -> list[int]:
 
 
 def children_of(ppid: int) -> list[int]:
-    """The live children of ``ppid`` (a scan of ``/proc``)."""
+    """The children of ``ppid`` not yet reaped (zombies included).
+
+    Read from ``/proc/PID/task/PID/children`` (the children of its main thread: a postmaster
+    forks from there) where the kernel has it, else found by a scan of ``/proc``.
+    """
+    try:
+        listed = (PROC / str(ppid) / "task" / str(ppid) / "children").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return []
+    else:
+        return [int(pid) for pid in listed.split()]
     found = []
     for pid in all_pids():
         stat = read_stat(pid)
@@ -80,6 +92,11 @@ def cmdline(pid: int) -> str:
     except OSError:
         return ""
     return raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip()
+
+
+def exists(pid: int) -> bool:
+    """Whether ``pid`` names a process, a zombie included (one not yet reaped)."""
+    return (PROC / str(pid)).exists()
 
 
 def ticks_of(pids: list[int]) -> int:

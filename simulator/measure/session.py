@@ -210,11 +210,38 @@ def _client(registry: Registry, argv: list[str], log_path: Path, what: str,
     return log_path.read_text(encoding="utf-8", errors="replace")
 
 
+def _active_backends(cluster: Cluster, before: set[int], clients: int,
+                     wait_s: float) -> list[int]:
+    """The backends of the run's clients: the postmaster's new children, once connected."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        new = [pid for pid in procfs.children_of(cluster.pid) if pid not in before]
+        if len(new) >= clients or time.monotonic() > deadline:
+            return new
+        time.sleep(0.005)
+
+
+def _wait_reaped(cluster: Cluster, active: list[int], before: set[int]) -> None:
+    """Wait until the run's backends have ended and the postmaster has reaped them.
+
+    A backend's CPU time reaches the postmaster's ``cutime``/``cstime`` when it is reaped, not
+    when it exits (a zombie is still listed): wait for its PID to vanish, and for every child
+    the postmaster did not have before the run (one missed while connecting).
+    """
+    deadline = time.monotonic() + REAP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not any(procfs.exists(pid) for pid in active) and \
+                set(procfs.children_of(cluster.pid)) <= before:
+            return
+        time.sleep(0.005)
+
+
 def _point(setup: Setup, cluster: Cluster, holder: Holders, registry: Registry, work: Path,
            kdamond: list[int], idle_kind: str, repetition: int, idle: int, clients: int,
            duration_s: float) -> dict[str, object]:
     """One pgbench run of ``clients`` active clients, with where the CPU went."""
     inst = cluster.installation
+    before = set(procfs.children_of(cluster.pid))
     held = [*cluster.backends(), *holder.processes()]
     reaped0, held0 = cluster.reaped_ticks(), procfs.ticks_of(held)
     kdamond0, machine0 = procfs.ticks_of(kdamond), procfs.machine_ticks()
@@ -223,6 +250,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders, registry: Registry, 
     log_path.unlink(missing_ok=True)
     tracked = registry.start(active_command(setup.pgbench, cluster.server, clients, duration_s),
                              f"pgbench of {inst.label}", log_path=log_path)
+    active = _active_backends(cluster, before, clients, wait_s=min(5.0, duration_s / 2))
     code, client_cpu_s = wait_with_usage(tracked, duration_s + 120.0)
     wall1 = time.monotonic()
     machine1, kdamond1 = procfs.machine_ticks(), procfs.ticks_of(kdamond)
@@ -236,9 +264,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders, registry: Registry, 
         raise ConfigError("pgbench", f"the run of {inst.label} failed (exit {code}): "
                           f"{log_tail(log_path)}")
     report = parse_report(log_path.read_text(encoding="utf-8", errors="replace"))
-    deadline = time.monotonic() + REAP_TIMEOUT_S
-    while len(cluster.backends()) > holder.count and time.monotonic() < deadline:
-        time.sleep(0.02)  # the active backends end and are reaped after pgbench disconnects
+    _wait_reaped(cluster, active, before)
     reaped1 = cluster.reaped_ticks()
     tick = 1 / procfs.TICKS_PER_S
     backend_s = (reaped1 - reaped0) * tick
