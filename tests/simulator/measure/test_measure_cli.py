@@ -225,3 +225,27 @@ def _command(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+@pytest.mark.slow
+def test_the_measurement_round_trips_through_snapsim_validate(
+        shared: Path, pids_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    assert main(arguments(shared, out)) == 0
+    capsys.readouterr()
+    checked = tmp_path / "validation"
+    code = main(["validate", "--manifest", str(out), "--out", str(checked), "--duration-ms",
+                 "0.5", "--warmup-ms", "0.2", "--jobs", "1", "--no-progress"])
+    assert code in (0, 1)  # judged against the thresholds, whatever the verdict
+    printed = capsys.readouterr().out
+    assert "host_idle" in printed
+    table = pd.read_csv(checked / "validation.csv")
+    wide = pd.read_csv(out / "host_idle.csv")
+    assert len(table) == 2 * len(wide)
+    assert set(table["series"]) == {"tps_pre14", "tps_post14"}
+    assert sorted(table["measured_tps"]) == sorted([*wide["tps_pre14"], *wide["tps_post14"]])
+    assert table["predicted_tps"].notna().all()
+    # the single-client point calibrates the host, and is left out of the errors
+    assert table.loc[table["calibration_point"], ["series", "clients", "idle_clients"]] \
+        .values.tolist() == [["tps_pre14", 1, 0]]
