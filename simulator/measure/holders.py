@@ -3,7 +3,9 @@
 A server's connections are a stack of holders, each a pgbench process holding a number of
 connections (at most ``chunk`` each, so that one process stays within the open-file limit);
 moving to another count starts holders for the difference or stops the newest ones by PID.
-Readiness is counted from the server's side: its client backends in ``/proc``.
+Readiness is counted from the server's side: its client backends in ``/proc``. While another
+server is measured, a server's holders are paused (SIGSTOP): its connections stay open but its
+mostly idle clients send nothing, so only the measured server's background runs.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from simulator.errors import ConfigError
 from simulator.measure.cluster import Cluster
 from simulator.measure.pgbench import holder_command
-from simulator.measure.processes import Tracked, log_tail
+from simulator.measure.processes import Tracked, log_tail, pause
 
 HOLD_S = 30 * 24 * 3600.0
 """A holder's ``-T``: longer than any measurement (it is stopped by PID)."""
@@ -97,6 +99,11 @@ class Holders:
                          "connections")
                 shown = now
             time.sleep(0.2)
+
+    def pause(self, paused: bool) -> None:
+        """Silence (or wake) the holders: their connections stay open and send nothing."""
+        for _, tracked in self.held:
+            pause(tracked, paused)
 
     def release(self) -> None:
         """Stop every holder, newest first."""

@@ -77,6 +77,8 @@ class Registry:
                 break
             with contextlib.suppress(ProcessLookupError):
                 os.kill(tracked.process.pid, sig)
+                if sig != signal.SIGKILL:  # a paused holder acts on its signal once resumed
+                    os.kill(tracked.process.pid, signal.SIGCONT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 tracked.process.wait(timeout=grace_s if sig != signal.SIGKILL else None)
         if tracked in self.live:
@@ -97,6 +99,12 @@ class Registry:
                 stopped.append(f"{tracked.what} (PID {tracked.process.pid})")
             self.stop(tracked, grace_s)
         return stopped
+
+
+def pause(tracked: Tracked, paused: bool) -> None:
+    """Stop (SIGSTOP) or resume (SIGCONT) a process by its PID; its connections stay open."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(tracked.process.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
 
 def wait_with_usage(tracked: Tracked, timeout_s: float) -> tuple[int | None, float]:

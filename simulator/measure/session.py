@@ -2,9 +2,10 @@
 
 :func:`measure` sets up one cluster per installation, walks the plan's steps (holding the idle
 or mostly idle connections on every server, then running each installation's active clients in
-turn), records every run as it ends, and on every way out (success, bad input found on the way,
-Ctrl-C, SIGTERM) stops every process it started by PID, removes the clusters and writes what it
-has, marked ``complete`` or ``partial`` with the cause.
+turn, the other servers' holders paused by SIGSTOP meanwhile: their connections stay open and
+their mostly idle clients send nothing), records every run as it ends, and on every way out
+(success, bad input found on the way, Ctrl-C, SIGTERM) stops every process it started by PID,
+removes the clusters and writes what it has, marked ``complete`` or ``partial`` with the cause.
 
 Per run, the window is pgbench's life (connection set-up included; the TPS excludes it):
 the active backends' CPU is the growth of the postmaster's reaped children's CPU time once they
@@ -170,6 +171,8 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
             time.sleep(plan.settle_s)
         for clients in plan.clients:
             for index in step.order:
+                for other, holder in enumerate(holders):
+                    holder.pause(other != index)
                 row = _point(setup, clusters[index], holders[index], registry, work, kdamond,
                              step.idle_kind, step.repetition, step.idle, clients, plan.duration_s)
                 outcome.table.append(row)
@@ -181,6 +184,7 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
                     f"{row['client_cpu_us_per_txn']:.1f} us/txn; about "
                     f"{elapsed / done * (total - done) / 60:.0f} min left")
     for holder in holders:
+        holder.pause(False)
         holder.release()
 
 

@@ -192,6 +192,7 @@ def test_a_signal_mid_point_stops_every_server_and_client(
     out = tmp_path / "m"
     args = arguments(shared, out)
     args[args.index("--duration-s") + 1] = "60"
+    args[args.index("--idle") + 1] = "3"  # holders on both servers from the first run
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / ".dev")}
     command = subprocess.Popen([sys.executable, "-m", "simulator", *args], cwd=REPO_ROOT,
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -203,7 +204,15 @@ def test_a_signal_mid_point_stops_every_server_and_client(
             assert time.monotonic() < deadline, "no pgbench run started"
             time.sleep(0.1)
         started = processes_mentioning(str(shared))
-        assert len(started) >= 3  # two servers and the active pgbench at least
+        assert len(started) >= 5  # two servers, two holders and the active pgbench
+        # the other server's holder is paused while one server is measured
+        commands = {pid: _command(pid) for pid in started}
+        active = next(line for line in commands.values() if " -S " in line)
+        measured = "/pre14/" if "/pre14/" in active else "/post14/"
+        holders = {pid: line for pid, line in commands.items() if " -f " in line}
+        assert len(holders) == 2
+        for pid, line in holders.items():
+            assert (_state(pid) == "T") is (measured not in line), line
         os.kill(command.pid, sig)
         _, err = command.communicate(timeout=60)
     finally:
@@ -249,3 +258,7 @@ def test_the_measurement_round_trips_through_snapsim_validate(
     # the single-client point calibrates the host, and is left out of the errors
     assert table.loc[table["calibration_point"], ["series", "clients", "idle_clients"]] \
         .values.tolist() == [["tps_pre14", 1, 0]]
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
