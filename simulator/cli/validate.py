@@ -52,7 +52,8 @@ DEFAULT_OUT = "snapsim-validation"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``snapsim validate``."""
     parser.add_argument("--manifest", metavar="FILE",
-                        help="measurement manifest (default: the shipped one)")
+                        help="measurement manifest, or a directory holding one (snapsim "
+                        "measure's --out) (default: the shipped one)")
     parser.add_argument("--out", metavar="DIR", help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--dataset", action="append", metavar="NAME",
                         help="validate only this dataset (repeatable; with --ratio too)")

@@ -324,7 +324,9 @@ class Manifest:
 
 
 def load_manifest(path: str | Path | None = None, data: object = None) -> Manifest:
-    """Read and validate a manifest (default: the shipped one).
+    """Read and validate a manifest (default: the shipped one; a directory: its manifest.yaml).
+
+    A dataset's ``machine`` that is a file path (``host.yaml``) is relative to the manifest.
 
     ``data``: the file's contents already parsed (a stream, read once); ``path`` then only names
     it and is the base of its relative paths.
@@ -333,6 +335,8 @@ def load_manifest(path: str | Path | None = None, data: object = None) -> Manife
         ConfigError: malformed YAML, an unknown or missing key, a bad value.
     """
     manifest_path = Path(path) if path is not None else shipped_manifest_path()
+    if manifest_path.is_dir():  # a measurement's directory (snapsim measure --out)
+        manifest_path = manifest_path / "manifest.yaml"
     source = str(manifest_path)
     try:
         return _build(read_yaml(manifest_path) if data is None else data, manifest_path)
@@ -445,7 +449,7 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
     return Dataset(
         name=name, path=base / expect_str(f"{key}.file", data["file"]),
         description=expect_str(f"{key}.description", data.get("description", "")),
-        machine=expect_str(f"{key}.machine", data["machine"]),
+        machine=_machine_reference(expect_str(f"{key}.machine", data["machine"]), base),
         workload=expect_str(f"{key}.workload", data["workload"]),
         idle_kind=expect_str(f"{key}.idle_kind", data["idle_kind"]),
         clients=_column_or_count(f"{key}.clients", data["clients"]),
@@ -516,6 +520,17 @@ def _ratio_side(key: str, value: object) -> RatioSide:
                               "and clients are the ratio's own")
         sets.append((str(dotted), item))
     return RatioSide(algorithm, tuple(sets))
+
+
+def _machine_reference(machine: str, base: Path) -> str:
+    """A shipped machine's name as is; a machine file's relative path from the manifest's folder.
+
+    A name with a ``/`` or a ``.yaml``/``.yml`` suffix is a file (as in ``load_machine``).
+    """
+    if ("/" in machine or machine.endswith((".yaml", ".yml"))) \
+            and not Path(machine).is_absolute():
+        return str(base / machine)
+    return machine
 
 
 def _column_or_count(key: str, value: object) -> str | int:

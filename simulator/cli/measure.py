@@ -1,0 +1,199 @@
+"""``snapsim measure``: real PostgreSQL and pgbench on this host, written for ``snapsim validate``.
+
+Checks every input first (installations and their labels against their versions, pgbench, the
+grid, memory, processes, open files, ports), prints the plan with its time and memory estimate,
+then measures (:mod:`simulator.measure.session`) and writes the measurement files, the manifest,
+the host's machine file and the metadata into ``--out``
+(:mod:`simulator.measure.results`), also when it stops early (marked partial). Ctrl-C and
+SIGTERM stop every server and client it started, by PID, before it exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import re
+import signal
+from pathlib import Path
+from types import FrameType
+
+from simulator.cli.common import EXIT_OK, log, warn, writable_directory
+from simulator.errors import ConfigError
+from simulator.measure.cluster import check_port_free
+from simulator.measure.installations import LABELS, find_pgbench, installations
+from simulator.measure.outputs import RepetitionTable
+from simulator.measure.pgbench import IDLE_KINDS
+from simulator.measure.plan import (
+    Plan,
+    check_memory,
+    check_processes,
+    default_shared_buffers,
+    holder_chunk,
+    raise_open_files,
+    size_bytes,
+)
+from simulator.measure.processes import RunAs
+from simulator.measure.results import manifest_path, write_results
+from simulator.measure.session import Outcome, Setup, measure
+from simulator.study.measurements import load_manifest
+from simulator.study.validate import check_datasets
+
+DEFAULT_OUT = "snapsim-measurement"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``snapsim measure``."""
+    parser.add_argument("--install", action="append", default=[], metavar="LABEL=BINDIR",
+                        help=f"a PostgreSQL bin directory and the algorithm it stands for "
+                        f"({' or '.join(LABELS)}: pre14 for 9.2-13, post14 for 14 and later; "
+                        "checked against its version); repeatable, one per label")
+    parser.add_argument("--pgbench", metavar="PATH",
+                        help="pgbench 13 or later (default: on PATH, else beside a server)")
+    parser.add_argument("--clients", default="1", metavar="LIST",
+                        help="active clients, comma-separated (default 1)")
+    parser.add_argument("--idle", default="0,100,1000", metavar="LIST",
+                        help="idle connections per server, comma-separated (default 0,100,1000)")
+    parser.add_argument("--idle-kind", action="append", choices=IDLE_KINDS, metavar="KIND",
+                        help="idle (silent) or mostly-idle (\\sleep 100ms; SELECT 1;); "
+                        "repeatable (default idle)")
+    parser.add_argument("--repetitions", type=int, default=3, metavar="N",
+                        help="passes over the idle counts, up then down (default 3)")
+    parser.add_argument("--duration-s", type=float, default=10.0, metavar="S",
+                        help="seconds per pgbench run (default 10)")
+    parser.add_argument("--scale", type=int, default=100,
+                        help="pgbench scale (default 100, as the publications)")
+    parser.add_argument("--shared-buffers", metavar="SIZE",
+                        help="shared_buffers (default 16MB per unit of scale, at least 128MB)")
+    parser.add_argument("--warmup-s", type=float, default=5.0, metavar="S",
+                        help="a 1-client run per server after loading (default 5; 0: none)")
+    parser.add_argument("--settle-s", type=float, default=5.0, metavar="S",
+                        help="pause after changing the idle count (default 5)")
+    parser.add_argument("--port", type=int, default=54320,
+                        help="port of the first server; the next ones count up (default 54320)")
+    parser.add_argument("--user", metavar="NAME",
+                        help="run the servers as this user when run as root (default postgres)")
+    parser.add_argument("--name", default="host",
+                        help="the machine's and the datasets' name (default host)")
+    parser.add_argument("--out", metavar="DIR", help=f"output directory (default ./{DEFAULT_OUT})")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="where the clusters live while measuring (default: a fresh "
+                        "directory in the system's temporary directory)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier measurement in --out")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the inputs, print the plan and its estimate, start nothing")
+
+
+def _counts(text: str, flag: str, minimum: int) -> tuple[int, ...]:
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ConfigError(flag, f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise ConfigError(flag, "must list at least one count")
+    if values[0] < minimum:
+        raise ConfigError(flag, f"every count must be at least {minimum}, got {values[0]}")
+    return tuple(values)
+
+
+def _run_as(user: str | None) -> RunAs:
+    if os.geteuid() != 0:
+        if user is not None and user != pwd.getpwuid(os.geteuid()).pw_name:
+            raise ConfigError("--user", "only root can run the servers as another user")
+        return RunAs()
+    name = user or "postgres"
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ConfigError("--user", f"no user {name!r}: initdb and postgres refuse root; create "
+                          "an unprivileged user or name one with --user") from None
+    if entry.pw_uid == 0:
+        raise ConfigError("--user", f"{name} is root; initdb and postgres refuse root")
+    return RunAs(entry.pw_uid, entry.pw_gid, name)
+
+
+def _plan(args: argparse.Namespace, servers: int) -> Plan:
+    for flag, value, low in (("--repetitions", args.repetitions, 1), ("--scale", args.scale, 1)):
+        if value < low:
+            raise ConfigError(flag, f"must be at least {low}, got {value}")
+    for flag, seconds, least in (("--duration-s", args.duration_s, 1.0),
+                                 ("--warmup-s", args.warmup_s, 0.0),
+                                 ("--settle-s", args.settle_s, 0.0)):
+        if not seconds >= least:
+            raise ConfigError(flag, f"must be at least {least:g}, got {seconds:g}")
+    return Plan(installations=servers, clients=_counts(args.clients, "--clients", 1),
+                idle=_counts(args.idle, "--idle", 0),
+                idle_kinds=tuple(dict.fromkeys(args.idle_kind or ["idle"])),
+                repetitions=args.repetitions, duration_s=args.duration_s, scale=args.scale,
+                settle_s=args.settle_s)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Check, estimate, measure, write; exit 2 with one line on bad input or a failed server."""
+    if not _NAME.match(args.name):
+        raise ConfigError("--name", f"expected letters, digits, '.', '_' or '-', got "
+                          f"{args.name!r}")
+    found = installations(args.install)
+    pgbench, pgbench_version = find_pgbench(args.pgbench, found)
+    plan = _plan(args, len(found))
+    shared_buffers = args.shared_buffers or default_shared_buffers(plan.scale)
+    buffers_bytes = size_bytes(shared_buffers, "--shared-buffers")
+    need, available_bytes = check_memory(plan, buffers_bytes)
+    pid_max = check_processes(plan)
+    open_files, files_note = raise_open_files(max(plan.idle))
+    run_as = _run_as(args.user)
+    for inst in found:
+        log(f"{inst.label}: {inst.version} in {inst.bindir}")
+    log(f"pgbench: {pgbench_version} ({pgbench})")
+    log(f"plan: {plan.points} runs of {plan.duration_s:g} s ({len(found)} servers x clients "
+        f"{','.join(map(str, plan.clients))} x idle {','.join(map(str, plan.idle))} x "
+        f"{'/'.join(plan.idle_kinds)} x {plan.repetitions} repetitions), scale {plan.scale}, "
+        f"shared_buffers {shared_buffers}, max_connections {plan.max_connections}")
+    log(f"estimate: about {plan.estimate_s() / 60:.0f} min; about {need / 2**30:.1f} GiB of "
+        f"{available_bytes / 2**30:.1f} GiB available at the largest count; {plan.processes()} "
+        f"processes (pid_max {pid_max}); open files {open_files}"
+        + (f"; {files_note}" if files_note else ""))
+    if args.dry_run:
+        return EXIT_OK
+    out = Path(args.out or DEFAULT_OUT)
+    if (out / "repetitions.csv").exists() and not args.overwrite:
+        raise ConfigError("--out", f"{out} holds a measurement (pass --overwrite to replace it)")
+    for index in range(len(found)):
+        check_port_free(args.port + index)
+    writable_directory(out, "--out")
+    work_root = Path(args.work_dir) if args.work_dir else None
+    if work_root is not None:
+        writable_directory(work_root, "--work-dir")
+    setup = Setup(installations=tuple(found), pgbench=pgbench, shared_buffers=shared_buffers,
+                  first_port=args.port, run_as=run_as, out=out, work_root=work_root,
+                  warmup_s=args.warmup_s, holder_chunk=holder_chunk(open_files, max(plan.idle)))
+    outcome = Outcome(RepetitionTable(out / "repetitions.csv"))
+    extra = {"pgbench_version": pgbench_version, "open_files": open_files,
+             "estimate_min": round(plan.estimate_s() / 60, 1),
+             "estimate_memory_gib": round(need / 2**30, 2)}
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        measure(setup, plan, outcome, log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if outcome.stopped:
+            (log if outcome.status == "complete" else warn)(
+                f"stopped: {', '.join(outcome.stopped)}")
+        written = write_results(setup, plan, outcome, args.name, getattr(args, "argv", None),
+                                extra)
+        if outcome.status != "complete":
+            warn(f"partial measurement kept in {out}/ ({len(outcome.table.rows)} of "
+                 f"{plan.points} runs; metadata.yaml says why)")
+    manifest = load_manifest(manifest_path(out))
+    check_datasets(manifest)  # what was written reads back as snapsim validate reads it
+    log(f"wrote {out}/: {', '.join(path.name for path in written)}, repetitions.csv")
+    log(f"next: snapsim validate --manifest {out} --out {out}/validation")
+    print(out)
+    return EXIT_OK
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends a measurement as Ctrl-C does: everything started is stopped first."""
+    raise KeyboardInterrupt("SIGTERM")

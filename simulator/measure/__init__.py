@@ -1,0 +1,15 @@
+"""``snapsim measure``: real PostgreSQL servers and pgbench, measured on this host.
+
+This package is a measurement tool, not part of the model: it starts real servers (``postgres``,
+``initdb``) and pgbench clients, holds idle connections, runs the active clients, reads where the
+CPU went from ``/proc``, and writes a measurement file that ``snapsim validate`` judges the model
+against. It never imports the model (``snapsim_models``); the algorithm names it writes
+(``pre14``, ``post14``) are labels the user gives to installations.
+
+Modules: :mod:`.installations` (bin directories, versions, the label check), :mod:`.procfs`
+(process and machine CPU accounting), :mod:`.processes` (every started process, stopped by PID),
+:mod:`.cluster` (one server's life), :mod:`.pgbench` (commands and output parsing),
+:mod:`.holders` (idle and mostly idle connections), :mod:`.plan` (points, order, estimates and
+limits), :mod:`.host` (the host's facts), :mod:`.outputs` (the files written) and
+:mod:`.session` (the measurement itself).
+"""

@@ -1,0 +1,111 @@
+"""Idle and mostly idle connections held open on one server by pgbench holder processes.
+
+A server's connections are a stack of holders, each a pgbench process holding a number of
+connections (at most ``chunk`` each, so that one process stays within the open-file limit);
+moving to another count starts holders for the difference or stops the newest ones by PID.
+Readiness is counted from the server's side: its client backends in ``/proc``. While another
+server is measured, a server's holders are paused (SIGSTOP): its connections stay open but its
+mostly idle clients send nothing, so only the measured server's background runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simulator.errors import ConfigError
+from simulator.measure.cluster import Cluster
+from simulator.measure.pgbench import holder_command
+from simulator.measure.processes import Tracked, log_tail, pause
+
+HOLD_S = 30 * 24 * 3600.0
+"""A holder's ``-T``: longer than any measurement (it is stopped by PID)."""
+CONNECT_RATE_PER_S = 20.0
+"""The slowest connection rate waited for before giving up (45-150 per second were seen)."""
+
+
+@dataclass(slots=True)
+class Holders:
+    """The holders of one server."""
+
+    cluster: Cluster
+    pgbench: Path
+    log_dir: Path
+    chunk: int
+    held: list[tuple[int, Tracked]] = field(default_factory=list)
+    kind: str = ""
+
+    @property
+    def count(self) -> int:
+        """Connections held."""
+        return sum(count for count, _ in self.held)
+
+    def processes(self) -> list[int]:
+        """PIDs of the holder processes."""
+        return [tracked.process.pid for _, tracked in self.held]
+
+    def hold(self, target: int, kind: str, script: Path,
+             progress: Callable[[str], None] = lambda _: None) -> None:
+        """Hold ``target`` connections of ``kind`` (changing kind drops every holder first).
+
+        Raises:
+            ConfigError: a holder exited (the server refused connections: its log's end), or
+                the server did not reach the count in time.
+        """
+        registry = self.cluster.registry
+        if kind != self.kind:
+            self.release()
+            self.kind = kind
+        while self.held and self.count > target:
+            registry.stop(self.held.pop()[1])
+        started = time.monotonic()
+        before = self.count
+        while self.count < target:
+            size = min(self.chunk, target - self.count)
+            log_path = self.log_dir / f"holder-{self.cluster.installation.label}-" \
+                                      f"{len(self.held)}.log"
+            tracked = registry.start(
+                holder_command(self.pgbench, self.cluster.server, size, script, HOLD_S),
+                f"{self.cluster.installation.label} holder of {size}", log_path=log_path)
+            self.held.append((size, tracked))
+        self._wait(target, target - before, started, progress)
+
+    def _wait(self, target: int, opened: int, started: float,
+              progress: Callable[[str], None]) -> None:
+        deadline = started + 30.0 + max(opened, 0) / CONNECT_RATE_PER_S
+        shown = time.monotonic()
+        while True:
+            connected = len(self.cluster.backends())
+            if connected == target:
+                return
+            for size, tracked in self.held:
+                if tracked.process.poll() is not None:
+                    raise ConfigError("holders", f"a holder of {size} connections to the "
+                                      f"{self.cluster.installation.label} server exited at "
+                                      f"{connected} connections: {log_tail(tracked.log_path)}"
+                                      f" / server: {log_tail(self.cluster.log_path, 2)}")
+            if not self.cluster.alive():
+                raise ConfigError("holders", f"the {self.cluster.installation.label} server "
+                                  f"exited: {log_tail(self.cluster.log_path)}")
+            now = time.monotonic()
+            if now > deadline:
+                raise ConfigError("holders", f"the {self.cluster.installation.label} server has "
+                                  f"{connected} of {target} connections after "
+                                  f"{now - started:.0f} s")
+            if now - shown > 10:
+                progress(f"  {self.cluster.installation.label}: {connected}/{target} "
+                         "connections")
+                shown = now
+            time.sleep(0.2)
+
+    def pause(self, paused: bool) -> None:
+        """Silence (or wake) the holders: their connections stay open and send nothing."""
+        for _, tracked in self.held:
+            pause(tracked, paused)
+
+    def release(self) -> None:
+        """Stop every holder, newest first."""
+        while self.held:
+            self.cluster.registry.stop(self.held.pop()[1])

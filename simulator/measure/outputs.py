@@ -1,0 +1,150 @@
+"""The files a measurement writes into its output directory.
+
+- ``repetitions.csv``: every pgbench run (one row per installation, idle kind, repetition, idle
+  count and active clients: :data:`REPETITION_COLUMNS`), appended as each run ends, so a
+  measurement that stops early keeps what it measured;
+- ``NAME_idle.csv`` / ``NAME_mostly_idle.csv``: the measurement files ``snapsim validate``
+  reads, one row per active-client and idle count, with per installation the median over the
+  repetitions of the TPS (``tps_pre14``, ``tps_post14``) and of the CPU per transaction;
+- ``manifest.yaml``: those datasets, the machine file ``host.yaml`` and the single-client point
+  that calibrates it (pre14's 1 client at 0 idle, else post14's);
+- ``metadata.yaml``: the command, status (``complete`` or ``partial`` with its cause), host
+  facts, installations, server settings, the plan and its estimates.
+
+Every file but the appended table is written to a temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPETITION_COLUMNS = (
+    "series", "algorithm", "version", "idle_kind", "repetition", "idle_connections",
+    "active_connections", "tps", "latency_ms", "connection_ms", "transactions", "window_s",
+    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "holders_cpu_s", "kdamond_cpu_s",
+    "machine_busy_cpu_s", "rest_cpu_s", "load_1min", "mem_available_gib", "finished_at")
+"""``series``: the TPS column of the installation (``tps_pre14``); ``window_s``: from pgbench's
+start to its end; CPU of the window in CPU seconds: ``holders_cpu_s`` (the holders' backends and
+pgbench processes), ``kdamond_cpu_s`` (the kernel's DAMON threads), ``machine_busy_cpu_s``
+(``/proc/stat``: everything but idle and iowait) and ``rest_cpu_s`` (busy minus the active
+backends, the pgbench client, the holders and kdamond: everything else on the machine)."""
+MEDIAN_COLUMNS = ("tps", "backend_cpu_us_per_txn", "client_cpu_us_per_txn")
+WORKLOAD = "select-only"
+MACHINE_FILE = "host.yaml"
+MOSTLY_IDLE_RUN = {"duration_ms": 100, "max_clients": 1}
+"""The shipped manifest's window for one client among mostly idle connections (one sleep
+period: each connection sends one query in it)."""
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class RepetitionTable:
+    """``repetitions.csv``, one row appended (and flushed) per run."""
+
+    def __init__(self, path: Path) -> None:
+        """Create the file with its header."""
+        self.path = path
+        self.rows: list[dict[str, object]] = []
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerow(REPETITION_COLUMNS)
+
+    def append(self, row: Mapping[str, object]) -> None:
+        """Add one run."""
+        self.rows.append(dict(row))
+        with open(self.path, "a", encoding="utf-8", newline="") as handle:
+            csv.writer(handle).writerow([_cell(row.get(column)) for column in
+                                         REPETITION_COLUMNS])
+            handle.flush()
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else value
+
+
+def dataset_name(name: str, idle_kind: str) -> str:
+    """``NAME_idle`` or ``NAME_mostly_idle``."""
+    return f"{name}_{idle_kind.replace('-', '_')}"
+
+
+def wide_table(rows: Sequence[Mapping[str, object]], idle_kind: str,
+               series: Sequence[str]) -> pd.DataFrame:
+    """Medians over the repetitions, one row per (idle, clients) measured by every series."""
+    long = pd.DataFrame(list(rows), columns=list(REPETITION_COLUMNS))
+    long = long[long["idle_kind"] == idle_kind]
+    keys = ["idle_connections", "active_connections"]
+    if long.empty:
+        return pd.DataFrame(columns=keys)
+    medians = long.groupby([*keys, "series"])[list(MEDIAN_COLUMNS)].median()
+    counts = long.groupby([*keys, "series"]).size().rename("repetitions")
+    table = pd.DataFrame(pd.concat([medians, counts], axis=1).unstack("series"))
+    table.columns = [_wide_column(str(pair[0]), str(pair[1])) for pair in table.columns]
+    wanted = [*series, *(_wide_column(column, label)
+                         for column in (*MEDIAN_COLUMNS[1:], "repetitions") for label in series)]
+    table = table.reindex(columns=wanted).dropna(subset=list(series)).reset_index()
+    for column in table.columns:
+        if column.startswith("repetitions_"):
+            table[column] = table[column].astype(int)
+    return table.sort_values(keys[::-1]).reset_index(drop=True)
+
+
+def _wide_column(column: str, series: str) -> str:
+    """``tps_pre14`` for the TPS, ``backend_cpu_us_per_txn_pre14`` for the others."""
+    return series if column == "tps" else f"{column}_{series.removeprefix('tps_')}"
+
+
+def write_dataset(directory: Path, name: str, table: pd.DataFrame) -> Path:
+    """One measurement file of ``snapsim validate``."""
+    path = directory / f"{name}.csv"
+    write_text(path, table.to_csv(index=False, float_format="%.6g"))
+    return path
+
+
+def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]]],
+                      calibration: tuple[str, str] | None,
+                      descriptions: Mapping[str, str]) -> dict[str, object]:
+    """The manifest of a measurement's datasets.
+
+    ``datasets`` maps a dataset to its idle kind and series; ``calibration`` is the dataset and
+    series of the single-client point, if measured.
+    """
+    entries: dict[str, object] = {}
+    for dataset, (idle_kind, series) in datasets.items():
+        entry: dict[str, object] = {
+            "file": f"{dataset}.csv", "description": descriptions[dataset],
+            "machine": MACHINE_FILE, "workload": WORKLOAD, "idle_kind": idle_kind,
+            "clients": "active_connections", "idle_clients": "idle_connections",
+            "series": {label: label.removeprefix("tps_") for label in series},
+        }
+        if idle_kind == "mostly-idle":
+            entry["run"] = dict(MOSTLY_IDLE_RUN)
+        entries[dataset] = entry
+    document: dict[str, object] = {"version": 1}
+    if calibration is not None:
+        document["machines"] = {name: {"single_client_tps": {
+            "dataset": calibration[0], "series": calibration[1], "clients": 1,
+            "idle_clients": 0}}}
+    document["datasets"] = entries
+    return document
+
+
+def write_yaml(path: Path, document: Mapping[str, object], header: str = "") -> None:
+    """A YAML file with a comment header."""
+    comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    write_text(path, comments + yaml.safe_dump(dict(document), sort_keys=False, width=100,
+                                               allow_unicode=True))

@@ -1,0 +1,97 @@
+r"""The pgbench commands a measurement runs and the report it prints.
+
+Active clients run the publications' form, ``pgbench -n -M prepared -S -c N -j N -T SECONDS``
+(read-only, prepared statements, one thread per client). Idle connections are pgbench clients
+whose script is ``\sleep 1s`` (established, never sending a query); mostly idle ones run
+``\sleep 100ms`` then ``SELECT 1;`` in a loop. The report's TPS is the one that excludes
+connection set-up (pgbench 13: ``excluding connections establishing``; 14 and later: ``without
+initial connection time``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.errors import ConfigError
+
+DATABASE = "postgres"
+DB_USER = "postgres"
+IDLE_KINDS = ("idle", "mostly-idle")
+SCRIPTS = {"idle": "\\sleep 1s\n", "mostly-idle": "\\sleep 100ms\nSELECT 1;\n"}
+"""The holders' scripts by idle kind (as the publications)."""
+_TPS = re.compile(r"^tps = ([0-9.]+) \((?:excluding connections establishing|without initial "
+                  r"connection time)\)", re.MULTILINE)
+_TRANSACTIONS = re.compile(r"^number of transactions actually processed: (\d+)", re.MULTILINE)
+_LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.MULTILINE)
+_CONNECTION = re.compile(r"^initial connection time = ([0-9.]+) ms", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """Where a server listens: its socket directory and port."""
+
+    socket_dir: Path
+    port: int
+
+    def connection(self) -> list[str]:
+        """The connection options of pgbench (Unix socket, trust authentication)."""
+        return ["-h", str(self.socket_dir), "-p", str(self.port), "-U", DB_USER]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a pgbench run reported."""
+
+    transactions: int
+    tps: float
+    """Excluding connection set-up."""
+    latency_ms: float
+    connection_ms: float | None
+    """pgbench 14+'s ``initial connection time``; ``None`` before."""
+
+
+def init_command(pgbench: Path, server: Server, scale: int) -> list[str]:
+    """Create and load pgbench's tables at ``scale`` (quiet progress)."""
+    return [str(pgbench), "-i", "-q", "-s", str(scale), *server.connection(), DATABASE]
+
+
+def active_command(pgbench: Path, server: Server, clients: int, duration_s: float) -> list[str]:
+    """The measured run: ``clients`` active read-only clients for ``duration_s``."""
+    return [str(pgbench), "-n", "-M", "prepared", "-S", "-c", str(clients), "-j", str(clients),
+            "-T", str(max(1, round(duration_s))), *server.connection(), DATABASE]
+
+
+def holder_command(pgbench: Path, server: Server, connections: int, script: Path,
+                   duration_s: float) -> list[str]:
+    """A holder: ``connections`` idle or mostly idle clients in one thread for ``duration_s``."""
+    return [str(pgbench), "-n", "-c", str(connections), "-j", "1",
+            "-T", str(max(1, round(duration_s))), "-f", str(script), *server.connection(),
+            DATABASE]
+
+
+def write_script(directory: Path, idle_kind: str) -> Path:
+    """The holders' script of an idle kind, written into ``directory``."""
+    path = directory / f"{idle_kind}.sql"
+    path.write_text(SCRIPTS[idle_kind], encoding="utf-8")
+    return path
+
+
+def parse_report(text: str) -> Report:
+    """The figures of a pgbench report.
+
+    Raises:
+        ConfigError: the report lacks the processed transactions, the TPS or the latency.
+    """
+    found = {name: pattern.search(text) for name, pattern in
+             (("transactions", _TRANSACTIONS), ("tps", _TPS), ("latency", _LATENCY))}
+    missing = [name for name, match in found.items() if match is None]
+    if missing:
+        tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
+        raise ConfigError("pgbench", f"its report has no {', '.join(missing)} ({tail})")
+    connection = _CONNECTION.search(text)
+    return Report(transactions=int(found["transactions"].group(1)),  # type: ignore[union-attr]
+                  tps=float(found["tps"].group(1)),  # type: ignore[union-attr]
+                  latency_ms=float(found["latency"].group(1)),  # type: ignore[union-attr]
+                  connection_ms=float(connection.group(1)) if connection else None)

@@ -1,0 +1,100 @@
+"""Everything a measurement leaves behind, written from what it recorded (complete or not).
+
+The measurement files and the manifest come from the runs recorded (a point measured by only
+some installations, as after an interruption, is left out of the wide files but kept in
+``repetitions.csv``); the machine file is the host's probe (``snapsim machine probe``); the
+metadata says whether the measurement is complete and, if not, why it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from simulator.config.probe import probe_host
+from simulator.errors import ConfigError
+from simulator.measure.host import host_facts
+from simulator.measure.outputs import (
+    MACHINE_FILE,
+    dataset_name,
+    manifest_document,
+    wide_table,
+    write_dataset,
+    write_yaml,
+)
+from simulator.measure.plan import Plan
+from simulator.measure.session import Outcome, Setup
+
+MANIFEST = "manifest.yaml"
+METADATA = "metadata.yaml"
+_DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
+                 "mostly-idle": "N mostly idle connections (\\sleep 100ms; SELECT 1;)"}
+
+
+def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
+                  argv: Sequence[str] | None, extra: dict[str, object]) -> list[Path]:
+    """Write the datasets, manifest, machine file and metadata; return the files written."""
+    out = setup.out
+    written: list[Path] = []
+    series = [f"tps_{inst.label}" for inst in setup.installations]
+    versions = ", ".join(f"{inst.label} = {inst.version}" for inst in setup.installations)
+    datasets: dict[str, tuple[str, Sequence[str]]] = {}
+    descriptions: dict[str, str] = {}
+    single: str | None = None
+    for kind in plan.idle_kinds:
+        table = wide_table(outcome.table.rows, kind, series)
+        if table.empty:
+            continue
+        dataset = dataset_name(name, kind)
+        written.append(write_dataset(out, dataset, table))
+        datasets[dataset] = (kind, series)
+        if single is None and ((table["active_connections"] == 1)
+                               & (table["idle_connections"] == 0)).any():
+            single = dataset
+        descriptions[dataset] = (f"pgbench -M prepared -S -c N -j N on this host with "
+                                 f"{_DESCRIPTIONS[kind]}; medians of {plan.repetitions} "
+                                 f"repetitions of {plan.duration_s:g} s; {versions}"
+                                 + ("" if outcome.status == "complete" else " (PARTIAL)"))
+    machine_note = ""
+    try:
+        like = probe_host(out / MACHINE_FILE, name=name)
+        machine_note = f"snapsim machine probe; latencies from {like}"
+        written.append(out / MACHINE_FILE)
+    except ConfigError as exc:
+        machine_note = f"the probe failed: {exc}"
+    if datasets:
+        # the oldest code calibrates, as in the shipped manifest
+        label = "tps_pre14" if "tps_pre14" in series else series[0]
+        document = manifest_document(name, datasets, None if single is None
+                                     else (single, label), descriptions)
+        header = (f"Measured by snapsim measure on {outcome.started_at} "
+                  f"({outcome.status}{': ' + outcome.cause if outcome.cause else ''}).\n"
+                  f"Validate the model against it: snapsim validate --manifest {out}\n"
+                  "Every repetition, with where the CPU went: repetitions.csv; host and "
+                  "settings: metadata.yaml.")
+        write_yaml(out / MANIFEST, document, header)
+        written.append(out / MANIFEST)
+    metadata = {
+        "status": outcome.status, "cause": outcome.cause or None,
+        "command": None if argv is None else shlex.join(["snapsim", *argv]),
+        "started_at": outcome.started_at, "finished_at": outcome.finished_at,
+        "runs_recorded": len(outcome.table.rows), "runs_planned": plan.points,
+        "installations": [{"label": inst.label, "bindir": str(inst.bindir),
+                           "version": inst.version} for inst in setup.installations],
+        "pgbench": str(setup.pgbench), "run_as": setup.run_as.name or None,
+        "plan": dataclasses.asdict(plan), "server_settings": outcome.settings,
+        "memory_per_connection_mb": None if outcome.memory_per_connection_bytes is None
+        else round(outcome.memory_per_connection_bytes / 2**20, 3),
+        "machine_file": machine_note, "host": host_facts(), **extra,
+        "stopped_on_exit": outcome.stopped,
+    }
+    write_yaml(out / METADATA, metadata, "snapsim measure: how this measurement was made")
+    written.append(out / METADATA)
+    return written
+
+
+def manifest_path(out: Path) -> Path:
+    """The manifest a measurement writes into ``out``."""
+    return out / MANIFEST

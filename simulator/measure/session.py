@@ -1,0 +1,290 @@
+"""A measurement: servers set up, connections held, pgbench run at every point, all stopped.
+
+:func:`measure` sets up one cluster per installation, walks the plan's steps (holding the idle
+or mostly idle connections on every server, then running each installation's active clients in
+turn, the other servers' holders paused by SIGSTOP meanwhile: their connections stay open and
+their mostly idle clients send nothing), records every run as it ends, and on every way out
+(success, bad input found on the way, Ctrl-C, SIGTERM) stops every process it started by PID,
+removes the clusters and writes what it has, marked ``complete`` or ``partial`` with the cause.
+
+Per run, the window is pgbench's life (connection set-up included; the TPS excludes it):
+the active backends' CPU is the growth of the postmaster's reaped children's CPU time once they
+have ended; pgbench's own comes from ``wait4``; the holders' (their backends and processes) and
+the kernel's DAMON threads' from ``/proc/PID/stat``; the machine's from ``/proc/stat``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simulator.errors import ConfigError
+from simulator.measure import procfs
+from simulator.measure.cluster import Cluster, chown_to
+from simulator.measure.holders import Holders
+from simulator.measure.installations import Installation
+from simulator.measure.outputs import RepetitionTable
+from simulator.measure.pgbench import (
+    active_command,
+    init_command,
+    parse_report,
+    write_script,
+)
+from simulator.measure.plan import Plan
+from simulator.measure.processes import Registry, RunAs, log_tail, wait_with_usage
+
+KDAMOND = "kdamond"
+REAP_TIMEOUT_S = 30.0
+WARMUP_CLIENTS = 1
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Everything a measurement needs besides its plan."""
+
+    installations: tuple[Installation, ...]
+    pgbench: Path
+    shared_buffers: str
+    first_port: int
+    run_as: RunAs
+    out: Path
+    work_root: Path | None = None
+    warmup_s: float = 5.0
+    holder_chunk: int = 5000
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened: the runs recorded, the status and the servers' settings."""
+
+    table: RepetitionTable
+    status: str = "partial"
+    cause: str = ""
+    settings: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    memory_per_connection_bytes: float | None = None
+    stopped: list[str] = field(default_factory=list)
+    started_at: str = ""
+    finished_at: str = ""
+
+
+def now() -> str:
+    """The time in UTC, ISO 8601, to the second."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM while cleaning up (a second Ctrl-C must not cut it short)."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT,
+                                                                   signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def measure(setup: Setup, plan: Plan, outcome: Outcome, log: Log) -> None:
+    """Run the plan; every run is appended to ``outcome.table`` as it ends.
+
+    ``outcome.status`` is ``complete`` if every point ran; whatever way this returns or raises,
+    every process started is stopped and the clusters are removed first.
+
+    Raises:
+        ConfigError: a server that will not start, a holder refused, a pgbench failure.
+        KeyboardInterrupt: Ctrl-C or SIGTERM (as the command installs it).
+    """
+    registry = Registry(setup.run_as)
+    work = Path(tempfile.mkdtemp(prefix="snapsim-measure-", dir=setup.work_root))
+    work.chmod(0o711)  # the servers' user walks through to its own directories
+    clusters: list[Cluster] = []
+    outcome.started_at = now()
+    try:
+        _run(setup, plan, outcome, log, registry, work, clusters)
+        outcome.status = "complete"
+    except KeyboardInterrupt:
+        outcome.cause = "interrupted (Ctrl-C or SIGTERM)"
+        raise
+    except ConfigError as exc:
+        outcome.cause = str(exc)
+        raise
+    except BaseException as exc:
+        outcome.cause = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        with signals_held():
+            outcome.stopped = registry.stop_all()
+            logs = setup.out / "logs"
+            for cluster in clusters:
+                if cluster.log_path.exists():
+                    logs.mkdir(exist_ok=True)
+                    shutil.copyfile(cluster.log_path,
+                                    logs / f"server-{cluster.installation.label}.log")
+                cluster.remove()
+            shutil.rmtree(work, ignore_errors=True)
+            outcome.finished_at = now()
+
+
+def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registry, work: Path,
+         clusters: list[Cluster]) -> None:
+    for index, inst in enumerate(setup.installations):
+        cluster = Cluster(inst, work / inst.label, setup.first_port + index, registry)
+        clusters.append(cluster)
+        log(f"{inst.label}: initdb and start ({inst.version}, port {cluster.port})")
+        cluster.initialise(plan.max_connections, setup.shared_buffers)
+        outcome.settings[inst.label] = dict(cluster.settings)
+        cluster.start()
+        started = time.monotonic()
+        _client(registry, init_command(setup.pgbench, cluster.server, plan.scale),
+                work / f"init-{inst.label}.log", f"pgbench -i of {inst.label}",
+                timeout_s=3600.0)
+        log(f"{inst.label}: pgbench tables at scale {plan.scale} loaded in "
+            f"{time.monotonic() - started:.0f} s")
+        if setup.warmup_s > 0:
+            _client(registry, active_command(setup.pgbench, cluster.server, WARMUP_CLIENTS,
+                                             setup.warmup_s),
+                    work / f"warmup-{inst.label}.log", f"warm-up of {inst.label}",
+                    timeout_s=setup.warmup_s + 120.0)
+    scripts = {kind: write_script(work, kind) for kind in plan.idle_kinds}
+    for path in scripts.values():
+        chown_to(path, RunAs())
+    holders = [Holders(cluster, setup.pgbench, work, setup.holder_chunk) for cluster in clusters]
+    kdamond = procfs.kernel_threads_named(KDAMOND)
+    total, done, began = plan.points, 0, time.monotonic()
+    memory: dict[int, int] = {}
+    for step in plan.steps():
+        for holder in holders:
+            holder.hold(step.idle, step.idle_kind, scripts[step.idle_kind], log)
+        if step.repetition == 0 and step.idle_kind == plan.idle_kinds[0]:
+            memory[step.idle] = procfs.meminfo_bytes("MemAvailable")
+            outcome.memory_per_connection_bytes = _per_connection(memory, len(clusters))
+        if plan.settle_s > 0:
+            time.sleep(plan.settle_s)
+        for clients in plan.clients:
+            for index in step.order:
+                for other, holder in enumerate(holders):
+                    holder.pause(other != index)
+                row = _point(setup, clusters[index], holders[index], registry, work, kdamond,
+                             step.idle_kind, step.repetition, step.idle, clients, plan.duration_s)
+                outcome.table.append(row)
+                done += 1
+                elapsed = time.monotonic() - began
+                log(f"[{done}/{total}] {row['series']} {step.idle_kind} {step.idle} idle, "
+                    f"{clients} clients, rep {step.repetition + 1}: {row['tps']:.0f} TPS, "
+                    f"backend {row['backend_cpu_us_per_txn']:.1f} us/txn, client "
+                    f"{row['client_cpu_us_per_txn']:.1f} us/txn; about "
+                    f"{elapsed / done * (total - done) / 60:.0f} min left")
+    for holder in holders:
+        holder.pause(False)
+        holder.release()
+
+
+def _per_connection(memory: Mapping[int, int], servers: int) -> float | None:
+    """Memory per held connection: the fall of ``MemAvailable`` from the fewest to the most."""
+    low, high = min(memory), max(memory)
+    if high == low:
+        return None
+    return (memory[low] - memory[high]) / ((high - low) * servers)
+
+
+def _client(registry: Registry, argv: list[str], log_path: Path, what: str,
+            timeout_s: float) -> str:
+    """Run a pgbench to its end; return its output.
+
+    Raises:
+        ConfigError: it failed or outlived ``timeout_s`` (then it is stopped).
+    """
+    tracked = registry.start(argv, what, log_path=log_path)
+    code, _ = wait_with_usage(tracked, timeout_s)
+    if code is None:
+        registry.stop(tracked)
+        raise ConfigError("pgbench", f"{what} did not finish in {timeout_s:.0f} s")
+    registry.forget(tracked)
+    if code != 0:
+        raise ConfigError("pgbench", f"{what} failed (exit {code}): {log_tail(log_path)}")
+    return log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def _active_backends(cluster: Cluster, before: set[int], clients: int,
+                     wait_s: float) -> list[int]:
+    """The backends of the run's clients: the postmaster's new children, once connected."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        new = [pid for pid in procfs.children_of(cluster.pid) if pid not in before]
+        if len(new) >= clients or time.monotonic() > deadline:
+            return new
+        time.sleep(0.005)
+
+
+def _wait_reaped(cluster: Cluster, active: list[int], before: set[int]) -> None:
+    """Wait until the run's backends have ended and the postmaster has reaped them.
+
+    A backend's CPU time reaches the postmaster's ``cutime``/``cstime`` when it is reaped, not
+    when it exits (a zombie is still listed): wait for its PID to vanish, and for every child
+    the postmaster did not have before the run (one missed while connecting).
+    """
+    deadline = time.monotonic() + REAP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not any(procfs.exists(pid) for pid in active) and \
+                set(procfs.children_of(cluster.pid)) <= before:
+            return
+        time.sleep(0.005)
+
+
+def _point(setup: Setup, cluster: Cluster, holder: Holders, registry: Registry, work: Path,
+           kdamond: list[int], idle_kind: str, repetition: int, idle: int, clients: int,
+           duration_s: float) -> dict[str, object]:
+    """One pgbench run of ``clients`` active clients, with where the CPU went."""
+    inst = cluster.installation
+    before = set(procfs.children_of(cluster.pid))
+    held = [*cluster.backends(), *holder.processes()]
+    reaped0, held0 = cluster.reaped_ticks(), procfs.ticks_of(held)
+    kdamond0, machine0 = procfs.ticks_of(kdamond), procfs.machine_ticks()
+    wall0 = time.monotonic()
+    log_path = work / f"run-{inst.label}.log"
+    log_path.unlink(missing_ok=True)
+    tracked = registry.start(active_command(setup.pgbench, cluster.server, clients, duration_s),
+                             f"pgbench of {inst.label}", log_path=log_path)
+    active = _active_backends(cluster, before, clients, wait_s=min(5.0, duration_s / 2))
+    code, client_cpu_s = wait_with_usage(tracked, duration_s + 120.0)
+    wall1 = time.monotonic()
+    machine1, kdamond1 = procfs.machine_ticks(), procfs.ticks_of(kdamond)
+    held1 = procfs.ticks_of(held)
+    if code is None:
+        registry.stop(tracked)
+        raise ConfigError("pgbench", f"the run of {inst.label} did not end "
+                          f"{duration_s + 120:.0f} s after it started")
+    registry.forget(tracked)
+    if code != 0:
+        raise ConfigError("pgbench", f"the run of {inst.label} failed (exit {code}): "
+                          f"{log_tail(log_path)}")
+    report = parse_report(log_path.read_text(encoding="utf-8", errors="replace"))
+    _wait_reaped(cluster, active, before)
+    reaped1 = cluster.reaped_ticks()
+    tick = 1 / procfs.TICKS_PER_S
+    backend_s = (reaped1 - reaped0) * tick
+    holders_s, kdamond_s = (held1 - held0) * tick, (kdamond1 - kdamond0) * tick
+    busy_s = (machine1.busy - machine0.busy) * tick
+    per_txn = 1e6 / max(report.transactions, 1)
+    return {
+        "series": f"tps_{inst.label}", "algorithm": inst.label, "version": inst.version,
+        "idle_kind": idle_kind, "repetition": repetition + 1, "idle_connections": idle,
+        "active_connections": clients, "tps": report.tps, "latency_ms": report.latency_ms,
+        "connection_ms": report.connection_ms, "transactions": report.transactions,
+        "window_s": wall1 - wall0, "backend_cpu_us_per_txn": backend_s * per_txn,
+        "client_cpu_us_per_txn": client_cpu_s * per_txn, "holders_cpu_s": holders_s,
+        "kdamond_cpu_s": kdamond_s, "machine_busy_cpu_s": busy_s,
+        "rest_cpu_s": busy_s - backend_s - client_cpu_s - holders_s - kdamond_s,
+        "load_1min": procfs.load_average()[0],
+        "mem_available_gib": procfs.meminfo_bytes("MemAvailable") / 2**30,
+        "finished_at": now(),
+    }

@@ -1,0 +1,264 @@
+"""``snapsim measure`` with stand-in programs: outputs, bad input, and cleanup on every way out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator.cli import main
+from simulator.study.measurements import load_manifest
+from simulator.study.validate import check_datasets
+from tests.paths import REPO_ROOT
+from tests.simulator.measure.fakes import (
+    alive,
+    fake_bindir,
+    fake_pgbench,
+    processes_mentioning,
+    shared_directory,
+)
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    directory = shared_directory()
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def pids_file(shared: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = shared / "pids"
+    path.touch()
+    path.chmod(0o666)
+    monkeypatch.setenv("FAKE_PG_PIDS", str(path))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def arguments(shared: Path, out: Path, *extra: str, pre14: str = "13.4",
+              post14: str = "15.4") -> list[str]:
+    return ["measure", "--install", f"pre14={fake_bindir(shared, pre14)}",
+            "--install", f"post14={fake_bindir(shared, post14)}",
+            "--pgbench", str(fake_pgbench(shared)), "--idle", "0,3", "--duration-s", "1",
+            "--repetitions", "2", "--warmup-s", "0", "--settle-s", "0", "--scale", "1",
+            "--port", str(free_port()), "--work-dir", str(shared / "work"), "--out", str(out),
+            *extra]
+
+
+def no_process_left(shared: Path, pids_file: Path) -> None:
+    """No server, holder, pgbench or backend the measurement started is alive."""
+    assert processes_mentioning(str(shared)) == []
+    recorded = [int(line) for line in pids_file.read_text().split()]
+    assert recorded, "the fake servers recorded no PID"
+    assert [pid for pid in recorded if alive(pid)] == []
+
+
+def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
+        shared: Path, pids_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    assert main(arguments(shared, out, "--idle-kind", "idle", "--idle-kind", "mostly-idle")) == 0
+    no_process_left(shared, pids_file)
+    long = pd.read_csv(out / "repetitions.csv")
+    # 2 servers x 1 client x 2 idle counts x 2 kinds x 2 repetitions
+    assert len(long) == 16
+    assert set(long["series"]) == {"tps_pre14", "tps_post14"}
+    assert (long["tps"] > 0).all()
+    # the first repetition goes up, the second down; installations take turns
+    idle_kind = long[long["idle_kind"] == "idle"]
+    assert list(idle_kind["idle_connections"]) == [0, 0, 3, 3, 3, 3, 0, 0]
+    assert list(idle_kind["series"])[:4] == ["tps_pre14", "tps_post14", "tps_post14",
+                                             "tps_pre14"]
+    wide = pd.read_csv(out / "host_idle.csv")
+    assert list(wide["idle_connections"]) == [0, 3]
+    assert (wide["repetitions_pre14"] == 2).all()
+    manifest = load_manifest(out)  # the directory stands for its manifest.yaml
+    assert set(manifest.datasets) == {"host_idle", "host_mostly_idle"}
+    check_datasets(manifest)  # the machine file host.yaml, relative to the manifest, loads
+    assert manifest.calibration["host"].series == "tps_pre14"
+    assert manifest.dataset("host_mostly_idle").run == {"duration_ms": 100, "max_clients": 1}
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["status"] == "complete"
+    assert metadata["runs_recorded"] == metadata["runs_planned"] == 16
+    assert metadata["server_settings"]["pre14"]["fsync"] == "off"
+    assert not (shared / "work").exists() or not any((shared / "work").iterdir())
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (["--install", "pre14=/nonexistent/bin"], "--install: pre14: no such directory"),
+    (["--install", "pre15=/usr/bin"], "unknown label 'pre15'"),
+    (["--install", "pre14"], "expected LABEL=BINDIR"),
+    (["--idle", "0,-5"], "--idle: every count must be at least 0"),
+    (["--clients", "one"], "--clients: expected comma-separated integers"),
+    (["--duration-s", "0"], "--duration-s: must be at least 1"),
+    (["--shared-buffers", "lots"], "--shared-buffers: expected a size"),
+    (["--name", "a b"], "--name: expected letters"),
+    (["--idle", "0,100000000"], "--idle: 100000000 idle connections per server"),
+])
+def test_bad_input_is_one_line_and_exit_2(
+        shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: list[str],
+        message: str) -> None:
+    args = arguments(shared, tmp_path / "m")
+    flag = change[0]
+    if flag == "--install":
+        args = [*args[:1], *change, *args[5:]]
+    else:
+        position = args.index(flag) if flag in args else len(args)
+        args = [*args[:position], *change, *args[position + 2:]] if flag in args \
+            else [*args, *change]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert message in err[0]
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(("pre14", "post14", "message"), [
+    ("15.4", "15.4", "holds postgres (PostgreSQL) 15.4, which is post14, not pre14"),
+    ("13.4", "13.4", "holds postgres (PostgreSQL) 13.4, which is pre14, not post14"),
+    ("9.6.24", "14.1", None),
+    ("9.1.2", "14.1", "older than 9.2"),
+])
+def test_the_label_must_match_the_servers_version(
+        shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], pre14: str,
+        post14: str, message: str | None) -> None:
+    code = main([*arguments(shared, tmp_path / "m", pre14=pre14, post14=post14), "--dry-run"])
+    err = capsys.readouterr().err
+    if message is None:
+        assert code == 0
+        assert "pre14: postgres (PostgreSQL) 9.6.24" in err
+    else:
+        assert code == 2
+        assert message in err
+
+
+def test_an_old_pgbench_is_refused(shared: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    args = arguments(shared, tmp_path / "m")
+    args[args.index("--pgbench") + 1] = str(fake_pgbench(shared, "12.9"))
+    assert main(args) == 2
+    assert "pgbench 13 or later is needed" in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(
+        shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = arguments(shared, tmp_path / "m")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = int(busy.getsockname()[1])
+        args[args.index("--port") + 1] = str(port)
+        assert main(args) == 2
+    assert f"port {port} is in use" in capsys.readouterr().err
+    assert processes_mentioning(str(shared)) == []
+
+
+def test_a_server_that_will_not_start_stops_everything_and_keeps_partial_results(
+        shared: Path, pids_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    args = arguments(shared, out)
+    args[args.index("--install", 2) + 1] = f"post14={fake_bindir(shared, '15.4', 'fail')}"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "the post14 server (postgres (PostgreSQL) 15.4) did not start" in err
+    assert "could not create shared memory segment" in err
+    no_process_left(shared, pids_file)
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["status"] == "partial"
+    assert "did not start" in metadata["cause"]
+    assert (out / "logs" / "server-post14.log").exists()
+    assert "pre14 server" in " ".join(metadata["stopped_on_exit"])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_point_stops_every_server_and_client(
+        shared: Path, pids_file: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    out = tmp_path / "m"
+    args = arguments(shared, out)
+    args[args.index("--duration-s") + 1] = "60"
+    args[args.index("--idle") + 1] = "3"  # holders on both servers from the first run
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / ".dev")}
+    command = subprocess.Popen([sys.executable, "-m", "simulator", *args], cwd=REPO_ROOT,
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any("-S" in _command(pid) for pid in processes_mentioning(str(shared))):
+            assert command.poll() is None, command.communicate()
+            assert time.monotonic() < deadline, "no pgbench run started"
+            time.sleep(0.1)
+        started = processes_mentioning(str(shared))
+        assert len(started) >= 5  # two servers, two holders and the active pgbench
+        # the other server's holder is paused while one server is measured
+        commands = {pid: _command(pid) for pid in started}
+        active = next(line for line in commands.values() if " -S " in line)
+        measured = "/pre14/" if "/pre14/" in active else "/post14/"
+        holders = {pid: line for pid, line in commands.items() if " -f " in line}
+        assert len(holders) == 2
+        for pid, line in holders.items():
+            assert (_state(pid) == "T") is (measured not in line), line
+        os.kill(command.pid, sig)
+        _, err = command.communicate(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    assert command.returncode == 130, err.decode()
+    assert "interrupted" in err.decode()
+    no_process_left(shared, pids_file)
+    assert [pid for pid in started if alive(pid)] == []
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["status"] == "partial"
+    assert "interrupted" in metadata["cause"]
+    assert (out / "repetitions.csv").exists()
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_the_measurement_round_trips_through_snapsim_validate(
+        shared: Path, pids_file: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    assert main(arguments(shared, out)) == 0
+    capsys.readouterr()
+    checked = tmp_path / "validation"
+    code = main(["validate", "--manifest", str(out), "--out", str(checked), "--duration-ms",
+                 "0.5", "--warmup-ms", "0.2", "--jobs", "1", "--no-progress"])
+    assert code in (0, 1)  # judged against the thresholds, whatever the verdict
+    printed = capsys.readouterr().out
+    assert "host_idle" in printed
+    table = pd.read_csv(checked / "validation.csv")
+    wide = pd.read_csv(out / "host_idle.csv")
+    assert len(table) == 2 * len(wide)
+    assert set(table["series"]) == {"tps_pre14", "tps_post14"}
+    assert sorted(table["measured_tps"]) == sorted([*wide["tps_pre14"], *wide["tps_post14"]])
+    assert table["predicted_tps"].notna().all()
+    # the single-client point calibrates the host, and is left out of the errors
+    assert table.loc[table["calibration_point"], ["series", "clients", "idle_clients"]] \
+        .values.tolist() == [["tps_pre14", 1, 0]]
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

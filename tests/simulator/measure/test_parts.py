@@ -1,0 +1,113 @@
+"""The parts of ``snapsim measure``: pgbench reports, the plan's order and limits, the outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.errors import ConfigError
+from simulator.measure import plan as plan_module
+from simulator.measure import procfs
+from simulator.measure.installations import label_for, major_of
+from simulator.measure.outputs import wide_table
+from simulator.measure.pgbench import parse_report
+from simulator.measure.plan import Plan, check_memory, holder_chunk, size_bytes
+
+PGBENCH_13 = """transaction type: <builtin: select only>
+scaling factor: 100
+query mode: prepared
+number of clients: 1
+number of threads: 1
+duration: 10 s
+number of transactions actually processed: 250000
+latency average = 0.040 ms
+tps = 24990.1 (including connections establishing)
+tps = 25000.5 (excluding connections establishing)
+"""
+PGBENCH_15 = """pgbench (15.18 (Debian 15.18-0+deb12u1))
+transaction type: <builtin: select only>
+number of transactions actually processed: 180000
+number of failed transactions: 0 (0.000%)
+latency average = 0.055 ms
+initial connection time = 2.384 ms
+tps = 18000.25 (without initial connection time)
+"""
+
+
+def test_reports_of_pgbench_13_and_15_give_the_tps_without_connection_set_up() -> None:
+    old, new = parse_report(PGBENCH_13), parse_report(PGBENCH_15)
+    assert (old.transactions, old.tps, old.latency_ms, old.connection_ms) == \
+        (250000, 25000.5, 0.040, None)
+    assert (new.transactions, new.tps, new.latency_ms, new.connection_ms) == \
+        (180000, 18000.25, 0.055, 2.384)
+
+
+def test_a_report_without_its_figures_is_an_error_naming_them() -> None:
+    with pytest.raises(ConfigError, match="no transactions, tps, latency"):
+        parse_report("pgbench: error: connection to server failed\n")
+
+
+@pytest.mark.parametrize(("line", "major", "label"), [
+    ("postgres (PostgreSQL) 13.23", 13.0, "pre14"),
+    ("postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)", 15.0, "post14"),
+    ("postgres (PostgreSQL) 9.6.24", 9.6, "pre14"),
+    ("postgres (PostgreSQL) 14beta1", 14.0, "post14"),
+])
+def test_versions_and_the_labels_they_stand_for(line: str, major: float, label: str) -> None:
+    assert major_of(line) == major
+    assert label_for(major) == label
+
+
+def grid(**changes: object) -> Plan:
+    values: dict[str, object] = {
+        "installations": 2, "clients": (1, 2), "idle": (0, 100, 1000), "idle_kinds": ("idle",),
+        "repetitions": 3, "duration_s": 10.0, "scale": 100, "settle_s": 5.0}
+    values.update(changes)
+    return Plan(**values)  # type: ignore[arg-type]
+
+
+def test_repetitions_walk_up_then_down_and_the_installations_take_turns() -> None:
+    steps = grid().steps()
+    assert [step.idle for step in steps] == [0, 100, 1000, 1000, 100, 0, 0, 100, 1000]
+    assert [step.order for step in steps[:3]] == [(0, 1), (1, 0), (0, 1)]
+    assert grid().points == 9 * 2 * 2
+    # up to 1000 (1000 opened), down, up again from 0 (1000 more)
+    assert grid().connections_opened() == 2000
+    assert grid().max_connections == 1000 + 2 + plan_module.EXTRA_CONNECTIONS
+
+
+def test_the_estimate_counts_loading_connecting_settling_and_running() -> None:
+    small, large = grid(idle=(0, 100)), grid(idle=(0, 5000))
+    assert large.estimate_s() - small.estimate_s() == pytest.approx(
+        2 * 2 * (5000 - 100) / plan_module.CONNECTIONS_PER_S)
+
+
+def test_a_plan_that_does_not_fit_in_memory_is_refused_with_what_fits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procfs, "meminfo_bytes", lambda key: 4 * 2**30)
+    check_memory(grid(idle=(0, 1000)), 128 * 2**20)
+    with pytest.raises(ConfigError, match=r"--idle: .*at most about 1\d{3} per server fit"):
+        check_memory(grid(idle=(0, 5000)), 128 * 2**20)
+
+
+def test_sizes_and_holder_chunks() -> None:
+    assert size_bytes("256MB", "--shared-buffers") == 256 * 2**20
+    assert size_bytes("2GB", "--shared-buffers") == 2 * 2**30
+    assert size_bytes("1000", "--shared-buffers") == 1000 * 8192
+    assert holder_chunk(1024, 5000) == 1024 - plan_module.FILES_PER_PROCESS_SPARE
+    assert holder_chunk(20000, 5000) == 5000
+
+
+def test_the_measurement_file_holds_medians_of_points_every_series_measured() -> None:
+    rows = [{"series": series, "idle_kind": "idle", "idle_connections": idle,
+             "active_connections": 1, "tps": tps, "backend_cpu_us_per_txn": 10.0,
+             "client_cpu_us_per_txn": 5.0}
+            for series, idle, tps in [("tps_pre14", 0, 100.0), ("tps_pre14", 0, 300.0),
+                                      ("tps_pre14", 0, 200.0), ("tps_post14", 0, 50.0),
+                                      ("tps_pre14", 10, 80.0)]]
+    table = wide_table(rows, "idle", ["tps_pre14", "tps_post14"])
+    assert list(table["idle_connections"]) == [0]  # 10 idle lacks post14 (an interrupted run)
+    assert table.loc[0, "tps_pre14"] == 200.0
+    assert table.loc[0, "repetitions_pre14"] == 3
+    assert list(table.columns[:4]) == ["idle_connections", "active_connections", "tps_pre14",
+                                       "tps_post14"]
+    assert wide_table(rows, "mostly-idle", ["tps_pre14"]).empty

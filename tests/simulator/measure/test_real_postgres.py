@@ -1,0 +1,102 @@
+"""One small real measurement: the host's PostgreSQL (14 or later, and a 13 if one is given).
+
+Plumbing end to end, not figures: real servers start as an unprivileged user, hold idle
+connections, run pgbench, are stopped, leave nothing running or listening, and the output reads
+back as ``snapsim validate`` reads it. Skipped when no PostgreSQL server is installed (Debian and
+Ubuntu: ``apt-get install postgresql-15``; ``.ci/run`` installs it). ``SNAPSIM_POST14_BINDIR`` and
+``SNAPSIM_PRE14_BINDIR`` name bin directories to use (``.ci/run`` sets the second when it could
+fetch PostgreSQL 13).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from simulator.cli import main
+from simulator.study.measurements import load_manifest
+from simulator.study.validate import check_datasets
+from tests.simulator.measure.fakes import alive, processes_mentioning, shared_directory
+from tests.simulator.measure.test_measure_cli import free_port
+
+
+def post14_bindir() -> Path | None:
+    """``SNAPSIM_POST14_BINDIR``, else ``pg_config --bindir``, else Debian's newest."""
+    given = os.environ.get("SNAPSIM_POST14_BINDIR")
+    if given:
+        return Path(given)
+    candidates = []
+    if shutil.which("pg_config"):
+        done = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
+                              check=False)
+        candidates.append(Path(done.stdout.strip()))
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    for bindir in candidates:
+        if (bindir / "postgres").is_file() and (bindir / "initdb").is_file():
+            return bindir
+    return None
+
+
+def pgbench_for(bindir: Path) -> str | None:
+    beside = bindir / "pgbench"
+    return str(beside) if beside.is_file() else shutil.which("pgbench")
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    directory = shared_directory()
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_small_real_measurement_runs_cleans_up_and_validates(
+        shared: Path, tmp_path: Path) -> None:
+    bindir = post14_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server installed (apt-get install postgresql-15, or set "
+                    "SNAPSIM_POST14_BINDIR)")
+    pgbench = pgbench_for(bindir)
+    if pgbench is None:
+        pytest.skip(f"no pgbench on PATH nor in {bindir}")
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no user 'postgres' to run the servers")
+    installs = ["--install", f"post14={bindir}"]
+    pre14 = os.environ.get("SNAPSIM_PRE14_BINDIR")
+    if pre14 and Path(pre14, "postgres").is_file():
+        installs += ["--install", f"pre14={pre14}"]
+    out = tmp_path / "m"
+    code = main(["measure", *installs, "--pgbench", pgbench, "--idle", "0,30",
+                 "--duration-s", "2", "--repetitions", "1", "--scale", "1", "--warmup-s", "0",
+                 "--settle-s", "0", "--port", str(free_port()), "--work-dir",
+                 str(shared / "work"), "--out", str(out)])
+    assert code == 0
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["status"] == "complete"
+    # nothing left running or listening: the servers and clients are gone, their sockets too
+    stopped = [int(text.rpartition("PID ")[2].rstrip(")")) for text in
+               metadata["stopped_on_exit"]]
+    assert len(stopped) == len(installs) // 2
+    assert [pid for pid in stopped if alive(pid)] == []
+    assert processes_mentioning(str(shared)) == []
+    assert list((shared / "work").glob("**/.s.PGSQL.*")) == []
+    long = pd.read_csv(out / "repetitions.csv")
+    assert len(long) == metadata["runs_planned"] == 2 * len(installs) // 2
+    # the plumbing of the CPU accounting: every run's backends and client took some CPU
+    assert (long["backend_cpu_us_per_txn"] > 0).all()
+    assert (long["client_cpu_us_per_txn"] > 0).all()
+    assert (long["transactions"] > 0).all()
+    manifest = load_manifest(out)
+    check_datasets(manifest)
+    assert set(manifest.dataset("host_idle").table()["idle_clients"]) == {0, 30}
