@@ -116,11 +116,11 @@ def write_dataset(directory: Path, name: str, table: pd.DataFrame) -> Path:
 
 
 def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]]],
-                      calibration: tuple[str, str] | None,
+                      work_scale_point: tuple[str, str] | None,
                       descriptions: Mapping[str, str]) -> dict[str, object]:
     """The manifest of a measurement's datasets.
 
-    ``datasets`` maps a dataset to its idle kind and series; ``calibration`` is the dataset and
+    ``datasets`` maps a dataset to its idle kind and series; ``work_scale_point`` is the dataset and
     series of the single-client point, if measured.
     """
     entries: dict[str, object] = {}
@@ -135,9 +135,9 @@ def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]
             entry["run"] = dict(MOSTLY_IDLE_RUN)
         entries[dataset] = entry
     document: dict[str, object] = {"version": 1}
-    if calibration is not None:
+    if work_scale_point is not None:
         document["machines"] = {name: {"single_client_tps": {
-            "dataset": calibration[0], "series": calibration[1], "clients": 1,
+            "dataset": work_scale_point[0], "series": work_scale_point[1], "clients": 1,
             "idle_clients": 0}}}
     document["datasets"] = entries
     return document

@@ -90,7 +90,7 @@ def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
     manifest = load_manifest(out)  # the directory stands for its manifest.yaml
     assert set(manifest.datasets) == {"host_idle", "host_mostly_idle"}
     check_datasets(manifest)  # the machine file host.yaml, relative to the manifest, loads
-    assert manifest.calibration["host"].series == "tps_pre14"
+    assert manifest.work_scale_points["host"].series == "tps_pre14"
     assert manifest.dataset("host_mostly_idle").run == {"duration_ms": 100, "max_clients": 1}
     metadata = yaml.safe_load((out / "metadata.yaml").read_text())
     assert metadata["status"] == "complete"
@@ -256,7 +256,7 @@ def test_the_measurement_round_trips_through_snapsim_validate(
     assert sorted(table["measured_tps"]) == sorted([*wide["tps_pre14"], *wide["tps_post14"]])
     assert table["predicted_tps"].notna().all()
     # the single-client point calibrates the host, and is left out of the errors
-    assert table.loc[table["calibration_point"], ["series", "clients", "idle_clients"]] \
+    assert table.loc[table["work_scale_point"], ["series", "clients", "idle_clients"]] \
         .values.tolist() == [["tps_pre14", 1, 0]]
 
 
