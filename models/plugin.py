@@ -6,10 +6,11 @@ from collections.abc import Mapping, Sequence
 
 from simulator.errors import ConfigError
 from simulator.hardware.layout_edits import parse_layout_edits
-from simulator.study.workload_model import PointOutput, PointSpec
+from simulator.study.workload_model import ModelEstimate, PointOutput, PointSpec
 
 from .columns import CURVE_COLUMN_PREFIXES, CURVE_COLUMNS
 from .costs import check_costs_file
+from .estimate import ESTIMATE_COEFFICIENTS
 from .options import churn_requested, parse_options, resolve_options
 from .point import IDLE_KINDS, run_point
 from .shmem.build import check_layout_edits_apply
@@ -26,6 +27,7 @@ class PostgresModel:
     work_scale_idle_kind: str = "idle"
     columns: Mapping[str, tuple[str, str]] = CURVE_COLUMNS
     column_prefixes: Mapping[str, tuple[str, str]] = CURVE_COLUMN_PREFIXES
+    estimate_coefficients: ModelEstimate = ESTIMATE_COEFFICIENTS
 
     def resolve_options(self, options: Mapping[str, object],
                         source: str | None = None) -> dict[str, object]:

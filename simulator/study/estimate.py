@@ -9,39 +9,30 @@ number of concurrent workers exceeds the available memory (``MemAvailable`` of
 
 The formula (a point run alone in a process, the Numba kernel already compiled; ``running``:
 the active clients plus the idle connections of a kind other than ``idle``, which run a
-transaction every 100 ms)::
+transaction every 100 ms), with the workload model's coefficients
+(:class:`~simulator.study.workload_model.ModelEstimate`, its
+optional ``estimate_coefficients``; the PostgreSQL model's and their fit are in
+``models/estimate.py``)::
 
-    lines    = 1100 + 4 * clients + 2.4 * idle_clients            tracked cache lines
+    lines    = lines_fixed + lines_per_client * clients + lines_per_idle * idle_clients
     state    = coherence_state_bytes(machine, lines)              exact: the packed arrays
-    tps      = 38 000 * min(clients, 0.8 * hardware threads) + 10 * running idle connections
+    tps      = tps_per_client * min(clients, busy_thread_share * hardware threads)
+               + running_idle_tps * running idle connections
     txns     = tps * (warm-up + window)                           transactions simulated
-    memory   = 215 MB + state + 12 kB * running + 0.5 kB * other idle connections
-               + 1 kB * txns
-    wall_s   = 0.1 s + 0.7 ns * state byte + 200 us * running + 10 us * other idle connections
-               + 110 us * txns
+    memory   = 215 MB + state + bytes_per_running * running + bytes_per_idle * other idle
+               connections + bytes_per_transaction * txns
+    wall_s   = 0.1 s + 0.7 ns * state byte + wall_s_per_running * running + wall_s_per_idle
+               * other idle connections + wall_s_per_transaction * txns
 
 ``coherence_state_bytes`` counts the arrays of
 :class:`~simulator.hardware.coherence.compiled.CompiledCoherence` from the topology and the
 cache geometry (per line, per core and line, per domain and line, per cache way; the tests
-check it against the allocation). The lines are the most any shipped algorithm tracks
-(``pg91``: 2.4 per idle connection; about 4 per active client; 1100 fixed, ``csn``'s log). The
-TPS is an upper bound of the shipped select-only model (38 000 per client, at most 0.8 client
-per hardware thread). The other coefficients were fitted by least squares (then rounded, memory
-upwards) to the peak RSS (``ru_maxrss``) and wall time of 21 points, each in a fresh process on
-a 2-vCPU EPYC VM (Python 3.11, NumPy 2.4, load 1-2): gold5215-2s, westmere-ex-8s,
-threadripper-3990x, epyc-9654-2s and sapphire-rapids-2s; pg91, pre14 and post14; 1 to 15 000
-clients, 0 to 20 000 idle or mostly-idle connections, 0.2 to 40 ms simulated. Error on those
-points: memory -7 % to +14 % of the measured peak (median +4 %); wall time 0.5x to 2.2x the
-measured (median 1.05x); the points and figures are in ``tests/simulator/study/test_estimate.py``.
-Held out (not fitted): 40 000 clients on gold5215-2s, set-up only: 864 MB and 8.3 s estimated,
-765 MB and 8.3 s measured; 48 clients and 50 000 idle connections, 3 ms: 374 MB and 1.1 s
-estimated, 322 MB and 1.3 s measured. Far outside the fitted range it extrapolates: 200 000
-clients on gold5215-2s, 6 ms, 3.4 GB and 41 s (a run of that point was seen at 3.7 GB after
-38 s); 2 000 000 clients, 32 GB.
+check it against the allocation); the process (215 MB: Python, NumPy, pandas, SimPy, the
+compiled kernel) and the wall time per byte of state are the machine's, the same for every
+model. A model without coefficients gets :data:`FALLBACK`, a deliberately generous guess.
 
 Left out: Numba's first compilation (about 0.5 GB and 20 s once per installation), the parent
-process of a sweep, other workload models' footprints (the coefficients are the shipped
-PostgreSQL model's) and the memory of Dask workers (a cluster run is not checked). A refusal
+process of a sweep and the memory of Dask workers (a cluster run is not checked). A refusal
 names the estimate's largest part as the thing to lower: the machine's caches (its cores), the
 transactions of a long warm-up and window, or the connections. :func:`check_windows` refuses a
 point whose warm-up and window end before the first transactions can complete (a lower bound:
@@ -61,32 +52,44 @@ from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
 from simulator.hardware.codes import CALENDAR_SLOTS, N_CLASSES
 from simulator.study.sweep import PointTask
+from simulator.study.workload_model import DEFAULT_MODEL, ModelEstimate, workload_model
 
-__all__ = ["PointEstimate", "SweepEstimate", "available_memory", "check_machine_memory",
-           "check_memory", "check_windows", "coherence_state_bytes", "estimate_point",
-           "estimate_sweep", "first_transaction_ms"]
+__all__ = [
+    "FALLBACK",
+    "ModelEstimate",
+    "PointEstimate",
+    "SweepEstimate",
+    "available_memory",
+    "check_machine_memory",
+    "check_memory",
+    "check_windows",
+    "coefficients_of",
+    "coherence_state_bytes",
+    "estimate_point",
+    "estimate_sweep",
+    "first_transaction_ms",
+]
 
 GB = 1e9
-LINES_FIXED = 1100.0
-LINES_PER_CLIENT = 4.0
-LINES_PER_IDLE = 2.4
-TPS_PER_CLIENT = 38_000.0
-"""Upper bound of one closed-loop client's TPS (one select-only client does 33-38 k)."""
-BUSY_THREAD_SHARE = 0.8
-"""At most this many clients per hardware thread run at once (each also needs a pgbench)."""
-RUNNING_IDLE_TPS = 10.0
-"""Transactions per second of a connection of an idle kind other than ``idle``."""
 BASE_BYTES = 215e6
 """The process: Python, NumPy, pandas, SimPy, the compiled kernel."""
-BYTES_PER_RUNNING = 12e3
-"""Per connection that runs (an active client, a mostly-idle connection): tasks, processes."""
-BYTES_PER_IDLE = 0.5e3
-BYTES_PER_TRANSACTION = 1e3
 WALL_BASE_S = 0.1
 WALL_S_PER_STATE_BYTE = 0.7e-9
-WALL_S_PER_RUNNING = 200e-6
-WALL_S_PER_IDLE = 10e-6
-WALL_S_PER_TRANSACTION = 110e-6
+
+
+FALLBACK = ModelEstimate(
+    lines_fixed=2000.0, lines_per_client=8.0, lines_per_idle=5.0, tps_per_client=50_000.0,
+    busy_thread_share=1.0, running_idle_tps=20.0, bytes_per_running=25e3, bytes_per_idle=1e3,
+    bytes_per_transaction=2e3, wall_s_per_running=400e-6, wall_s_per_idle=20e-6,
+    wall_s_per_transaction=220e-6)
+"""For a workload model that gives no ``estimate_coefficients``: a generous guess (about twice
+the shipped PostgreSQL model's lines, bytes and times), so that its sweeps are still checked."""
+
+
+def coefficients_of(model: str = DEFAULT_MODEL) -> ModelEstimate:
+    """The estimate's coefficients of the workload model called ``model``."""
+    found = getattr(workload_model(model), "estimate_coefficients", None)
+    return found if isinstance(found, ModelEstimate) else FALLBACK
 
 REPORT_POINT_BYTES = 1e9
 """A sweep with a point estimated above this says its estimate before it starts."""
@@ -110,7 +113,7 @@ class PointEstimate:
     """The simulated time (warm-up plus window, ms)."""
     first_transaction_ms: float = 0.0
     """A lower bound of the time to the first completed transactions (ms): every client's first
-    turn on the hardware threads, at most :data:`TPS_PER_CLIENT` transactions per second each."""
+    turn on the hardware threads, at most the model's ``tps_per_client`` each."""
 
     def cause(self) -> str:
         """What to lower to shrink the estimate: its largest part, as advice."""
@@ -178,9 +181,10 @@ def hardware_threads(machine: MachineConfig) -> int:
             * topology.threads_per_core)
 
 
-def tracked_lines(clients: int, idle_clients: int) -> float:
-    """An upper bound of the cache lines a point tracks (the most of any shipped algorithm)."""
-    return LINES_FIXED + LINES_PER_CLIENT * clients + LINES_PER_IDLE * idle_clients
+def tracked_lines(clients: int, idle_clients: int, model: ModelEstimate) -> float:
+    """An upper bound of the cache lines a point tracks (the most of any of its algorithms)."""
+    return (model.lines_fixed + model.lines_per_client * clients
+            + model.lines_per_idle * idle_clients)
 
 
 def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
@@ -208,36 +212,39 @@ def estimate_point(task: PointTask) -> PointEstimate:
     """The estimated peak memory and wall time of one point (see the module's formula)."""
     spec = task.spec
     machine = spec.machine
-    state = coherence_state_bytes(machine, tracked_lines(spec.clients, spec.idle_clients))
+    model = coefficients_of(task.model)
+    state = coherence_state_bytes(machine, tracked_lines(spec.clients, spec.idle_clients, model))
     running_idle = spec.idle_clients if spec.idle_kind != "idle" else 0
     running = spec.clients + running_idle
     other_idle = spec.idle_clients - running_idle
-    tps = (TPS_PER_CLIENT * min(spec.clients, BUSY_THREAD_SHARE * hardware_threads(machine))
-           + RUNNING_IDLE_TPS * running_idle)
+    tps = (model.tps_per_client * min(spec.clients,
+                                      model.busy_thread_share * hardware_threads(machine))
+           + model.running_idle_tps * running_idle)
     transactions = tps * (spec.duration_ns + spec.warmup_ns) * 1e-9
-    memory = (BASE_BYTES + state + BYTES_PER_RUNNING * running + BYTES_PER_IDLE * other_idle
-              + BYTES_PER_TRANSACTION * transactions)
-    wall = (WALL_BASE_S + WALL_S_PER_STATE_BYTE * state + WALL_S_PER_RUNNING * running
-            + WALL_S_PER_IDLE * other_idle + WALL_S_PER_TRANSACTION * transactions)
+    memory = (BASE_BYTES + state + model.bytes_per_running * running
+              + model.bytes_per_idle * other_idle + model.bytes_per_transaction * transactions)
+    wall = (WALL_BASE_S + WALL_S_PER_STATE_BYTE * state + model.wall_s_per_running * running
+            + model.wall_s_per_idle * other_idle + model.wall_s_per_transaction * transactions)
     label = f"{spec.algorithm} clients={spec.clients} idle_clients={spec.idle_clients}"
     return PointEstimate(label=label, memory_bytes=memory, wall_s=wall,
                          machine_bytes=coherence_state_bytes(machine, 0.0),
-                         window_bytes=BYTES_PER_TRANSACTION * transactions,
+                         window_bytes=model.bytes_per_transaction * transactions,
                          window_ms=(spec.duration_ns + spec.warmup_ns) * 1e-6,
-                         first_transaction_ms=first_transaction_ms(spec.clients, machine))
+                         first_transaction_ms=first_transaction_ms(spec.clients, machine,
+                                                                   model))
 
 
-def first_transaction_ms(clients: int, machine: MachineConfig) -> float:
+def first_transaction_ms(clients: int, machine: MachineConfig, model: ModelEstimate) -> float:
     """A lower bound of the simulated time before the first transactions complete (ms).
 
     The clients start together and share the hardware threads, each thread completing at most
-    :data:`TPS_PER_CLIENT` transactions per second: the first completions come after about one
-    turn of every client, ``clients / (TPS_PER_CLIENT x threads)`` (on gold5215-2s, 2,000
-    clients: 1.3 ms; points of 2,000 clients with 1 ms of warm-up and window completed none,
-    with 2.5 ms about 1.5 per client).
+    the model's ``tps_per_client`` transactions per second: the first completions come after
+    about one turn of every client, ``clients / (tps_per_client x threads)`` (for the PostgreSQL
+    model on gold5215-2s, 2,000 clients: 1.3 ms; points of 2,000 clients with 1 ms of warm-up
+    and window completed none, with 2.5 ms about 1.5 per client).
     """
     threads = hardware_threads(machine)
-    return 1e3 * max(clients, threads) / (TPS_PER_CLIENT * threads)
+    return 1e3 * max(clients, threads) / (model.tps_per_client * threads)
 
 
 def check_windows(estimate: SweepEstimate) -> None:
@@ -257,7 +264,8 @@ def check_windows(estimate: SweepEstimate) -> None:
                       "force=True)")
 
 
-def check_machine_memory(machine: MachineConfig, available: tuple[float, str] | None) -> None:
+def check_machine_memory(machine: MachineConfig, available: tuple[float, str] | None,
+                         model: ModelEstimate | None = None) -> None:
     """Refuse a machine whose caches alone, in one process, exceed ``available`` memory.
 
     The machine's share of :func:`coherence_state_bytes` (its tag, LRU and way arrays) plus the
@@ -269,7 +277,8 @@ def check_machine_memory(machine: MachineConfig, available: tuple[float, str] | 
     if available is None:
         return
     available_bytes, source = available
-    needed = BASE_BYTES + coherence_state_bytes(machine, LINES_FIXED)
+    lines = (model or coefficients_of()).lines_fixed
+    needed = BASE_BYTES + coherence_state_bytes(machine, lines)
     if needed <= available_bytes or not math.isfinite(available_bytes):
         return
     topology = machine.topology

@@ -45,6 +45,33 @@ class PointSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelEstimate:
+    """A workload model's coefficients of the memory and wall-time estimate.
+
+    The formula is :mod:`simulator.study.estimate`'s; a model hands its coefficients to it as
+    its optional ``estimate_coefficients``.
+    """
+
+    lines_fixed: float
+    """Cache lines a point tracks whatever its connections (an upper bound over algorithms)."""
+    lines_per_client: float
+    lines_per_idle: float
+    tps_per_client: float
+    """Upper bound of one closed-loop client's TPS."""
+    busy_thread_share: float
+    """At most this many clients per hardware thread run at once."""
+    running_idle_tps: float
+    """Transactions per second of a connection of an idle kind other than ``idle``."""
+    bytes_per_running: float
+    """Per connection that runs (an active client, a mostly-idle connection)."""
+    bytes_per_idle: float
+    bytes_per_transaction: float
+    wall_s_per_running: float
+    wall_s_per_idle: float
+    wall_s_per_transaction: float
+
+
+@dataclass(frozen=True, slots=True)
 class PointOutput:
     """What a model returns for one point: one curve row and its per-line table.
 
@@ -67,7 +94,8 @@ class WorkloadModel(Protocol):
 
     Optional attributes: ``columns`` and ``column_prefixes``, the unit and meaning of the curve
     columns the model adds (:func:`model_columns`; without them those columns are undocumented
-    in ``columns.yaml``).
+    in ``columns.yaml``), and ``estimate_coefficients`` (a :class:`ModelEstimate`; without it
+    :mod:`simulator.study.estimate` uses a generous guess).
     """
 
     algorithms: tuple[str, ...]

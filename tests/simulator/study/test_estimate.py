@@ -177,3 +177,22 @@ def test_snapsim_run_says_the_estimate_of_a_large_sweep_and_force_overrides_the_
     err = capsys.readouterr().err
     assert "estimate: 1 point, up to 0.2 GB and about 1 s per point, about 1 s on 1 worker" in err
     assert (tmp_path / "forced" / "curve.csv").exists()
+
+
+def test_the_coefficients_are_the_models_and_a_model_without_them_gets_the_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """simulator/ keeps the formula; the PostgreSQL model hands in its fitted coefficients."""
+    from snapsim_models.estimate import ESTIMATE_COEFFICIENTS
+
+    assert estimate.coefficients_of("postgres") is ESTIMATE_COEFFICIENTS
+    task = one_task("gold5215-2s", "post14", 48, 1000)
+    fitted = estimate.estimate_point(task)
+
+    class Bare:  # a user's model that gives no coefficients
+        pass
+
+    monkeypatch.setattr(estimate, "workload_model", lambda name: Bare())
+    assert estimate.coefficients_of("postgres") is estimate.FALLBACK
+    guessed = estimate.estimate_point(task)
+    assert guessed.memory_bytes > fitted.memory_bytes  # the guess is the generous side
+    assert guessed.wall_s > fitted.wall_s
