@@ -121,7 +121,7 @@ def test_a_long_warm_up_is_blamed_for_the_memory_it_needs(
                      "--idle-clients", "0", "--jobs", "1", "--no-progress",
                      "--out", str(out)]) == 2
     line = error_line(capsys)
-    assert ("the 1,000,001 ms simulated (warm-up and window) take 38.0 GB for their "
+    assert ("the 1,000,002 ms simulated (warm-up and window) take 38.0 GB for their "
             "transactions; shorten warmup_ms or duration_ms, or force the run") in line
     assert "lower clients" not in line
 
