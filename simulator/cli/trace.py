@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.cli.common import EXIT_OK, log, prepare_kernel
-from simulator.cli.run import add_experiment_arguments, load_experiment
+from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
 from simulator.errors import ConfigError
 from simulator.study.experiment import plan
 from simulator.study.outputs import atomic_write

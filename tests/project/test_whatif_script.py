@@ -165,7 +165,8 @@ def test_churn_runs_are_points_on_the_rate_axis(tmp_path: Path) -> None:
 
 def test_the_pgbench_c_command_is_valid_input() -> None:
     from simulator.cli.check_config import check_experiment
-    from simulator.cli.run import add_arguments, load_experiment
+    from simulator.cli.experiment_args import load_experiment
+    from simulator.cli.run import add_arguments
 
     command = WHATIF.CHURN.reference.split("`snapsim run ", 1)[1].split("`", 1)[0].split()
     args = _parsed(add_arguments, command)
@@ -185,7 +186,8 @@ def test_unknown_study_or_machine_exits_2_before_running(
 
 def test_every_study_has_its_experiment_file_and_valid_runs() -> None:
     from simulator.cli.check_config import check_experiment
-    from simulator.cli.run import add_arguments, load_experiment
+    from simulator.cli.experiment_args import load_experiment
+    from simulator.cli.run import add_arguments
     from simulator.config.machine_file import shipped_machines
 
     names = [study.name for study in WHATIF.STUDIES]
