@@ -149,9 +149,9 @@ def write_markdown() -> Path:
         if not found:
             continue
         tps = manifest.single_client_tps(machine)
-        calibration = (f"single-client TPS {tps:,.0f} (measured)" if tps is not None
-                       else "global cost model, no per-machine calibration")
-        lines += [f"## {machine}", "", f"Calibration: {calibration}.", ""]
+        work_scale = (f"from the measured single-client TPS, {tps:,.0f}" if tps is not None
+                      else "1, the global cost model as is (no measured single-client TPS)")
+        lines += [f"## {machine}", "", f"Work scale: {work_scale}.", ""]
         for study, path in found.items():
             curve = pd.read_csv(path)
             lines += [f"### {STUDIES[study]}", "",

@@ -1013,8 +1013,8 @@ per machine a plot, a table of throughput and a table of the counts the question
   convergence test (`window_converged` in the curve: warm-up, transactions per client, equal
   halves).
 * Every run uses the one global cost model as is (`single_client_tps: null`: no per-machine
-  calibration, the same costs on every machine and for every workload). `docs/predictions.md`
-  and `docs/validation.md` calibrate `gold5215-2s` to its measured select-only single-client
+  work scale, the same costs on every machine and for every workload). `docs/predictions.md`
+  and `docs/validation.md` scale `gold5215-2s`'s work to its measured select-only single-client
   TPS, which raises the base work of every transaction: there absolute TPS are lower, and a
   ratio that comes from the snapshot's share of a transaction is closer to 1 than here.
 * LWLock waiters queue as PostgreSQL queues them (`options.lwlock_queue: overtake`, lwlock.c's
