@@ -471,7 +471,8 @@ def _window_hit(v: Any, core: int, line: int, now: float, owned: bool) -> bool:
     """The ``home`` rule's owner window (see the reference's ``_window_hit``)."""
     slot = core * v.n_lines + line
     end = v.f64[_u(v.tenure_end + slot)]
-    return v.f64[_u(v.tenure_start + slot)] <= now < end < np.inf and (v.i32[_u(v.tenure_owned + slot)] != 0 or not owned)
+    return (v.f64[_u(v.tenure_start + slot)] <= now < end < np.inf
+            and (v.i32[_u(v.tenure_owned + slot)] != 0 or not owned))
 
 
 @_jit()

@@ -133,8 +133,9 @@ def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
     Some service times are below the latencies (the latency then applies), some far above.
     """
     rng = np.random.default_rng(seed)
-    service = tuple(tuple(float(rng.choice([0.0, 30.0, 150.0, 400.0])) for _ in range(3))
-                    for _ in range(3))
+    choices = [0.0, 30.0, 150.0, 400.0]
+    service = tuple((float(rng.choice(choices)), float(rng.choice(choices)),
+                     float(rng.choice(choices))) for _ in range(3))
     rule = LineServiceConfig(rule="home", owner_window=float(rng.choice([0.0, 0.3, 1.0])),
                              service_ns=service)
     return dataclasses.replace(machine, line_service=rule)
