@@ -161,7 +161,7 @@ def hot_line_rate(
 # ---------------------------------------------------------------------- contention sweep
 
 OPERATIONS = ("cas-loop", "fetch-add", "load-cas", "handoff-cas", "handoff-load-cas",
-              "read-mostly")
+              "read-mostly", "read-mostly-split")
 """Operations of :func:`contention_sweep`: ``cas-loop`` (load, then compare-and-swap until one
 succeeds; a failed CAS returns the current value, so a retry issues no new load, as
 ``compare_exchange`` loops and PostgreSQL's ``LWLockAttemptLock`` do), ``fetch-add`` (one RMW),
@@ -172,7 +172,9 @@ then a CAS (``cmpxchg``, the read-then-CAS of ``LWLockAttemptLock``); one operat
 hand-off. ``read-mostly`` is a line loaded by many threads and written by a few (the read-mostly
 line of perf c2c reports): one thread in :data:`READ_MOSTLY_WRITER_EVERY` writes (a fetch-add
 every :data:`READ_MOSTLY_WRITE_GAP_NS`), the others load it in a loop; its operations are the
-loads that missed, its latency theirs."""
+loads that missed, its latency theirs. ``read-mostly-split`` is the same with the line split per
+socket (per L3 domain on a one-socket machine), each copy homed on its own node, as a per-NUMA-node
+copy of a read-mostly structure: a thread reads and writes its socket's copy only."""
 
 READ_MOSTLY_WRITER_EVERY = 8
 """``read-mostly``: threads 0, 8, 16, ... of a placement write, the others read."""
@@ -311,7 +313,17 @@ def contention_point(
         raise ConfigError("threads", "needs one or more distinct hardware threads")
     if duration_ns <= 0 or warmup_ns < 0:
         raise ConfigError("duration", "the window must be positive and the warm-up non-negative")
-    machine = Machine(config, [0])
+    topology = Topology.from_config(config)
+    split = operation == "read-mostly-split"
+    if split:
+        units = (config.topology.sockets if config.topology.sockets > 1
+                 else config.topology.domains_per_socket)
+        machine = Machine(_interleaved(config), [k * PAGE for k in range(units)])
+        line_of = {t: (topology.socket_of(t) if config.topology.sockets > 1
+                       else topology.domain_of(t)) for t in thread_ids}
+    else:
+        machine = Machine(config, [0])
+        line_of = dict.fromkeys(thread_ids, 0)
     env = SimEnvironment(seed=0)
     end_ns = warmup_ns + duration_ns
     tally = _Tally()
@@ -322,7 +334,7 @@ def contention_point(
 
     def access(thread: int, op: Op, waits: list[float]) -> float:
         """Issue one access now; note its queueing; return its cost."""
-        result = machine.access(thread, 0, op, now=env.now)
+        result = machine.access(thread, line_of[thread], op, now=env.now)
         waits.append(result.wait_ns)
         return result.cost_ns
 
@@ -339,13 +351,13 @@ def contention_point(
             start_ns = env.now
             waits: list[float] = []
             attempts = failures = 0
-            if operation == "read-mostly":
+            if operation.startswith("read-mostly"):
                 if mine % READ_MOSTLY_WRITER_EVERY == 0:
                     cost_ns = access(thread, Op.RMW, waits)
                     version.changed()
                     yield env.timeout(cost_ns + READ_MOSTLY_WRITE_GAP_NS)
                     continue
-                result = machine.access(thread, 0, Op.LOAD, now=env.now)
+                result = machine.access(thread, line_of[thread], Op.LOAD, now=env.now)
                 yield env.timeout(result.cost_ns)
                 if result.access_class in (AccessClass.L1_HIT, AccessClass.L2_HIT):
                     continue  # only the loads that missed are counted

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.study.ccbench import CONTENTION_COLUMNS
+from simulator.study.ccbench import CONTENTION_COLUMNS, OPERATIONS
 
 QUICK = ["--duration-us", "2", "--warmup-us", "1"]
 
@@ -21,8 +21,8 @@ def test_contention_prints_one_row_per_operation_placement_and_count(
     lines = captured.out.splitlines()
     assert lines[0].startswith("gold5215-2s: atomics on one line")
     rows = [line.split() for line in lines[3:] if line.strip()]
-    # core holds 2 threads, socket and cross hold 4: (2 + 3 + 3) counts x 6 operations.
-    assert len(rows) == 48
+    # core holds 2 threads, socket and cross hold 4: (2 + 3 + 3) counts x 7 operations.
+    assert len(rows) == 8 * len(OPERATIONS) == 56
     fetch_add = {(row[1], int(row[2])): float(row[3]) for row in rows if row[0] == "fetch-add"}
     assert fetch_add[("socket", 1)] == pytest.approx(1e3 / 7.0, rel=0.01)  # 1 / atomic_local
     assert "placement core holds at most 2 threads" in captured.err
