@@ -124,12 +124,12 @@ def _print_table(config: MachineConfig, table: pd.DataFrame) -> None:
     print(f"{config.name}: atomics on one line, {table['duration_us'].iloc[0]:g} µs simulated "
           f"per point after {table['warmup_us'].iloc[0]:g} µs of warm-up, line service rule "
           f"{config.line_service.rule}\n")
-    print(f"{'operation':9s}  {'placement':9s}  {'threads':>7s}  {'Mops/s':>8s}  "
+    print(f"{'operation':17s}  {'placement':9s}  {'threads':>7s}  {'Mops/s':>8s}  "
           f"{'latency ns':>10s}  {'wait ns':>9s}  {'CAS fail':>8s}")
     for row in table.to_dict("records"):
         cas = row["operation"] in ("cas-loop", "load-cas", "handoff-load-cas")
         failure = f"{float(row['failure_rate']):8.1%}" if cas else ""
-        print(f"{row['operation']:9s}  {row['placement']:9s}  {int(row['threads']):7d}  "
+        print(f"{row['operation']:17s}  {row['placement']:9s}  {int(row['threads']):7d}  "
               f"{float(row['ops_per_s']) / 1e6:8.2f}  {float(row['latency_ns']):10.1f}  "
               f"{float(row['wait_ns']):9.1f}  {failure:>8s}")
 
