@@ -288,9 +288,11 @@ class LineServiceConfig:
       (the next miss to the line starts when it ends), at least the transfer's own latency;
       0 (the default) means exactly its latency. Kinds :data:`SERVICE_KINDS`, distances
       :data:`SERVICE_DISTANCES`.
-    * ``owner_window``: the line's last owner keeps serving its own accesses (at the cost of a
-      hit) after the next transfer has started, for this fraction of that transfer's service
-      time: the time its snoop takes to reach the owner. 0 = never.
+    * ``owner_window``: the hardware thread that received the line through the queue keeps
+      serving its own accesses (at the cost of a hit) after the next transfer has started, for
+      this fraction of that transfer's service time: the time its snoop takes to reach the
+      owner. 0 = never. An SMT sibling's atomic while the core holds the line takes its turn at
+      the core (``smt_sibling`` latency), not at the home.
     """
 
     rule: str = "fifo"

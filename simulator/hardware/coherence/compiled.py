@@ -54,7 +54,7 @@ class CompiledCoherence:
             raise ValueError("line_keys and line_homes must be 1-D and of the same length")
         n_lines, n_cores, n_domains = len(keys), topo.n_cores, topo.n_domains
         n_homes = len(machine.memory.home_nodes)
-        n_tenures = n_cores if tables.home_rule else 0
+        n_tenures = topo.n_threads if tables.home_rule else 0
         self.n_lines = n_lines
         s1, w1 = machine.l1d.sets, machine.l1d.ways
         s2, w2 = machine.l2.sets, machine.l2.ways
@@ -70,7 +70,7 @@ class CompiledCoherence:
             "cal_count": n_lines, "l2_fill_victim": s2 * w2,
             "cal_who": n_lines * CALENDAR_SLOTS,
             "tenure_owned": n_tenures * n_lines, "tenure_end": n_tenures * n_lines,
-            "tenure_start": n_tenures * n_lines,
+            "tenure_start": n_tenures * n_lines, "core_lock_end": n_cores,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
@@ -266,6 +266,7 @@ class CompiledCoherence:
             "last_writer": self.view("last_writer").tolist(),
             "dirty_mask": _unsigned(self.view("dirty_mask")),
             "calendar": self._calendars(),
+            "core_lock_end": self._flat("core_lock_end").tolist(),
             "tenure_start": self._flat("tenure_start").reshape(-1, n_lines).tolist(),
             "tenure_end": self._flat("tenure_end").reshape(-1, n_lines).tolist(),
             "tenure_owned": [[bool(x) for x in row]

@@ -68,7 +68,7 @@ I64_SEGMENTS = (
     "line_invalidations", "line_false_hitm", "l1_stamp", "l2_stamp", "l3_stamp", "counters",
 )
 F64_SEGMENTS = ("cal_start", "cal_end", "line_wait_ns", "scalars", "transfer_ns", "dram_ns",
-                "service_ns", "tenure_start", "tenure_end")
+                "service_ns", "tenure_start", "tenure_end", "core_lock_end")
 P_SEGMENTS = ("transfer_class", "dram_class")
 I32_BASE = P_OFFSETS
 I64_BASE = I32_BASE + len(I32_SEGMENTS) + 1
@@ -149,6 +149,7 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
         p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5], p[c + 6], p[c + 7], p[c + 8],
+        p[c + 9],
         p[d], p[d + 1],
     )
 
@@ -247,6 +248,13 @@ def _remove_private(v: Any, core: int, line: int) -> None:
         v.i32[_u(v.l2_way + slot)] = -1
 
 
+@_jit(inline=True)
+def _end_tenures(v: Any, core: int, line: int) -> None:
+    """The core lost the line otherwise than through the queue: no window for its threads."""
+    for thread in range(core * v.tpc, (core + 1) * v.tpc):
+        v.f64[_u(v.tenure_end + thread * v.n_lines + line)] = 0.0
+
+
 @_jit()
 def _back_invalidate(v: Any, domain: int, line: int) -> None:
     """Inclusive L3 eviction: every core of the domain loses its copy (a real call: rare)."""
@@ -259,7 +267,7 @@ def _back_invalidate(v: Any, domain: int, line: int) -> None:
                 v.i32[_u(v.owner + line)] = -1
                 v.i32[_u(v.ostate + line)] = 0
             if v.home_rule:
-                v.f64[_u(v.tenure_end + core * v.n_lines + line)] = 0.0
+                _end_tenures(v, core, line)
 
 
 @_jit(inline=True)
@@ -302,7 +310,7 @@ def _evicted_from_l2(v: Any, core: int, line: int) -> None:
     _drop_l1(v, core, line)
     _set_holder(v, core, line, 0)
     if v.home_rule:
-        v.f64[_u(v.tenure_end + core * v.n_lines + line)] = 0.0
+        _end_tenures(v, core, line)
     dirty = False
     if v.i32[_u(v.owner + line)] == core:
         dirty = v.i32[_u(v.ostate + line)] in (ST_M, ST_O)
@@ -417,7 +425,7 @@ def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
 def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
     """Serialize a transfer occupying the line for ``latency``; return its wait.
 
-    ``who`` is recorded with the reservation (``2 * core + 1`` ownership, ``2 * core`` read).
+    ``who`` is recorded with the reservation (``2 * thread + 1`` ownership, ``2 * thread`` read).
 
     See :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO
     by
@@ -467,9 +475,9 @@ def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
 
 
 @_jit(inline=True)
-def _window_hit(v: Any, core: int, line: int, now: float, owned: bool) -> bool:
+def _window_hit(v: Any, thread: int, line: int, now: float, owned: bool) -> bool:
     """The ``home`` rule's owner window (see the reference's ``_window_hit``)."""
-    slot = core * v.n_lines + line
+    slot = thread * v.n_lines + line
     end = v.f64[_u(v.tenure_end + slot)]
     return (v.f64[_u(v.tenure_start + slot)] <= now < end < np.inf
             and (v.i32[_u(v.tenure_owned + slot)] != 0 or not owned))
@@ -479,15 +487,15 @@ def _window_hit(v: Any, core: int, line: int, now: float, owned: bool) -> bool:
 def _book_tenure(v: Any, line: int, position: int, who: int) -> None:
     """Note the new reservation's tenure and end its predecessor's (a real call: ``home``)."""
     base = line * CALENDAR_SLOTS
-    core = who >> 1
+    thread = who >> 1
     if position > 0:
         before = v.i32[_u(v.cal_who + base + position - 1)]
-        if before >= 0 and before >> 1 != core:
+        if before >= 0 and before >> 1 != thread:
             start = v.f64[_u(v.cal_start + base + position)]
             end = v.f64[_u(v.cal_end + base + position)]
             v.f64[_u(v.tenure_end + (before >> 1) * v.n_lines + line)] = (
                 start + v.f64[_u(v.scalars + S_WINDOW)] * (end - start))
-    slot = core * v.n_lines + line
+    slot = thread * v.n_lines + line
     v.f64[_u(v.tenure_start + slot)] = v.f64[_u(v.cal_start + base + position)]
     v.f64[_u(v.tenure_end + slot)] = np.inf
     v.i32[_u(v.tenure_owned + slot)] = who & 1
@@ -553,8 +561,8 @@ def _drop_l3_copies(v: Any, domain: int, line: int) -> None:
 
 @_jit()
 def _take_ownership(
-    v: Any, core: int, domain: int, line: int, floor_ns: float, supplier: int, now: float,
-    out: Any,
+    v: Any, thread: int, core: int, domain: int, line: int, floor_ns: float, supplier: int,
+    now: float, out: Any,
 ) -> tuple[float, float]:
     """A store's common step: invalidate every other copy, become the M owner.
 
@@ -568,7 +576,7 @@ def _take_ownership(
     if others:
         occupancy = (_ownership_occupancy(v, core, domain, line, latency) if v.home_rule
                      else latency)
-        wait = _queue(v, line, now, occupancy, 2 * core + 1)
+        wait = _queue(v, line, now, occupancy, 2 * thread + 1)
     _invalidate_others(v, core, line, out)
     _drop_l3_copies(v, domain, line)
     v.i32[_u(v.owner + line)] = core
@@ -581,10 +589,10 @@ def _take_ownership(
 
 @_jit(inline=True)
 def _load_miss(
-    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
+    v: Any, thread: int, core: int, domain: int, line: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
     """A load that missed the core's private caches."""
-    if v.home_rule and _window_hit(v, core, line, now, False):
+    if v.home_rule and _window_hit(v, thread, line, now, False):
         return C_L1, float(v.f64[_u(v.scalars + S_L1)]), 0.0
     owner = v.i32[_u(v.owner + line)]
     klass, latency, from_owner, dirty, from_l3 = _supplier(v, domain, line)
@@ -595,7 +603,7 @@ def _load_miss(
         supplier = v.i32[_u(v.core_domain + owner)] if from_owner else from_l3
         kind = K_READ_MODIFIED if dirty else K_READ_SHARED
         occupancy = max(latency, _service_ns(v, kind, domain, supplier))
-        wait = _queue(v, line, now, occupancy, 2 * core)
+        wait = _queue(v, line, now, occupancy, 2 * thread)
     if from_owner:
         state = v.i32[_u(v.ostate + line)]
         if v.protocol == MOESI and state in (ST_M, ST_O):
@@ -606,7 +614,7 @@ def _load_miss(
         if dirty:
             _attribute_hitm(v, line, mask, out)
             if not v.home_rule:
-                wait = _queue(v, line, now, latency, 2 * core)
+                wait = _queue(v, line, now, latency, 2 * thread)
     elif dirty:
         _attribute_hitm(v, line, mask, out)
     # Grant: E if alone, F (MESIF without owner) or S.
@@ -625,7 +633,7 @@ def _load_miss(
 
 @_jit(inline=True)
 def _load(
-    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
+    v: Any, thread: int, core: int, domain: int, line: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
     slot = core * v.n_lines + line
     w1 = v.i32[_u(v.l1_way + slot)]
@@ -639,7 +647,7 @@ def _load(
         v.i64[_u(v.l2_stamp + index)] = _tick(v) | w2
         _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, _tick(v))
         return C_L2, float(v.f64[_u(v.scalars + S_L2)]), 0.0
-    return _load_miss(v, core, domain, line, mask, now, out)
+    return _load_miss(v, thread, core, domain, line, mask, now, out)
 
 
 @_jit(inline=True)
@@ -653,7 +661,11 @@ def _hit_cost(
     writer = v.i32[_u(v.last_writer + line)]
     if writer >= 0 and writer != thread and writer // v.tpc == core:
         smt_ns = float(v.f64[_u(v.scalars + S_SMT)])
-        return C_SMT, smt_ns, _queue(v, line, now, smt_ns, 2 * core + 1)
+        if v.home_rule:
+            wait = max(0.0, v.f64[_u(v.core_lock_end + core)] - now)
+            v.f64[_u(v.core_lock_end + core)] = now + wait + smt_ns
+            return C_SMT, smt_ns, wait
+        return C_SMT, smt_ns, _queue(v, line, now, smt_ns, 2 * thread + 1)
     return level_class, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), level_ns), 0.0
 
 
@@ -676,13 +688,13 @@ def _write(
             return _hit_cost(v, thread, core, line, op, in_l1, now)
         owned_dirty = v.i32[_u(v.owner + line)] == core and state == ST_O
         latency, wait = _take_ownership(
-            v, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
+            v, thread, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
         if owned_dirty:
             v.i64[_u(v.dirty_mask + line)] |= mask
         else:
             v.i64[_u(v.dirty_mask + line)] = mask
         return C_UPGRADE, latency, wait
-    if v.home_rule and _window_hit(v, core, line, now, True):
+    if v.home_rule and _window_hit(v, thread, line, now, True):
         l1_ns = float(v.f64[_u(v.scalars + S_L1)])
         return C_L1, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), l1_ns) if op == OP_RMW else (
             l1_ns), 0.0
@@ -690,7 +702,8 @@ def _write(
     if dirty:
         _attribute_hitm(v, line, mask, out)
     supplier = v.i32[_u(v.owner + line)] if from_owner else -1
-    latency, wait = _take_ownership(v, core, domain, line, latency, supplier, now, out)
+    latency, wait = _take_ownership(v, thread, core, domain, line, latency, supplier, now,
+                                   out)
     _set_holder(v, core, line, 1)
     v.i64[_u(v.dirty_mask + line)] = mask
     if v.inclusion == INCLUSIVE and from_l3 != domain:
@@ -710,7 +723,7 @@ def _access(
     """
     domain = v.i32[_u(v.core_domain + core)]
     if op == OP_LOAD:
-        klass, latency, wait = _load(v, core, domain, line, mask, now, out)
+        klass, latency, wait = _load(v, thread, core, domain, line, mask, now, out)
         v.i64[_u(v.read_mask + line)] |= mask
     else:
         klass, latency, wait = _write(v, thread, core, domain, line, op, mask, now, out)
@@ -830,7 +843,7 @@ def scan(
             stall += l2_stall
         else:
             v.i64[_u(v.counters + 0)] = clock
-            klass, latency, wait = _load_miss(v, core, domain, line, mask, now, out)
+            klass, latency, wait = _load_miss(v, thread, core, domain, line, mask, now, out)
             clock = v.i64[_u(v.counters + 0)]
             v.i64[_u(v.line_class + klass * v.n_lines + line)] += 1
             if klass == C_L1:  # the home rule's owner window (never an L2 hit)

@@ -131,19 +131,21 @@ class ReferenceCoherence:
         self.holders = [0] * n_lines
         self.last_writer = [-1] * n_lines
         self.dirty_mask = [0] * n_lines
-        n_tenures = topo.n_cores if self._home_rule else 0
+        n_tenures = topo.n_threads if self._home_rule else 0
         self.tenure_start = [[0.0] * n_lines for _ in range(n_tenures)]
-        """``home`` rule: per core and line, when its last transfer through the queue started."""
+        """``home`` rule: per thread and line, when its last transfer through the queue started."""
         self.tenure_end = [[0.0] * n_lines for _ in range(n_tenures)]
-        """``home`` rule: per core and line, when its last tenure through the queue ends
+        """``home`` rule: per thread and line, when its last tenure through the queue ends
         (:data:`_FOREVER` until a transfer to another core is booked after it; 0 when it never
         had one or lost the line otherwise)."""
         self.tenure_owned = [[False] * n_lines for _ in range(n_tenures)]
-        """``home`` rule: per core and line, whether that tenure was an ownership transfer."""
+        self.core_lock_end = [0.0] * topo.n_cores
+        """``home`` rule: per core, when its SMT siblings' last turn at a locked operation ends."""
+        """``home`` rule: per thread and line, whether that tenure was an ownership transfer."""
         self.calendar: list[list[tuple[float, float, int]]] = [[] for _ in range(n_lines)]
         """Per line, reserved ``(start, end, who)`` intervals sorted by start (at most
-        :data:`CALENDAR_SLOTS`); ``who`` is ``2 * core + 1`` for an ownership transfer to
-        ``core``, ``2 * core`` for a read, -1 for merged reservations."""
+        :data:`CALENDAR_SLOTS`); ``who`` is ``2 * thread + 1`` for an ownership transfer
+        to ``thread``, ``2 * thread`` for a read, -1 for merged reservations."""
         # Caches.
         self.l1: list[list[L1Set]] = [
             [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
@@ -276,7 +278,7 @@ class ReferenceCoherence:
                     latency_sum += l2_ns
                     stall += l2_stall
                 else:
-                    klass, latency, wait = self._load_miss(core, line, mask, now, out)
+                    klass, latency, wait = self._load_miss(thread, core, line, mask, now, out)
                     self.line_class[klass][line] += 1
                     self.line_wait_ns[line] += wait
                     out[klass] += 1  # never L2_HIT (L1_HIT: the home rule's owner window)
@@ -334,7 +336,7 @@ class ReferenceCoherence:
     ) -> tuple[int, float, float]:
         """One access and its per-line statistics; the caller counts it in ``out``."""
         if op == _LOAD:
-            klass, latency, wait = self._load(core, line, mask, now, out)
+            klass, latency, wait = self._load(thread, core, line, mask, now, out)
             self.read_mask[line] |= mask
         else:
             klass, latency, wait = self._write(thread, core, line, op, mask, now, out)
@@ -346,7 +348,7 @@ class ReferenceCoherence:
         return klass, latency, wait
 
     def _load(
-        self, core: int, line: int, mask: int, now: float, out: Any
+        self, thread: int, core: int, line: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
         l1set = self.l1[core][self.set1[line]]
         if line in l1set:
@@ -358,13 +360,13 @@ class ReferenceCoherence:
             l2set.move_to_end(line)
             self._insert_l1(core, self.set1[line], line)
             return _L2_HIT, self._l2_ns, 0.0
-        return self._load_miss(core, line, mask, now, out)
+        return self._load_miss(thread, core, line, mask, now, out)
 
     def _load_miss(
-        self, core: int, line: int, mask: int, now: float, out: Any
+        self, thread: int, core: int, line: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
         """A load that missed the core's L1 and L2."""
-        if self._home_rule and self._window_hit(core, line, now, False):
+        if self._home_rule and self._window_hit(thread, line, now, False):
             return _L1_HIT, self._l1_ns, 0.0
         domain = core // self.cores_per_domain
         owner_domain = self.owner[line] // self.cores_per_domain
@@ -379,7 +381,7 @@ class ReferenceCoherence:
                 supplier = owner_domain if from_owner else from_l3
                 kind = _READ_MODIFIED if dirty else _READ_SHARED
                 occupancy = max(latency, self._service_ns[kind][domain][supplier])
-                wait = self._queue(line, now, occupancy, 2 * core)
+                wait = self._queue(line, now, occupancy, 2 * thread)
             if from_owner:
                 self._downgrade_owner(line)
             if dirty:
@@ -388,7 +390,7 @@ class ReferenceCoherence:
             self._downgrade_owner(line)
             if dirty:
                 self._attribute_hitm(line, mask, out)
-                wait = self._queue(line, now, latency, 2 * core)
+                wait = self._queue(line, now, latency, 2 * thread)
         elif dirty:
             self._attribute_hitm(line, mask, out)
         self._grant_shared(core, line)
@@ -418,14 +420,14 @@ class ReferenceCoherence:
             latency = max(latency, self._invalidation_latency(domain, others, home))
             owned_dirty = self.owner[line] == core and self.ostate[line] == _O
             wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
-                               2 * core + 1) if others else 0.0
+                               2 * thread + 1) if others else 0.0
             self._invalidate_others(core, line, others, out)
             self._drop_l3_copies(domain, line)
             self.owner[line] = core
             self.ostate[line] = _M
             self.dirty_mask[line] = (self.dirty_mask[line] | mask) if owned_dirty else mask
             return _UPGRADE, latency, wait
-        if self._home_rule and self._window_hit(core, line, now, True):
+        if self._home_rule and self._window_hit(thread, line, now, True):
             return _L1_HIT, max(self._atomic_local_ns, self._l1_ns) if op == _RMW else (
                 self._l1_ns), 0.0
         klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
@@ -435,7 +437,7 @@ class ReferenceCoherence:
         supplier_bit = (1 << self.owner[line]) if from_owner else 0
         latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
         wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
-                           2 * core + 1) if others else 0.0
+                           2 * thread + 1) if others else 0.0
         self._invalidate_others(core, line, others, out)
         self._drop_l3_copies(domain, line)
         self.owner[line] = core
@@ -453,7 +455,8 @@ class ReferenceCoherence:
         """An access that hits the core's own copy.
 
         An RMW after the SMT sibling's write waits its turn on the line: the two threads share
-        the core's L1 but not the locked operation.
+        the core's L1 but not the locked operation (``fifo``: in the line's queue; ``home``: at
+        the core, which keeps the line).
         """
         level_class = _L1_HIT if in_l1 else _L2_HIT
         level_ns = self._l1_ns if in_l1 else self._l2_ns
@@ -461,8 +464,13 @@ class ReferenceCoherence:
             return level_class, level_ns, 0.0
         writer = self.last_writer[line]
         if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
+            if self._home_rule:
+                # The line stays in the core: the siblings take turns at its L1, not at the home.
+                wait = max(0.0, self.core_lock_end[core] - now)
+                self.core_lock_end[core] = now + wait + self._smt_sibling_ns
+                return _SMT_SIBLING, self._smt_sibling_ns, wait
             return _SMT_SIBLING, self._smt_sibling_ns, self._queue(
-                line, now, self._smt_sibling_ns, 2 * core + 1)
+                line, now, self._smt_sibling_ns, 2 * thread + 1)
         return level_class, max(self._atomic_local_ns, level_ns), 0.0
 
     # ------------------------------------------------------------------ protocol helpers
@@ -543,19 +551,19 @@ class ReferenceCoherence:
             core += 1
         return occupancy
 
-    def _window_hit(self, core: int, line: int, now: float, owned: bool) -> bool:
-        """Whether ``core`` still serves its access at ``now`` from its last tenure of the line.
+    def _window_hit(self, thread: int, line: int, now: float, owned: bool) -> bool:
+        """Whether ``thread`` still serves its access at ``now`` from its last tenure of the line.
 
-        The ``home`` rule's owner window. A core that received the line through the queue keeps
+        The ``home`` rule's owner window. A thread that received the line through the queue keeps
         it until the snoop of the next queued transfer reaches it: ``owner_window`` of that
         transfer's service time after it starts (:attr:`tenure_end`, set when the next transfer
         is booked). ``owned``: the access needs ownership (a store or an atomic), so the tenure
-        must have been an ownership transfer. Called only for a core that does not hold the
-        line any more.
+        must have been an ownership transfer. Called only for a thread whose core does not hold
+        the line any more. Tenures are kept per thread: an SMT sibling's request books its own.
         """
-        end = self.tenure_end[core][line]
-        return (self.tenure_start[core][line] <= now < end != _FOREVER
-                and (self.tenure_owned[core][line] or not owned))
+        end = self.tenure_end[thread][line]
+        return (self.tenure_start[thread][line] <= now < end != _FOREVER
+                and (self.tenure_owned[thread][line] or not owned))
 
     def _queue(self, line: int, now: float, latency: float, who: int) -> float:
         """Serialize an ownership transfer with the line's others; return its wait.
@@ -608,16 +616,16 @@ class ReferenceCoherence:
 
     def _book_tenure(self, line: int, calendar: list[tuple[float, float, int]], position: int,
                      who: int) -> None:
-        """Note the tenure of the new reservation's core and end its predecessor's."""
-        core = who >> 1
+        """Note the tenure of the new reservation's thread and end its predecessor's."""
+        thread = who >> 1
         if position > 0:
             before = calendar[position - 1][2]
-            if before >= 0 and before >> 1 != core:
+            if before >= 0 and before >> 1 != thread:
                 start, end, _ = calendar[position]
                 self.tenure_end[before >> 1][line] = start + self._owner_window * (end - start)
-        self.tenure_start[core][line] = calendar[position][0]
-        self.tenure_end[core][line] = _FOREVER
-        self.tenure_owned[core][line] = bool(who & 1)
+        self.tenure_start[thread][line] = calendar[position][0]
+        self.tenure_end[thread][line] = _FOREVER
+        self.tenure_owned[thread][line] = bool(who & 1)
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
         """The farthest sharer's clean latency, plus the per-sharer increment after the first."""
@@ -704,7 +712,7 @@ class ReferenceCoherence:
         """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
         _discard(self.l1[core][self.set1[line]], line)
         if self._home_rule:
-            self.tenure_end[core][line] = 0.0
+            self._end_tenures(core, line)
         self.holders[line] &= ~(1 << core)
         dirty = False
         if self.owner[line] == core:
@@ -719,6 +727,12 @@ class ReferenceCoherence:
         else:
             self._insert_l3(domain, index, line, dirty)
 
+    def _end_tenures(self, core: int, line: int) -> None:
+        """The core lost the line otherwise than through the queue: no window for its threads."""
+        first = core * self.threads_per_core
+        for thread in range(first, first + self.threads_per_core):
+            self.tenure_end[thread][line] = 0.0
+
     def _remove_private(self, core: int, line: int) -> None:
         _discard(self.l1[core][self.set1[line]], line)
         self.l2[core][self.set2[line]].pop(line, None)
@@ -731,7 +745,7 @@ class ReferenceCoherence:
                 self._remove_private(core, line)
                 self.holders[line] &= ~(1 << core)
                 if self._home_rule:
-                    self.tenure_end[core][line] = 0.0
+                    self._end_tenures(core, line)
                 if self.owner[line] == core:
                     self.owner[line] = -1
                     self.ostate[line] = 0
@@ -756,6 +770,7 @@ class ReferenceCoherence:
             "last_writer": list(self.last_writer),
             "dirty_mask": list(self.dirty_mask),
             "calendar": [list(entries) for entries in self.calendar],
+            "core_lock_end": list(self.core_lock_end),
             "tenure_start": [list(row) for row in self.tenure_start],
             "tenure_end": [list(row) for row in self.tenure_end],
             "tenure_owned": [list(row) for row in self.tenure_owned],

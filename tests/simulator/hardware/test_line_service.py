@@ -143,3 +143,21 @@ def test_a_bad_rule_or_window_names_its_key() -> None:
         LineServiceConfig(rule="home", owner_window=1.5)
     with pytest.raises(ConfigError, match=r"line_service\.service\.ownership\.remote"):
         LineServiceConfig(service_ns=((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, -1.0)))
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("rule", ["fifo", "home"])
+def test_smt_siblings_take_turns_at_the_core_under_home(implementation: str, rule: str) -> None:
+    """The two threads of a core alternate atomics on a line the core holds: each waits for the
+    other's turn (7 ns) under both rules; under home the turns are kept at the core, so the
+    line's queue at its home gets no reservation for them."""
+    machine = _machine(implementation, rule)
+    t0, t1 = (machine.topology.thread_by_name(f"s0.d0.c0.t{k}") for k in range(2))
+    machine.access(t0, 0, Op.RMW, now=0.0)
+    first = machine.access(t1, 0, Op.RMW, now=1_000.0)
+    second = machine.access(t0, 0, Op.RMW, now=1_000.0)
+    assert (first.access_class, first.wait_ns) == (AccessClass.SMT_SIBLING, 0.0)
+    assert (second.latency_ns, second.wait_ns) == (7.0, 7.0)
+    booked = machine.canonical_state()["calendar"]
+    assert isinstance(booked, list)
+    assert len(booked[0]) == (0 if rule == "home" else 2)
