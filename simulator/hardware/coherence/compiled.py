@@ -68,7 +68,7 @@ class CompiledCoherence:
             "private_ptr": n_cores, "l3_ptr": n_domains,
             "set1": n_lines, "set2": n_lines, "set3": n_lines, "core_domain": n_cores,
             "cal_count": n_lines, "l2_fill_victim": s2 * w2,
-            "cal_who": n_lines * CALENDAR_SLOTS,
+            "cal_who": n_lines * CALENDAR_SLOTS if tables.home_rule else 0,
             "tenure_owned": n_tenures * n_lines, "tenure_end": n_tenures * n_lines,
             "tenure_start": n_tenures * n_lines, "core_lock_end": n_cores,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
@@ -287,7 +287,8 @@ class CompiledCoherence:
         counts = self.view("cal_count")
         starts = self._flat("cal_start").reshape(self.n_lines, slots)
         ends = self._flat("cal_end").reshape(self.n_lines, slots)
-        who = self._flat("cal_who").reshape(self.n_lines, slots)
+        who = (self._flat("cal_who").reshape(self.n_lines, slots) if self.tables.home_rule
+               else np.full((self.n_lines, slots), -1))
         return [[(float(starts[line, k]), float(ends[line, k]), int(who[line, k]))
                  for k in range(counts[line])] for line in range(self.n_lines)]
 

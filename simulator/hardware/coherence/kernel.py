@@ -425,7 +425,8 @@ def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
 def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
     """Serialize a transfer occupying the line for ``latency``; return its wait.
 
-    ``who`` is recorded with the reservation (``2 * thread + 1`` ownership, ``2 * thread`` read).
+    ``who`` is recorded with the reservation under the ``home`` rule (``2 * thread + 1``
+    ownership, ``2 * thread`` read).
 
     See :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO
     by
@@ -436,11 +437,13 @@ def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
     if count == CALENDAR_SLOTS:  # full: the two oldest reservations become one span
         v.f64[_u(v.cal_end + base)] = max(v.f64[_u(v.cal_end + base)],
                                           v.f64[_u(v.cal_end + base + 1)])
-        v.i32[_u(v.cal_who + base)] = -1
+        if v.home_rule:
+            v.i32[_u(v.cal_who + base)] = -1
         for index in range(1, count - 1):
             v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index + 1)]
             v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index + 1)]
-            v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index + 1)]
+            if v.home_rule:
+                v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index + 1)]
         count -= 1
     start = now
     ahead = 0
@@ -464,12 +467,13 @@ def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
     for index in range(count, position, -1):
         v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index - 1)]
         v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index - 1)]
-        v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index - 1)]
+        if v.home_rule:
+            v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index - 1)]
     v.f64[_u(v.cal_start + base + position)] = start
     v.f64[_u(v.cal_end + base + position)] = start + latency
-    v.i32[_u(v.cal_who + base + position)] = who
     v.i32[_u(v.cal_count + line)] = count + 1
     if v.home_rule:
+        v.i32[_u(v.cal_who + base + position)] = who
         _book_tenure(v, line, position, who)
     return wait
 

@@ -139,13 +139,13 @@ class ReferenceCoherence:
         (:data:`_FOREVER` until a transfer to another core is booked after it; 0 when it never
         had one or lost the line otherwise)."""
         self.tenure_owned = [[False] * n_lines for _ in range(n_tenures)]
+        """``home`` rule: per thread and line, whether that tenure was an ownership transfer."""
         self.core_lock_end = [0.0] * topo.n_cores
         """``home`` rule: per core, when its SMT siblings' last turn at a locked operation ends."""
-        """``home`` rule: per thread and line, whether that tenure was an ownership transfer."""
         self.calendar: list[list[tuple[float, float, int]]] = [[] for _ in range(n_lines)]
         """Per line, reserved ``(start, end, who)`` intervals sorted by start (at most
-        :data:`CALENDAR_SLOTS`); ``who`` is ``2 * thread + 1`` for an ownership transfer
-        to ``thread``, ``2 * thread`` for a read, -1 for merged reservations."""
+        :data:`CALENDAR_SLOTS`); ``who`` is (``home`` rule) ``2 * thread + 1`` for an
+        ownership transfer to ``thread``, ``2 * thread`` for a read, -1 for merged reservations."""
         # Caches.
         self.l1: list[list[L1Set]] = [
             [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
@@ -609,7 +609,7 @@ class ReferenceCoherence:
                 position = index
                 break
             start = max(start, booked_end)
-        calendar.insert(position, (start, start + latency, who))
+        calendar.insert(position, (start, start + latency, who if self._home_rule else -1))
         if self._home_rule:
             self._book_tenure(line, calendar, position, who)
         return wait
