@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MACHINE",
         help="shipped machine name or machine file (default: the default experiment's machine)",
     )
+    parser.add_argument("--machine-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a machine-file key (repeatable), e.g. "
+                             "line_service.rule=home")
     parser.add_argument("--contention", action="store_true",
                         help="sweep atomics on one line against threads and placements instead")
     parser.add_argument("--ops", metavar="LIST",
@@ -70,8 +73,10 @@ def main(args: argparse.Namespace) -> int:
              if getattr(args, name) not in (None, False)]
     if given and not args.contention:
         raise ConfigError(given[0], "only applies with --contention")
-    config = (Experiment().machine_config() if args.machine is None
-              else load_machine(args.machine))
+    machine = Experiment().machine if args.machine is None else args.machine
+    config = (Experiment().machine_config() if args.machine is None and not args.machine_set
+              else load_machine(machine if isinstance(machine, str) else machine.name,
+                                args.machine_set))
     if args.contention:
         return _contention(config, args)
     rows = measure(config)
@@ -117,12 +122,14 @@ def _contention(config: MachineConfig, args: argparse.Namespace) -> int:
 
 def _print_table(config: MachineConfig, table: pd.DataFrame) -> None:
     print(f"{config.name}: atomics on one line, {table['duration_us'].iloc[0]:g} µs simulated "
-          f"per point after {table['warmup_us'].iloc[0]:g} µs of warm-up\n")
-    print(f"{'operation':9s}  {'placement':9s}  {'threads':>7s}  {'Mops/s':>8s}  "
+          f"per point after {table['warmup_us'].iloc[0]:g} µs of warm-up, line service rule "
+          f"{config.line_service.rule}\n")
+    print(f"{'operation':17s}  {'placement':9s}  {'threads':>7s}  {'Mops/s':>8s}  "
           f"{'latency ns':>10s}  {'wait ns':>9s}  {'CAS fail':>8s}")
     for row in table.to_dict("records"):
-        failure = "" if row["operation"] == "fetch-add" else f"{float(row['failure_rate']):8.1%}"
-        print(f"{row['operation']:9s}  {row['placement']:9s}  {int(row['threads']):7d}  "
+        cas = row["operation"] in ("cas-loop", "load-cas", "handoff-load-cas")
+        failure = f"{float(row['failure_rate']):8.1%}" if cas else ""
+        print(f"{row['operation']:17s}  {row['placement']:9s}  {int(row['threads']):7d}  "
               f"{float(row['ops_per_s']) / 1e6:8.2f}  {float(row['latency_ns']):10.1f}  "
               f"{float(row['wait_ns']):9.1f}  {failure:>8s}")
 

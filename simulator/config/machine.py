@@ -260,6 +260,64 @@ class MlpConfig:
                 raise _fail(f"mlp.{name}", f"must be >= 1 (overlapping misses), got {value!r}")
 
 
+LINE_SERVICE_RULES = ("fifo", "home")
+"""How a contended line serves its misses (``line_service.rule``): ``fifo``, ownership transfers
+and reads of a modified line one at a time in request order, each occupying the line for its
+transfer latency; ``home``, every miss served by another cache (reads of a shared line too)
+one at a time at the line's home for a service time by request kind and distance, and an owner
+keeps serving its own accesses until the next request's snoop reaches it (see
+:class:`LineServiceConfig`)."""
+
+SERVICE_KINDS = ("read_modified", "read_shared", "ownership")
+"""Request kinds of :class:`LineServiceConfig` service times: a read of a line modified in
+another cache, a read of a clean line another cache supplies, and an ownership request (a store or
+atomic that fetches the line or invalidates its sharers)."""
+
+SERVICE_DISTANCES = ("local", "cross_domain", "remote")
+"""Distances of a service time: the supplier (or the farthest sharer) in the requester's L3
+domain, in another domain of its socket, or on another socket."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LineServiceConfig:
+    """How one contended line serves its misses (the ``line_service`` section).
+
+    ``rule`` is one of :data:`LINE_SERVICE_RULES`; the other settings apply to ``home`` only.
+
+    * ``service_ns[kind][distance]``: how long a miss of that kind occupies the line's home
+      (the next miss to the line starts when it ends), at least the transfer's own latency;
+      0 (the default) means exactly its latency. Kinds :data:`SERVICE_KINDS`, distances
+      :data:`SERVICE_DISTANCES`.
+    * ``owner_window``: the hardware thread that received the line through the queue keeps
+      serving its own accesses (at the cost of a hit) after the next transfer has started, for
+      this fraction of that transfer's service time: the time its snoop takes to reach the
+      owner. 0 = never. An SMT sibling's atomic while the core holds the line takes its turn at
+      the core (``smt_sibling`` latency), not at the home.
+    """
+
+    rule: str = "fifo"
+    owner_window: float = 0.0
+    service_ns: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),) * 3
+
+    def __post_init__(self) -> None:
+        _require_choice("line_service.rule", self.rule, LINE_SERVICE_RULES)
+        if not 0.0 <= self.owner_window <= 1.0:
+            raise _fail("line_service.owner_window",
+                        f"must be between 0 and 1 (a fraction of a transfer), got "
+                        f"{self.owner_window!r}")
+        if len(self.service_ns) != len(SERVICE_KINDS) or any(
+                len(row) != len(SERVICE_DISTANCES) for row in self.service_ns):
+            raise _fail("line_service.service", "needs one time per kind and distance")
+        for kind, row in zip(SERVICE_KINDS, self.service_ns, strict=True):
+            for distance, value in zip(SERVICE_DISTANCES, row, strict=True):
+                _require_non_negative(f"line_service.service.{kind}.{distance}", value)
+
+    @property
+    def home(self) -> bool:
+        """Whether the ``home`` rule applies."""
+        return self.rule == "home"
+
+
 SCHEDULER_POLICIES = ("cfs", "fifo")
 """Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
 
@@ -436,6 +494,7 @@ class MachineConfig:
     mlp: MlpConfig
     scheduler: SchedulerConfig
     idle: IdleConfig | None = None
+    line_service: LineServiceConfig = field(default_factory=LineServiceConfig)
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

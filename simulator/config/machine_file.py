@@ -27,6 +27,9 @@ Schema of a machine file (every key shown is required unless marked optional)::
     idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
+    line_service (optional: fifo when absent): {rule (fifo or home), owner_window (a fraction),
+                  service: {read_modified, read_shared, ownership: {local, cross_domain, remote}}
+                  (all optional)}
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from typing import Any, TypeVar
 
 from simulator.config import configs_dir
 from simulator.config.machine import (
+    SERVICE_DISTANCES,
+    SERVICE_KINDS,
     CacheConfig,
     CoherenceProtocol,
     HomeKeyedLatency,
@@ -48,6 +53,7 @@ from simulator.config.machine import (
     IdleStateConfig,
     L3Inclusion,
     LatencyConfig,
+    LineServiceConfig,
     MachineConfig,
     MemoryConfig,
     MlpConfig,
@@ -85,7 +91,7 @@ _T = TypeVar("_T")
 _E = TypeVar("_E", bound=StrEnum)
 
 _TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology", "coherence",
-             "caches", "memory", "latency", "mlp", "scheduler", "idle")
+             "caches", "memory", "latency", "mlp", "scheduler", "idle", "line_service")
 MACHINE_KEYS = tuple(key for key in _TOP_KEYS if key not in ("name", "description"))
 """Top-level keys found only in a machine file."""
 MACHINE_SET_FLAG = "--machine-set"
@@ -213,7 +219,7 @@ def _top_level(data: object) -> Mapping[str, object]:
 
 
 def _build_machine(data: Mapping[str, object]) -> MachineConfig:
-    top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle"})
+    top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle", "line_service"})
     clock = _frequency("clock", top["clock"])
     protocol, inclusion = _coherence(top["coherence"])
     l1d, l2, l3 = _caches(top["caches"], clock)
@@ -233,6 +239,8 @@ def _build_machine(data: Mapping[str, object]) -> MachineConfig:
         mlp=_mlp(top["mlp"]),
         scheduler=_scheduler(top["scheduler"], clock),
         idle=_idle(top["idle"], clock) if "idle" in top else None,
+        line_service=(_line_service(top["line_service"], clock) if "line_service" in top
+                      else LineServiceConfig()),
         sources=_sources(top.get("sources", {})),
     )
 
@@ -358,6 +366,29 @@ def _latency(value: object, clock: float) -> LatencyConfig:
                   data["invalidation_per_extra_sharer"], clock)
             if "invalidation_per_extra_sharer" in data else 0.0),
     )
+
+
+def _line_service(value: object, clock: float) -> LineServiceConfig:
+    keys = ("rule", "owner_window", "service")
+    data = expect_section(value, "line_service", keys, optional=keys)
+    settings: dict[str, Any] = {}
+    if "rule" in data:
+        settings["rule"] = expect_str("line_service.rule", data["rule"])
+    if "owner_window" in data:
+        settings["owner_window"] = expect_number("line_service.owner_window",
+                                                 data["owner_window"])
+    if "service" in data:
+        service = expect_section(data["service"], "line_service.service", SERVICE_KINDS,
+                                 optional=SERVICE_KINDS)
+        rows = []
+        for kind in SERVICE_KINDS:
+            path = f"line_service.service.{kind}"
+            times = expect_section(service.get(kind, {}), path, SERVICE_DISTANCES,
+                                   optional=SERVICE_DISTANCES)
+            rows.append(tuple(_time(f"{path}.{distance}", times[distance], clock)
+                              if distance in times else 0.0 for distance in SERVICE_DISTANCES))
+        settings["service_ns"] = tuple(rows)
+    return LineServiceConfig(**settings)
 
 
 def _keyed(path: str, value: object, clock: float) -> HomeKeyedLatency:

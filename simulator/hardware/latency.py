@@ -37,6 +37,12 @@ class LatencyTables:
         transfer_class: ``[dirty, requester_domain, supplier_domain]`` access class codes.
         dram_ns: ``[requester_domain, home]`` DRAM latency; ``dram_class`` its class code.
         near: ``[domain, home]`` whether a domain is near a home node.
+        home_rule: whether the line service rule is ``home`` (else ``fifo``).
+        owner_window: the fraction of a transfer's service time during which the line's last
+            owner still serves its own accesses (``home`` rule).
+        service_ns: ``[kind, requester_domain, supplier_domain]`` the least time a miss of that
+            kind (read of a modified line, read of a clean one, ownership) occupies the line
+            (``home`` rule; 0 = its latency).
     """
 
     l1_ns: float
@@ -51,6 +57,9 @@ class LatencyTables:
     dram_ns: FloatArray
     dram_class: IntArray
     near: npt.NDArray[np.bool_]
+    home_rule: bool
+    owner_window: float
+    service_ns: FloatArray
 
     @classmethod
     def build(cls, machine: MachineConfig, topology: Topology | None = None) -> LatencyTables:
@@ -83,6 +92,14 @@ class LatencyTables:
                         value = keyed[dirty].get(relation)
                         if value is not None:
                             transfer_ns[dirty, req, sup, home] = value
+        service = machine.line_service
+        service_ns = np.zeros((len(service.service_ns), n_dom, n_dom))
+        for req in range(n_dom):
+            for sup in range(n_dom):
+                distance = (0 if req == sup else 1 if topo.socket_of_domain(req)
+                            == topo.socket_of_domain(sup) else 2)
+                for kind, row in enumerate(service.service_ns):
+                    service_ns[kind, req, sup] = row[distance]
         dram_ns = np.where(near, machine.memory.dram_near_ns, machine.memory.dram_far_ns)
         dram_class = np.where(near, AccessClass.DRAM_LOCAL, AccessClass.DRAM_REMOTE)
         return cls(
@@ -98,6 +115,9 @@ class LatencyTables:
             dram_ns=dram_ns.astype(np.float64),
             dram_class=dram_class.astype(np.int64),
             near=near,
+            home_rule=service.home,
+            owner_window=service.owner_window,
+            service_ns=service_ns,
         )
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
-from simulator.hardware.codes import Op
+from simulator.hardware.codes import AccessClass, Op
 from simulator.hardware.machine import AccessResult, Machine
 from simulator.hardware.topology import Topology
 from simulator.runtime.atomic_word import WordVersion
@@ -160,11 +160,26 @@ def hot_line_rate(
 
 # ---------------------------------------------------------------------- contention sweep
 
-OPERATIONS = ("cas-loop", "fetch-add", "load-cas")
+OPERATIONS = ("cas-loop", "fetch-add", "load-cas", "handoff-cas", "handoff-load-cas",
+              "read-mostly", "read-mostly-split")
 """Operations of :func:`contention_sweep`: ``cas-loop`` (load, then compare-and-swap until one
 succeeds; a failed CAS returns the current value, so a retry issues no new load, as
-``compare_exchange`` loops and PostgreSQL's ``LWLockAttemptLock`` do), ``fetch-add`` (one RMW) and
-``load-cas`` (one load, then one CAS whether or not it will succeed)."""
+``compare_exchange`` loops and PostgreSQL's ``LWLockAttemptLock`` do), ``fetch-add`` (one RMW),
+``load-cas`` (one load, then one CAS whether or not it will succeed), and the strict hand-offs of
+perfbook's ``cachetorture``: the threads take turns, each waiting until the previous one has
+written, then ``handoff-cas`` issues a CAS (``blindcmpxchg``) and ``handoff-load-cas`` a load
+then a CAS (``cmpxchg``, the read-then-CAS of ``LWLockAttemptLock``); one operation is one
+hand-off. ``read-mostly`` is a line loaded by many threads and written by a few (the read-mostly
+line of perf c2c reports): one thread in :data:`READ_MOSTLY_WRITER_EVERY` writes (a fetch-add
+every :data:`READ_MOSTLY_WRITE_GAP_NS`), the others load it in a loop; its operations are the
+loads that missed, its latency theirs. ``read-mostly-split`` is the same with the line split per
+socket (per L3 domain on a one-socket machine), each copy homed on its own node, as a per-NUMA-node
+copy of a read-mostly structure: a thread reads and writes its socket's copy only."""
+
+READ_MOSTLY_WRITER_EVERY = 8
+"""``read-mostly``: threads 0, 8, 16, ... of a placement write, the others read."""
+READ_MOSTLY_WRITE_GAP_NS = 1_000.0
+"""``read-mostly``: a writer's pause between two writes (ns)."""
 
 PLACEMENTS = ("core", "socket", "cross")
 """Where :func:`contention_sweep` puts its threads: ``core`` (the SMT threads of one core),
@@ -278,8 +293,11 @@ def contention_point(
     which it issues at once, so the retry hits its own cache and succeeds. Counts cover accesses
     that end inside ``(warmup_ns, warmup_ns + duration_ns)``; no think time between operations.
 
-    Left out: anything the machine itself leaves out (it serves the line FIFO at isolated
-    latencies, with no batching of several operations per ownership and no locality bias), the
+    In the hand-off operations a thread waits for its turn (the previous thread's write) and
+    issues its first access at that instant, as a spinning load that sees the new value would;
+    its CAS then always succeeds.
+
+    Left out: anything the machine itself leaves out (see its ``line_service`` rule), the
     instructions between accesses, and back-off.
 
     Returns:
@@ -295,7 +313,17 @@ def contention_point(
         raise ConfigError("threads", "needs one or more distinct hardware threads")
     if duration_ns <= 0 or warmup_ns < 0:
         raise ConfigError("duration", "the window must be positive and the warm-up non-negative")
-    machine = Machine(config, [0])
+    topology = Topology.from_config(config)
+    split = operation == "read-mostly-split"
+    if split:
+        units = (config.topology.sockets if config.topology.sockets > 1
+                 else config.topology.domains_per_socket)
+        machine = Machine(_interleaved(config), [k * PAGE for k in range(units)])
+        line_of = {t: (topology.socket_of(t) if config.topology.sockets > 1
+                       else topology.domain_of(t)) for t in thread_ids}
+    else:
+        machine = Machine(config, [0])
+        line_of = dict.fromkeys(thread_ids, 0)
     env = SimEnvironment(seed=0)
     end_ns = warmup_ns + duration_ns
     tally = _Tally()
@@ -306,16 +334,35 @@ def contention_point(
 
     def access(thread: int, op: Op, waits: list[float]) -> float:
         """Issue one access now; note its queueing; return its cost."""
-        result = machine.access(thread, 0, op, now=env.now)
+        result = machine.access(thread, line_of[thread], op, now=env.now)
         waits.append(result.wait_ns)
         return result.cost_ns
 
+    turns = [env.event() for _ in thread_ids]
+    turns[0].succeed()
+    order = {thread: index for index, thread in enumerate(thread_ids)}
+
     def worker(thread: int) -> ProcessGenerator:
+        mine = order[thread]
         while True:
+            if operation.startswith("handoff"):
+                yield turns[mine]  # the previous thread's write is done: the spin sees it
+                turns[mine] = env.event()
             start_ns = env.now
             waits: list[float] = []
             attempts = failures = 0
-            if operation == "fetch-add":
+            if operation.startswith("read-mostly"):
+                if mine % READ_MOSTLY_WRITER_EVERY == 0:
+                    cost_ns = access(thread, Op.RMW, waits)
+                    version.changed()
+                    yield env.timeout(cost_ns + READ_MOSTLY_WRITE_GAP_NS)
+                    continue
+                result = machine.access(thread, line_of[thread], Op.LOAD, now=env.now)
+                yield env.timeout(result.cost_ns)
+                if result.access_class in (AccessClass.L1_HIT, AccessClass.L2_HIT):
+                    continue  # only the loads that missed are counted
+                waits.append(result.wait_ns)
+            elif operation == "handoff-cas" or operation == "fetch-add":
                 cost_ns = access(thread, Op.RMW, waits)
                 version.changed()
                 attempts = 1
@@ -338,6 +385,8 @@ def contention_point(
                     version.changed()
                     attempts += 1
                 yield env.timeout(cost_ns)
+            if operation.startswith("handoff"):
+                turns[(mine + 1) % len(turns)].succeed()
             if measured():  # an operation counts, with its attempts, when it completes
                 tally.ops += 1
                 tally.attempts += attempts

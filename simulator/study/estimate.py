@@ -192,17 +192,21 @@ def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
 
     The arrays of :class:`~simulator.hardware.coherence.compiled.CompiledCoherence`: per line
     (owner, state, masks, counters, the hot-line calendar), per core and line (holder flags, L1
-    and L2 ways), per domain and line (L3 way) and per cache way (tags, LRU stamps, L3 dirty
+    and L2 ways), per domain and line (L3 way), per hardware thread and line under the ``home``
+    line service rule (its tenure) and per cache way (tags, LRU stamps, L3 dirty
     bits, pointers) and one L2's worth of scratch. The latency tables and scalars (a few kB)
     are left out.
     """
     topology = machine.topology
     domains = topology.sockets * topology.domains_per_socket
     cores = domains * topology.cores_per_domain
+    threads = cores * topology.threads_per_core
+    home = machine.line_service.home  # per line: who holds each reservation, per thread tenures
+    extra = CALENDAR_SLOTS * 4 + threads * (8 + 8 + 4) if home else 0
     per_line = (9 * 4 + (9 + N_CLASSES) * 8 + (2 * CALENDAR_SLOTS + 1) * 8
-                + cores * 3 * 4 + domains * 4)
+                + cores * 3 * 4 + domains * 4 + extra)
     private_ways = machine.l1d.sets * machine.l1d.ways + machine.l2.sets * machine.l2.ways
-    caches = (cores * (private_ways * (4 + 8) + 8)
+    caches = (cores * (private_ways * (4 + 8) + 8 + 8)
               + domains * (machine.l3.sets * machine.l3.ways * 16 + 4))
     scratch = machine.l2.sets * machine.l2.ways * 4  # one L2's worth, for whole-L2 footprints
     return lines * per_line + caches + scratch

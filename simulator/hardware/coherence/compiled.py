@@ -54,6 +54,7 @@ class CompiledCoherence:
             raise ValueError("line_keys and line_homes must be 1-D and of the same length")
         n_lines, n_cores, n_domains = len(keys), topo.n_cores, topo.n_domains
         n_homes = len(machine.memory.home_nodes)
+        n_tenures = topo.n_threads if tables.home_rule else 0
         self.n_lines = n_lines
         s1, w1 = machine.l1d.sets, machine.l1d.ways
         s2, w2 = machine.l2.sets, machine.l2.ways
@@ -67,6 +68,9 @@ class CompiledCoherence:
             "private_ptr": n_cores, "l3_ptr": n_domains,
             "set1": n_lines, "set2": n_lines, "set3": n_lines, "core_domain": n_cores,
             "cal_count": n_lines, "l2_fill_victim": s2 * w2,
+            "cal_who": n_lines * CALENDAR_SLOTS if tables.home_rule else 0,
+            "tenure_owned": n_tenures * n_lines, "tenure_end": n_tenures * n_lines,
+            "tenure_start": n_tenures * n_lines, "core_lock_end": n_cores,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
@@ -77,6 +81,7 @@ class CompiledCoherence:
             "line_wait_ns": n_lines, "scalars": kernel.N_SCALARS,
             "transfer_ns": tables.transfer_ns.size, "dram_ns": tables.dram_ns.size,
             "transfer_class": tables.transfer_class.size, "dram_class": tables.dram_class.size,
+            "service_ns": tables.service_ns.size,
         }
         header = np.zeros(kernel.HEADER_SIZE, dtype=np.int64)
         header[: kernel.P_INCLUSION + 1] = (
@@ -85,6 +90,7 @@ class CompiledCoherence:
             s1, w1, s2, w2, s3, w3, PROTOCOL_CODES[machine.protocol.value],
             INCLUSION_CODES[machine.l3_inclusion.value],
         )
+        header[kernel.P_HOME_RULE] = int(tables.home_rule)
         self._slices: dict[str, tuple[str, int, int]] = {}
         groups = (
             ("i32", kernel.I32_SEGMENTS, kernel.I32_BASE, 0),
@@ -112,7 +118,7 @@ class CompiledCoherence:
 
     def _initialise(self, keys: IntArray, homes: IntArray) -> None:
         for name in ("owner", "last_writer", "l1_way", "l2_way", "l3_way", "l1_tag", "l2_tag",
-                     "l3_tag", "l2_fill_victim"):
+                     "l3_tag", "l2_fill_victim", "cal_who"):
             self._flat(name)[:] = -1
         for level, cache in (("l1", self.machine.l1d), ("l2", self.machine.l2),
                              ("l3", self.machine.l3)):
@@ -132,7 +138,9 @@ class CompiledCoherence:
         self._flat("scalars")[:] = (
             tables.l1_ns, tables.l2_ns, tables.l3_ns, tables.smt_sibling_ns,
             tables.atomic_local_ns, tables.upgrade_ns, tables.per_extra_sharer_ns,
+            tables.owner_window,
         )
+        self._flat("service_ns")[:] = tables.service_ns.ravel()
         self._flat("transfer_ns")[:] = tables.transfer_ns.ravel()
         self._flat("dram_ns")[:] = tables.dram_ns.ravel()
         self._flat("transfer_class")[:] = tables.transfer_class.ravel()
@@ -258,6 +266,11 @@ class CompiledCoherence:
             "last_writer": self.view("last_writer").tolist(),
             "dirty_mask": _unsigned(self.view("dirty_mask")),
             "calendar": self._calendars(),
+            "core_lock_end": self._flat("core_lock_end").tolist(),
+            "tenure_start": self._flat("tenure_start").reshape(-1, n_lines).tolist(),
+            "tenure_end": self._flat("tenure_end").reshape(-1, n_lines).tolist(),
+            "tenure_owned": [[bool(x) for x in row]
+                             for row in self._flat("tenure_owned").reshape(-1, n_lines)],
             "l1": sets_of("l1", topo.n_cores, False),
             "l2": sets_of("l2", topo.n_cores, False),
             "l3": sets_of("l3", topo.n_domains, True),
@@ -269,13 +282,15 @@ class CompiledCoherence:
             **self.line_counters(),
         }
 
-    def _calendars(self) -> list[list[tuple[float, float]]]:
+    def _calendars(self) -> list[list[tuple[float, float, int]]]:
         slots = CALENDAR_SLOTS
         counts = self.view("cal_count")
         starts = self._flat("cal_start").reshape(self.n_lines, slots)
         ends = self._flat("cal_end").reshape(self.n_lines, slots)
-        return [[(float(starts[line, k]), float(ends[line, k])) for k in range(counts[line])]
-                for line in range(self.n_lines)]
+        who = (self._flat("cal_who").reshape(self.n_lines, slots) if self.tables.home_rule
+               else np.full((self.n_lines, slots), -1))
+        return [[(float(starts[line, k]), float(ends[line, k]), int(who[line, k]))
+                 for k in range(counts[line])] for line in range(self.n_lines)]
 
     def line_counters(self) -> dict[str, Any]:
         """The per-line counters of :meth:`canonical_state` alone (cheap: no cache contents)."""

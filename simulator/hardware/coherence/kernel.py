@@ -52,19 +52,23 @@ P_LINES, P_CORES, P_DOMAINS, P_HOMES = 0, 1, 2, 3
 P_TPC, P_CPD, P_DPS = 4, 5, 6
 P_S1, P_W1, P_S2, P_W2, P_S3, P_W3 = 7, 8, 9, 10, 11, 12
 P_PROTOCOL, P_INCLUSION = 13, 14
+P_HOME_RULE = 15
+"""1 when the line service rule is ``home`` (see the reference's ``_window_hit``), 0 for
+``fifo``."""
 P_OFFSETS = 16
 """Segment offsets start here: for each dtype group, one slot per segment start plus an end."""
 
 I32_SEGMENTS = (
     "owner", "ostate", "last_writer", "home", "holders", "n_holders", "l1_way", "l2_way",
     "l3_way", "l1_tag", "l2_tag", "l3_tag", "l3_dirty", "private_ptr", "l3_ptr", "set1", "set2",
-    "set3", "core_domain", "cal_count", "l2_fill_victim",
+    "set3", "core_domain", "cal_count", "l2_fill_victim", "cal_who", "tenure_owned",
 )
 I64_SEGMENTS = (
     "keys", "dirty_mask", "read_mask", "write_mask", "line_ops", "line_class",
     "line_invalidations", "line_false_hitm", "l1_stamp", "l2_stamp", "l3_stamp", "counters",
 )
-F64_SEGMENTS = ("cal_start", "cal_end", "line_wait_ns", "scalars", "transfer_ns", "dram_ns")
+F64_SEGMENTS = ("cal_start", "cal_end", "line_wait_ns", "scalars", "transfer_ns", "dram_ns",
+                "service_ns", "tenure_start", "tenure_end", "core_lock_end")
 P_SEGMENTS = ("transfer_class", "dram_class")
 I32_BASE = P_OFFSETS
 I64_BASE = I32_BASE + len(I32_SEGMENTS) + 1
@@ -85,8 +89,8 @@ its index alone, less than any filled way's."""
 WAY_MASK = MAX_WAYS - 1
 
 # Scalar latencies in the ``scalars`` float segment.
-S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE, S_PER_SHARER = 0, 1, 2, 3, 4, 5, 6
-N_SCALARS = 7
+S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE, S_PER_SHARER, S_WINDOW = 0, 1, 2, 3, 4, 5, 6, 7
+N_SCALARS = 8
 
 # Protocol and inclusion codes (see codes.PROTOCOL_CODES / INCLUSION_CODES).
 MESIF, MOESI = 1, 2
@@ -96,6 +100,7 @@ INCLUSIVE, VICTIM = 0, 2
 ST_E, ST_M, ST_O, ST_F = 2, 3, 4, 5
 OP_LOAD, OP_RMW = 0, 2
 C_L1, C_L2, C_L3, C_SMT, C_UPGRADE = 0, 1, 2, 3, 12
+K_READ_MODIFIED, K_READ_SHARED, K_OWNERSHIP = 0, 1, 2
 O_LATENCY, O_WAIT, O_STALL = N_CLASSES, N_CLASSES + 1, N_CLASSES + 2
 O_INVAL, O_FALSE, O_TRUE = N_CLASSES + 3, N_CLASSES + 4, N_CLASSES + 5
 
@@ -103,7 +108,7 @@ Views: Any = namedtuple(  # type: ignore[misc]  # computed field names
     "Views",
     (
         "n_lines", "n_cores", "n_domains", "n_homes", "tpc", "cpd", "dps",
-        "s1", "w1", "s2", "w2", "s3", "w3", "protocol", "inclusion",
+        "s1", "w1", "s2", "w2", "s3", "w3", "protocol", "inclusion", "home_rule",
         "p", "i32", "i64", "f64",
         *I32_SEGMENTS, *I64_SEGMENTS, *F64_SEGMENTS, *P_SEGMENTS,
     ),
@@ -136,13 +141,15 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
     return Views(  # type: ignore[call-arg]
         p[P_LINES], p[P_CORES], p[P_DOMAINS], p[P_HOMES], p[P_TPC], p[P_CPD], p[P_DPS],
         p[P_S1], p[P_W1], p[P_S2], p[P_W2], p[P_S3], p[P_W3], p[P_PROTOCOL], p[P_INCLUSION],
+        p[P_HOME_RULE],
         p, i32, i64, f64,
         p[a], p[a + 1], p[a + 2], p[a + 3], p[a + 4], p[a + 5], p[a + 6], p[a + 7],
         p[a + 8], p[a + 9], p[a + 10], p[a + 11], p[a + 12], p[a + 13], p[a + 14], p[a + 15],
-        p[a + 16], p[a + 17], p[a + 18], p[a + 19], p[a + 20],
+        p[a + 16], p[a + 17], p[a + 18], p[a + 19], p[a + 20], p[a + 21], p[a + 22],
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
-        p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5],
+        p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5], p[c + 6], p[c + 7], p[c + 8],
+        p[c + 9],
         p[d], p[d + 1],
     )
 
@@ -241,6 +248,13 @@ def _remove_private(v: Any, core: int, line: int) -> None:
         v.i32[_u(v.l2_way + slot)] = -1
 
 
+@_jit(inline=True)
+def _end_tenures(v: Any, core: int, line: int) -> None:
+    """The core lost the line otherwise than through the queue: no window for its threads."""
+    for thread in range(core * v.tpc, (core + 1) * v.tpc):
+        v.f64[_u(v.tenure_end + thread * v.n_lines + line)] = 0.0
+
+
 @_jit()
 def _back_invalidate(v: Any, domain: int, line: int) -> None:
     """Inclusive L3 eviction: every core of the domain loses its copy (a real call: rare)."""
@@ -252,6 +266,8 @@ def _back_invalidate(v: Any, domain: int, line: int) -> None:
             if v.i32[_u(v.owner + line)] == core:
                 v.i32[_u(v.owner + line)] = -1
                 v.i32[_u(v.ostate + line)] = 0
+            if v.home_rule:
+                _end_tenures(v, core, line)
 
 
 @_jit(inline=True)
@@ -293,6 +309,8 @@ def _evicted_from_l2(v: Any, core: int, line: int) -> None:
     """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
     _drop_l1(v, core, line)
     _set_holder(v, core, line, 0)
+    if v.home_rule:
+        _end_tenures(v, core, line)
     dirty = False
     if v.i32[_u(v.owner + line)] == core:
         dirty = v.i32[_u(v.ostate + line)] in (ST_M, ST_O)
@@ -404,8 +422,11 @@ def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
 
 
 @_jit(inline=True)
-def _queue(v: Any, line: int, now: float, latency: float) -> float:
-    """Serialize a transfer of ``latency`` with the line's others; return its wait.
+def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
+    """Serialize a transfer occupying the line for ``latency``; return its wait.
+
+    ``who`` is recorded with the reservation under the ``home`` rule (``2 * thread + 1``
+    ownership, ``2 * thread`` read).
 
     See :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO
     by
@@ -416,9 +437,13 @@ def _queue(v: Any, line: int, now: float, latency: float) -> float:
     if count == CALENDAR_SLOTS:  # full: the two oldest reservations become one span
         v.f64[_u(v.cal_end + base)] = max(v.f64[_u(v.cal_end + base)],
                                           v.f64[_u(v.cal_end + base + 1)])
+        if v.home_rule:
+            v.i32[_u(v.cal_who + base)] = -1
         for index in range(1, count - 1):
             v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index + 1)]
             v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index + 1)]
+            if v.home_rule:
+                v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index + 1)]
         count -= 1
     start = now
     ahead = 0
@@ -442,10 +467,59 @@ def _queue(v: Any, line: int, now: float, latency: float) -> float:
     for index in range(count, position, -1):
         v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index - 1)]
         v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index - 1)]
+        if v.home_rule:
+            v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index - 1)]
     v.f64[_u(v.cal_start + base + position)] = start
     v.f64[_u(v.cal_end + base + position)] = start + latency
     v.i32[_u(v.cal_count + line)] = count + 1
+    if v.home_rule:
+        v.i32[_u(v.cal_who + base + position)] = who
+        _book_tenure(v, line, position, who)
     return wait
+
+
+@_jit(inline=True)
+def _window_hit(v: Any, thread: int, line: int, now: float, owned: bool) -> bool:
+    """The ``home`` rule's owner window (see the reference's ``_window_hit``)."""
+    slot = thread * v.n_lines + line
+    end = v.f64[_u(v.tenure_end + slot)]
+    return (v.f64[_u(v.tenure_start + slot)] <= now < end < np.inf
+            and (v.i32[_u(v.tenure_owned + slot)] != 0 or not owned))
+
+
+@_jit()
+def _book_tenure(v: Any, line: int, position: int, who: int) -> None:
+    """Note the new reservation's tenure and end its predecessor's (a real call: ``home``)."""
+    base = line * CALENDAR_SLOTS
+    thread = who >> 1
+    if position > 0:
+        before = v.i32[_u(v.cal_who + base + position - 1)]
+        if before >= 0 and before >> 1 != thread:
+            start = v.f64[_u(v.cal_start + base + position)]
+            end = v.f64[_u(v.cal_end + base + position)]
+            v.f64[_u(v.tenure_end + (before >> 1) * v.n_lines + line)] = (
+                start + v.f64[_u(v.scalars + S_WINDOW)] * (end - start))
+    slot = thread * v.n_lines + line
+    v.f64[_u(v.tenure_start + slot)] = v.f64[_u(v.cal_start + base + position)]
+    v.f64[_u(v.tenure_end + slot)] = np.inf
+    v.i32[_u(v.tenure_owned + slot)] = who & 1
+
+
+@_jit(inline=True)
+def _service_ns(v: Any, kind: int, req: int, sup: int) -> float:
+    nd = v.n_domains
+    return float(v.f64[_u(v.service_ns + (kind * nd + req) * nd + sup)])
+
+
+@_jit()
+def _ownership_occupancy(v: Any, core: int, domain: int, line: int, latency: float) -> float:
+    """At least the ownership service time to the farthest other holder (``home`` rule)."""
+    occupancy = latency
+    for other in range(v.n_cores):
+        if other != core and v.i32[_u(v.holders + other * v.n_lines + line)] != 0:
+            occupancy = max(occupancy, _service_ns(v, K_OWNERSHIP, domain,
+                                                   v.i32[_u(v.core_domain + other)]))
+    return occupancy
 
 
 @_jit(inline=True)
@@ -491,8 +565,8 @@ def _drop_l3_copies(v: Any, domain: int, line: int) -> None:
 
 @_jit()
 def _take_ownership(
-    v: Any, core: int, domain: int, line: int, floor_ns: float, supplier: int, now: float,
-    out: Any,
+    v: Any, thread: int, core: int, domain: int, line: int, floor_ns: float, supplier: int,
+    now: float, out: Any,
 ) -> tuple[float, float]:
     """A store's common step: invalidate every other copy, become the M owner.
 
@@ -502,7 +576,11 @@ def _take_ownership(
     """
     others = _any_holder(v, line, core)
     latency = max(floor_ns, _invalidation_latency(v, domain, line, core, supplier))
-    wait = _queue(v, line, now, latency) if others else 0.0
+    wait = 0.0
+    if others:
+        occupancy = (_ownership_occupancy(v, core, domain, line, latency) if v.home_rule
+                     else latency)
+        wait = _queue(v, line, now, occupancy, 2 * thread + 1)
     _invalidate_others(v, core, line, out)
     _drop_l3_copies(v, domain, line)
     v.i32[_u(v.owner + line)] = core
@@ -515,13 +593,21 @@ def _take_ownership(
 
 @_jit(inline=True)
 def _load_miss(
-    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
+    v: Any, thread: int, core: int, domain: int, line: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
     """A load that missed the core's private caches."""
+    if v.home_rule and _window_hit(v, thread, line, now, False):
+        return C_L1, float(v.f64[_u(v.scalars + S_L1)]), 0.0
+    owner = v.i32[_u(v.owner + line)]
     klass, latency, from_owner, dirty, from_l3 = _supplier(v, domain, line)
     if from_l3 == domain and v.inclusion == VICTIM and not _any_holder(v, line, -1):
         _l3_remove(v, domain, line)
     wait = 0.0
+    if v.home_rule and (from_owner or (from_l3 >= 0 and from_l3 != domain)):
+        supplier = v.i32[_u(v.core_domain + owner)] if from_owner else from_l3
+        kind = K_READ_MODIFIED if dirty else K_READ_SHARED
+        occupancy = max(latency, _service_ns(v, kind, domain, supplier))
+        wait = _queue(v, line, now, occupancy, 2 * thread)
     if from_owner:
         state = v.i32[_u(v.ostate + line)]
         if v.protocol == MOESI and state in (ST_M, ST_O):
@@ -531,7 +617,8 @@ def _load_miss(
             v.i32[_u(v.ostate + line)] = 0
         if dirty:
             _attribute_hitm(v, line, mask, out)
-            wait = _queue(v, line, now, latency)
+            if not v.home_rule:
+                wait = _queue(v, line, now, latency, 2 * thread)
     elif dirty:
         _attribute_hitm(v, line, mask, out)
     # Grant: E if alone, F (MESIF without owner) or S.
@@ -550,7 +637,7 @@ def _load_miss(
 
 @_jit(inline=True)
 def _load(
-    v: Any, core: int, domain: int, line: int, mask: int, now: float, out: Any
+    v: Any, thread: int, core: int, domain: int, line: int, mask: int, now: float, out: Any
 ) -> tuple[int, float, float]:
     slot = core * v.n_lines + line
     w1 = v.i32[_u(v.l1_way + slot)]
@@ -564,7 +651,7 @@ def _load(
         v.i64[_u(v.l2_stamp + index)] = _tick(v) | w2
         _insert_l1(v, core, v.i32[_u(v.set1 + line)], line, _tick(v))
         return C_L2, float(v.f64[_u(v.scalars + S_L2)]), 0.0
-    return _load_miss(v, core, domain, line, mask, now, out)
+    return _load_miss(v, thread, core, domain, line, mask, now, out)
 
 
 @_jit(inline=True)
@@ -578,7 +665,11 @@ def _hit_cost(
     writer = v.i32[_u(v.last_writer + line)]
     if writer >= 0 and writer != thread and writer // v.tpc == core:
         smt_ns = float(v.f64[_u(v.scalars + S_SMT)])
-        return C_SMT, smt_ns, _queue(v, line, now, smt_ns)
+        if v.home_rule:
+            wait = max(0.0, v.f64[_u(v.core_lock_end + core)] - now)
+            v.f64[_u(v.core_lock_end + core)] = now + wait + smt_ns
+            return C_SMT, smt_ns, wait
+        return C_SMT, smt_ns, _queue(v, line, now, smt_ns, 2 * thread + 1)
     return level_class, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), level_ns), 0.0
 
 
@@ -601,17 +692,22 @@ def _write(
             return _hit_cost(v, thread, core, line, op, in_l1, now)
         owned_dirty = v.i32[_u(v.owner + line)] == core and state == ST_O
         latency, wait = _take_ownership(
-            v, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
+            v, thread, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
         if owned_dirty:
             v.i64[_u(v.dirty_mask + line)] |= mask
         else:
             v.i64[_u(v.dirty_mask + line)] = mask
         return C_UPGRADE, latency, wait
+    if v.home_rule and _window_hit(v, thread, line, now, True):
+        l1_ns = float(v.f64[_u(v.scalars + S_L1)])
+        return C_L1, max(float(v.f64[_u(v.scalars + S_ATOMIC)]), l1_ns) if op == OP_RMW else (
+            l1_ns), 0.0
     klass, latency, from_owner, dirty, from_l3 = _supplier(v, domain, line)
     if dirty:
         _attribute_hitm(v, line, mask, out)
     supplier = v.i32[_u(v.owner + line)] if from_owner else -1
-    latency, wait = _take_ownership(v, core, domain, line, latency, supplier, now, out)
+    latency, wait = _take_ownership(v, thread, core, domain, line, latency, supplier, now,
+                                   out)
     _set_holder(v, core, line, 1)
     v.i64[_u(v.dirty_mask + line)] = mask
     if v.inclusion == INCLUSIVE and from_l3 != domain:
@@ -631,7 +727,7 @@ def _access(
     """
     domain = v.i32[_u(v.core_domain + core)]
     if op == OP_LOAD:
-        klass, latency, wait = _load(v, core, domain, line, mask, now, out)
+        klass, latency, wait = _load(v, thread, core, domain, line, mask, now, out)
         v.i64[_u(v.read_mask + line)] |= mask
     else:
         klass, latency, wait = _write(v, thread, core, domain, line, op, mask, now, out)
@@ -751,10 +847,13 @@ def scan(
             stall += l2_stall
         else:
             v.i64[_u(v.counters + 0)] = clock
-            klass, latency, wait = _load_miss(v, core, domain, line, mask, now, out)
+            klass, latency, wait = _load_miss(v, thread, core, domain, line, mask, now, out)
             clock = v.i64[_u(v.counters + 0)]
             v.i64[_u(v.line_class + klass * v.n_lines + line)] += 1
-            out[klass] += 1.0  # a miss is never an L1 or L2 hit
+            if klass == C_L1:  # the home rule's owner window (never an L2 hit)
+                l1_hits += 1.0
+            else:
+                out[klass] += 1.0
             latency_sum += latency
             wait_sum += wait
             v.f64[_u(v.line_wait_ns + line)] += wait

@@ -59,6 +59,9 @@ _L3_HIT = int(AccessClass.L3_HIT)
 _SMT_SIBLING, _UPGRADE = int(AccessClass.SMT_SIBLING), int(AccessClass.UPGRADE)
 _LATENCY, _WAIT, _STALL = int(Out.LATENCY_NS), int(Out.WAIT_NS), int(Out.STALL_NS)
 _INVALIDATIONS = int(Out.INVALIDATIONS)
+_READ_MODIFIED, _READ_SHARED, _OWNERSHIP = 0, 1, 2
+_FOREVER = float("inf")
+"""Rows of the ``home`` rule's service-time table (``SERVICE_KINDS``)."""
 _FALSE_HITM, _TRUE_HITM = int(Out.FALSE_SHARING_HITM), int(Out.TRUE_SHARING_HITM)
 
 CacheSet = OrderedDict[int, bool]
@@ -100,6 +103,9 @@ class ReferenceCoherence:
         self._smt_sibling_ns, self._atomic_local_ns = tables.smt_sibling_ns, tables.atomic_local_ns
         self._upgrade_ns = tables.upgrade_ns
         self._per_extra_sharer_ns = tables.per_extra_sharer_ns
+        self._home_rule = tables.home_rule
+        self._owner_window = tables.owner_window
+        self._service_ns: list[list[list[float]]] = tables.service_ns.tolist()
         self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
         self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
         self._dram_class: list[list[int]] = tables.dram_class.tolist()
@@ -125,9 +131,21 @@ class ReferenceCoherence:
         self.holders = [0] * n_lines
         self.last_writer = [-1] * n_lines
         self.dirty_mask = [0] * n_lines
-        self.calendar: list[list[tuple[float, float]]] = [[] for _ in range(n_lines)]
-        """Per line, reserved ``(start, end)`` intervals sorted by start (at most
-        :data:`CALENDAR_SLOTS`)."""
+        n_tenures = topo.n_threads if self._home_rule else 0
+        self.tenure_start = [[0.0] * n_lines for _ in range(n_tenures)]
+        """``home`` rule: per thread and line, when its last transfer through the queue started."""
+        self.tenure_end = [[0.0] * n_lines for _ in range(n_tenures)]
+        """``home`` rule: per thread and line, when its last tenure through the queue ends
+        (:data:`_FOREVER` until a transfer to another core is booked after it; 0 when it never
+        had one or lost the line otherwise)."""
+        self.tenure_owned = [[False] * n_lines for _ in range(n_tenures)]
+        """``home`` rule: per thread and line, whether that tenure was an ownership transfer."""
+        self.core_lock_end = [0.0] * topo.n_cores
+        """``home`` rule: per core, when its SMT siblings' last turn at a locked operation ends."""
+        self.calendar: list[list[tuple[float, float, int]]] = [[] for _ in range(n_lines)]
+        """Per line, reserved ``(start, end, who)`` intervals sorted by start (at most
+        :data:`CALENDAR_SLOTS`); ``who`` is (``home`` rule) ``2 * thread + 1`` for an
+        ownership transfer to ``thread``, ``2 * thread`` for a read, -1 for merged reservations."""
         # Caches.
         self.l1: list[list[L1Set]] = [
             [deque(maxlen=self.l1_geom[1]) for _ in range(self.l1_geom[0])]
@@ -260,10 +278,10 @@ class ReferenceCoherence:
                     latency_sum += l2_ns
                     stall += l2_stall
                 else:
-                    klass, latency, wait = self._load_miss(core, line, mask, now, out)
+                    klass, latency, wait = self._load_miss(thread, core, line, mask, now, out)
                     self.line_class[klass][line] += 1
                     self.line_wait_ns[line] += wait
-                    out[klass] += 1  # never L1_HIT or L2_HIT
+                    out[klass] += 1  # never L2_HIT (L1_HIT: the home rule's owner window)
                     miss_count += 1
                     latency_sum += latency
                     wait_sum += wait
@@ -318,7 +336,7 @@ class ReferenceCoherence:
     ) -> tuple[int, float, float]:
         """One access and its per-line statistics; the caller counts it in ``out``."""
         if op == _LOAD:
-            klass, latency, wait = self._load(core, line, mask, now, out)
+            klass, latency, wait = self._load(thread, core, line, mask, now, out)
             self.read_mask[line] |= mask
         else:
             klass, latency, wait = self._write(thread, core, line, op, mask, now, out)
@@ -330,7 +348,7 @@ class ReferenceCoherence:
         return klass, latency, wait
 
     def _load(
-        self, core: int, line: int, mask: int, now: float, out: Any
+        self, thread: int, core: int, line: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
         l1set = self.l1[core][self.set1[line]]
         if line in l1set:
@@ -342,23 +360,37 @@ class ReferenceCoherence:
             l2set.move_to_end(line)
             self._insert_l1(core, self.set1[line], line)
             return _L2_HIT, self._l2_ns, 0.0
-        return self._load_miss(core, line, mask, now, out)
+        return self._load_miss(thread, core, line, mask, now, out)
 
     def _load_miss(
-        self, core: int, line: int, mask: int, now: float, out: Any
+        self, thread: int, core: int, line: int, mask: int, now: float, out: Any
     ) -> tuple[int, float, float]:
         """A load that missed the core's L1 and L2."""
+        if self._home_rule and self._window_hit(thread, line, now, False):
+            return _L1_HIT, self._l1_ns, 0.0
         domain = core // self.cores_per_domain
+        owner_domain = self.owner[line] // self.cores_per_domain
         klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
         if from_l3 == domain and self.victim_l3 and self.holders[line] == 0:
             # A victim L3 hands an unshared line over to the L2 (exclusive caching).
             self.l3[domain][self.set3[line]].pop(line)
         wait = 0.0
-        if from_owner:
+        if self._home_rule:
+            # Every read another cache serves queues at the line's home, for its service time.
+            if from_owner or (from_l3 >= 0 and from_l3 != domain):
+                supplier = owner_domain if from_owner else from_l3
+                kind = _READ_MODIFIED if dirty else _READ_SHARED
+                occupancy = max(latency, self._service_ns[kind][domain][supplier])
+                wait = self._queue(line, now, occupancy, 2 * thread)
+            if from_owner:
+                self._downgrade_owner(line)
+            if dirty:
+                self._attribute_hitm(line, mask, out)
+        elif from_owner:
             self._downgrade_owner(line)
             if dirty:
                 self._attribute_hitm(line, mask, out)
-                wait = self._queue(line, now, latency)
+                wait = self._queue(line, now, latency, 2 * thread)
         elif dirty:
             self._attribute_hitm(line, mask, out)
         self._grant_shared(core, line)
@@ -387,20 +419,25 @@ class ReferenceCoherence:
             latency = self._upgrade_ns
             latency = max(latency, self._invalidation_latency(domain, others, home))
             owned_dirty = self.owner[line] == core and self.ostate[line] == _O
-            wait = self._queue(line, now, latency) if others else 0.0
+            wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
+                               2 * thread + 1) if others else 0.0
             self._invalidate_others(core, line, others, out)
             self._drop_l3_copies(domain, line)
             self.owner[line] = core
             self.ostate[line] = _M
             self.dirty_mask[line] = (self.dirty_mask[line] | mask) if owned_dirty else mask
             return _UPGRADE, latency, wait
+        if self._home_rule and self._window_hit(thread, line, now, True):
+            return _L1_HIT, max(self._atomic_local_ns, self._l1_ns) if op == _RMW else (
+                self._l1_ns), 0.0
         klass, latency, from_owner, dirty, from_l3 = self._supplier(core, domain, line)
         if dirty:
             self._attribute_hitm(line, mask, out)
         others = self.holders[line] & ~bit
         supplier_bit = (1 << self.owner[line]) if from_owner else 0
         latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
-        wait = self._queue(line, now, latency) if others else 0.0
+        wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
+                           2 * thread + 1) if others else 0.0
         self._invalidate_others(core, line, others, out)
         self._drop_l3_copies(domain, line)
         self.owner[line] = core
@@ -418,7 +455,8 @@ class ReferenceCoherence:
         """An access that hits the core's own copy.
 
         An RMW after the SMT sibling's write waits its turn on the line: the two threads share
-        the core's L1 but not the locked operation.
+        the core's L1 but not the locked operation (``fifo``: in the line's queue; ``home``: at
+        the core, which keeps the line).
         """
         level_class = _L1_HIT if in_l1 else _L2_HIT
         level_ns = self._l1_ns if in_l1 else self._l2_ns
@@ -426,8 +464,13 @@ class ReferenceCoherence:
             return level_class, level_ns, 0.0
         writer = self.last_writer[line]
         if writer >= 0 and writer != thread and writer // self.threads_per_core == core:
+            if self._home_rule:
+                # The line stays in the core: the siblings take turns at its L1, not at the home.
+                wait = max(0.0, self.core_lock_end[core] - now)
+                self.core_lock_end[core] = now + wait + self._smt_sibling_ns
+                return _SMT_SIBLING, self._smt_sibling_ns, wait
             return _SMT_SIBLING, self._smt_sibling_ns, self._queue(
-                line, now, self._smt_sibling_ns)
+                line, now, self._smt_sibling_ns, 2 * thread + 1)
         return level_class, max(self._atomic_local_ns, level_ns), 0.0
 
     # ------------------------------------------------------------------ protocol helpers
@@ -490,8 +533,43 @@ class ReferenceCoherence:
             out[_FALSE_HITM] += 1
             self.line_false_hitm[line] += 1
 
-    def _queue(self, line: int, now: float, latency: float) -> float:
+    def _ownership_occupancy(self, domain: int, others: int, latency: float) -> float:
+        """How long an ownership transfer occupies the line.
+
+        Its latency (``fifo``), or under the ``home`` rule at least the ownership service time
+        to the farthest other holder.
+        """
+        if not self._home_rule:
+            return latency
+        occupancy = latency
+        service = self._service_ns[_OWNERSHIP][domain]
+        core = 0
+        while others:
+            if others & 1:
+                occupancy = max(occupancy, service[core // self.cores_per_domain])
+            others >>= 1
+            core += 1
+        return occupancy
+
+    def _window_hit(self, thread: int, line: int, now: float, owned: bool) -> bool:
+        """Whether ``thread`` still serves its access at ``now`` from its last tenure of the line.
+
+        The ``home`` rule's owner window. A thread that received the line through the queue keeps
+        it until the snoop of the next queued transfer reaches it: ``owner_window`` of that
+        transfer's service time after it starts (:attr:`tenure_end`, set when the next transfer
+        is booked). ``owned``: the access needs ownership (a store or an atomic), so the tenure
+        must have been an ownership transfer. Called only for a thread whose core does not hold
+        the line any more. Tenures are kept per thread: an SMT sibling's request books its own.
+        """
+        end = self.tenure_end[thread][line]
+        return (self.tenure_start[thread][line] <= now < end != _FOREVER
+                and (self.tenure_owned[thread][line] or not owned))
+
+    def _queue(self, line: int, now: float, latency: float, who: int) -> float:
         """Serialize an ownership transfer with the line's others; return its wait.
+
+        ``latency`` is how long the transfer occupies the line; ``who`` is recorded with its
+        reservation (see :attr:`calendar`).
 
         A hot line is a single server, FIFO by logical time. Its recent transfers are kept as
         reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
@@ -511,7 +589,7 @@ class ReferenceCoherence:
         """
         calendar = self.calendar[line]
         if len(calendar) == CALENDAR_SLOTS:
-            calendar[0:2] = [(calendar[0][0], max(calendar[0][1], calendar[1][1]))]
+            calendar[0:2] = [(calendar[0][0], max(calendar[0][1], calendar[1][1]), -1)]
         start = now
         ahead = 0
         while ahead < len(calendar) and calendar[ahead][0] <= start:
@@ -519,20 +597,35 @@ class ReferenceCoherence:
             ahead += 1
         wait = start - now
         shifted_end = start + latency
-        for booked_start, booked_end in calendar[ahead:]:
+        for booked_start, booked_end, _ in calendar[ahead:]:
             if booked_start >= shifted_end:
                 break
             wait += shifted_end - booked_start
             shifted_end = booked_end + (shifted_end - booked_start)
         position = len(calendar)
         for index in range(ahead, len(calendar)):
-            booked_start, booked_end = calendar[index]
+            booked_start, booked_end, _ = calendar[index]
             if booked_start >= start + latency:
                 position = index
                 break
             start = max(start, booked_end)
-        calendar.insert(position, (start, start + latency))
+        calendar.insert(position, (start, start + latency, who if self._home_rule else -1))
+        if self._home_rule:
+            self._book_tenure(line, calendar, position, who)
         return wait
+
+    def _book_tenure(self, line: int, calendar: list[tuple[float, float, int]], position: int,
+                     who: int) -> None:
+        """Note the tenure of the new reservation's thread and end its predecessor's."""
+        thread = who >> 1
+        if position > 0:
+            before = calendar[position - 1][2]
+            if before >= 0 and before >> 1 != thread:
+                start, end, _ = calendar[position]
+                self.tenure_end[before >> 1][line] = start + self._owner_window * (end - start)
+        self.tenure_start[thread][line] = calendar[position][0]
+        self.tenure_end[thread][line] = _FOREVER
+        self.tenure_owned[thread][line] = bool(who & 1)
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
         """The farthest sharer's clean latency, plus the per-sharer increment after the first."""
@@ -618,6 +711,8 @@ class ReferenceCoherence:
     def _evicted_from_l2(self, core: int, line: int) -> None:
         """A tracked line left a core's L2: drop the L1 copy, update the directory, spill to L3."""
         _discard(self.l1[core][self.set1[line]], line)
+        if self._home_rule:
+            self._end_tenures(core, line)
         self.holders[line] &= ~(1 << core)
         dirty = False
         if self.owner[line] == core:
@@ -632,6 +727,12 @@ class ReferenceCoherence:
         else:
             self._insert_l3(domain, index, line, dirty)
 
+    def _end_tenures(self, core: int, line: int) -> None:
+        """The core lost the line otherwise than through the queue: no window for its threads."""
+        first = core * self.threads_per_core
+        for thread in range(first, first + self.threads_per_core):
+            self.tenure_end[thread][line] = 0.0
+
     def _remove_private(self, core: int, line: int) -> None:
         _discard(self.l1[core][self.set1[line]], line)
         self.l2[core][self.set2[line]].pop(line, None)
@@ -643,6 +744,8 @@ class ReferenceCoherence:
             if self.holders[line] >> core & 1:
                 self._remove_private(core, line)
                 self.holders[line] &= ~(1 << core)
+                if self._home_rule:
+                    self._end_tenures(core, line)
                 if self.owner[line] == core:
                     self.owner[line] = -1
                     self.ostate[line] = 0
@@ -667,6 +770,10 @@ class ReferenceCoherence:
             "last_writer": list(self.last_writer),
             "dirty_mask": list(self.dirty_mask),
             "calendar": [list(entries) for entries in self.calendar],
+            "core_lock_end": list(self.core_lock_end),
+            "tenure_start": [list(row) for row in self.tenure_start],
+            "tenure_end": [list(row) for row in self.tenure_end],
+            "tenure_owned": [list(row) for row in self.tenure_owned],
             "l1": lines_of(self.l1),
             "l2": lines_of(self.l2),
             "l3": lines_and_dirty_of(self.l3),

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.study.ccbench import CONTENTION_COLUMNS
+from simulator.study.ccbench import CONTENTION_COLUMNS, OPERATIONS
 
 QUICK = ["--duration-us", "2", "--warmup-us", "1"]
 
@@ -21,8 +21,8 @@ def test_contention_prints_one_row_per_operation_placement_and_count(
     lines = captured.out.splitlines()
     assert lines[0].startswith("gold5215-2s: atomics on one line")
     rows = [line.split() for line in lines[3:] if line.strip()]
-    # core holds 2 threads, socket and cross hold 4: (2 + 3 + 3) counts x 3 operations.
-    assert len(rows) == 24
+    # core holds 2 threads, socket and cross hold 4: (2 + 3 + 3) counts x 7 operations.
+    assert len(rows) == 8 * len(OPERATIONS) == 56
     fetch_add = {(row[1], int(row[2])): float(row[3]) for row in rows if row[0] == "fetch-add"}
     assert fetch_add[("socket", 1)] == pytest.approx(1e3 / 7.0, rel=0.01)  # 1 / atomic_local
     assert "placement core holds at most 2 threads" in captured.err
@@ -40,6 +40,19 @@ def test_contention_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert set(table["operation"]) == {"load-cas"}
     assert table.loc[table["placement"] == "cross", "domains_used"].tolist() == [2, 16]
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_machine_set_selects_the_line_service_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    rates = {}
+    for rule in ("fifo", "home"):
+        assert main(["ccbench", "platinum8168-2s-vm", "--contention", "--ops", "fetch-add",
+                     "--placements", "cross", "--threads", "16", "--csv", "--machine-set",
+                     f"line_service.rule={rule}", "--duration-us", "10", "--warmup-us",
+                     "2"]) == 0
+        rates[rule] = float(pd.read_csv(io.StringIO(capsys.readouterr().out))["ops_per_s"][0])
+    assert rates["home"] > 3 * rates["fifo"]
+    assert main(["ccbench", "gold5215-2s", "--machine-set", "line_service.rule=lifo"]) == 2
+    assert "line_service.rule" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags", [

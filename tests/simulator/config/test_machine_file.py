@@ -547,3 +547,21 @@ def test_a_machine_file_without_idle_states_has_none(gold_data: dict[str, Any],
                                                      write_yaml: WriteYaml) -> None:
     del gold_data["idle"]
     assert load_machine(write_yaml(gold_data)).idle is None
+
+
+def test_the_line_service_section_is_read_and_checked() -> None:
+    config = load_machine("gold5215-2s", ["line_service.rule=home"])
+    assert config.line_service.home
+    assert config.line_service.owner_window == 0.2
+    assert config.line_service.service_ns[0] == (0.0, 0.0, 300.0)  # read_modified
+    assert load_machine("gold5215-2s").line_service.rule == "fifo"  # shipped: fifo
+    for override, key in (("line_service.rule=lifo", "line_service.rule"),
+                          ("line_service.owner_window=2", "line_service.owner_window"),
+                          ("line_service.service.read_modified.remote=300",
+                           "line_service.service.read_modified.remote"),
+                          ("line_service.service.writes={local: 1 ns}",
+                           "line_service.service.writes"),
+                          ("line_service.speed=1", "line_service.speed")):
+        with pytest.raises(ConfigError) as error:
+            load_machine("gold5215-2s", [override])
+        assert error.value.key == key

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.config.machine import CoherenceProtocol, L3Inclusion, MachineConfig
+from simulator.config.machine import (
+    CoherenceProtocol,
+    L3Inclusion,
+    LineServiceConfig,
+    MachineConfig,
+)
 from simulator.config.machine_file import load_machine, shipped_machines
 from simulator.hardware.codes import OUT_SIZE, Op
 from simulator.hardware.coherence.compiled import CompiledCoherence
@@ -95,6 +102,7 @@ def _run_trace(machine: MachineConfig, n_lines: int, steps: int, seed: int) -> N
     cores=st.integers(1, 3),
     threads=st.integers(1, 2),
     seed=st.integers(0, 2**31),
+    home=st.booleans(),
 )
 def test_random_machines_and_traces_agree(
     protocol: CoherenceProtocol,
@@ -104,6 +112,7 @@ def test_random_machines_and_traces_agree(
     cores: int,
     threads: int,
     seed: int,
+    home: bool,
 ) -> None:
     machine = toy_machine(
         sockets=sockets,
@@ -113,12 +122,43 @@ def test_random_machines_and_traces_agree(
         protocol=protocol,
         inclusion=inclusion,
     )
+    if home:
+        machine = _home_rule(machine, seed)
     _run_trace(machine, n_lines=48, steps=400, seed=seed)
+
+
+def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
+    """The machine under the ``home`` line service rule with random service times and window.
+
+    Some service times are below the latencies (the latency then applies), some far above.
+    """
+    rng = np.random.default_rng(seed)
+    choices = [0.0, 30.0, 150.0, 400.0]
+    service = tuple((float(rng.choice(choices)), float(rng.choice(choices)),
+                     float(rng.choice(choices))) for _ in range(3))
+    rule = LineServiceConfig(rule="home", owner_window=float(rng.choice([0.0, 0.3, 1.0])),
+                             service_ns=service)
+    return dataclasses.replace(machine, line_service=rule)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_home_rule_on_a_few_hot_lines_agrees(seed: int) -> None:
+    """Few lines and many accesses: the calendars fill, merge and the owner window is met."""
+    machine = _home_rule(toy_machine(sockets=2, cores_per_domain=3), seed)
+    _run_trace(machine, n_lines=3, steps=600, seed=seed)
 
 
 @pytest.mark.parametrize("name", shipped_machines())
 def test_shipped_machines_agree(name: str) -> None:
     _run_trace(load_machine(name), n_lines=300, steps=3000, seed=7)
+
+
+@pytest.mark.parametrize("name", ["gold5215-2s", "threadripper-3990x"])
+def test_shipped_machines_agree_under_the_home_rule(name: str) -> None:
+    config = load_machine(name, ["line_service.rule=home"])
+    assert config.line_service.home
+    _run_trace(config, n_lines=40, steps=3000, seed=9)
 
 
 @pytest.mark.parametrize("private_lines", [511, 512, 1024, 1500])

@@ -10,7 +10,6 @@ from simulator.errors import ConfigError
 from simulator.hardware.topology import Topology
 from simulator.study.ccbench import (
     CONTENTION_COLUMNS,
-    OPERATIONS,
     PLACEMENTS,
     contention_point,
     contention_sweep,
@@ -133,7 +132,7 @@ def test_a_cas_loop_retries_until_every_operation_succeeds() -> None:
     assert four["ops_per_s"] < fetch_add["ops_per_s"]
 
 
-@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("operation", ["cas-loop", "fetch-add", "load-cas"])
 def test_threads_in_a_closed_loop_obey_littles_law(operation: str) -> None:
     """Each thread always has one operation in flight: throughput x latency = threads.
 
@@ -187,3 +186,71 @@ def test_sweep_skips_what_a_placement_cannot_hold() -> None:
         contention_sweep(config, ["swap"], [1])
     with pytest.raises(ConfigError, match="no thread count fits"):
         contention_sweep(config, ["fetch-add"], [4], placements=["core"])
+
+
+def _handoff_ns(machine: str, operation: str, placement: str, rule: str) -> float:
+    config = load_machine(machine, [f"line_service.rule={rule}"])
+    point = contention_point(config, operation, placed_threads(config, placement, 2),
+                             20_000.0, WARMUP_NS)
+    return 1e9 / point["ops_per_s"]
+
+
+def test_a_strict_handoff_costs_one_transfer_per_cas_and_two_per_read_then_cas() -> None:
+    """perfbook's cachetorture: a blind CAS hand-off is one transfer; a read then CAS is two,
+    and under the home rule the read of the line modified on the other socket occupies its home
+    for the 300 ns of the machine file, which puts the hand-off at the published 446 ns."""
+    gold = load_machine("gold5215-2s")
+    assert gold.latency.remote_hitm is not None
+    remote = gold.latency.remote_hitm
+    assert remote.holder is not None
+    assert remote.requester is not None
+    mean_remote = (remote.holder + remote.requester) / 2
+    assert _handoff_ns("gold5215-2s", "handoff-cas", "cross", "fifo") == pytest.approx(
+        mean_remote, rel=0.02)
+    assert _handoff_ns("gold5215-2s", "handoff-load-cas", "cross", "fifo") == pytest.approx(
+        2 * mean_remote, rel=0.02)
+    assert _handoff_ns("gold5215-2s", "handoff-load-cas", "cross", "home") == pytest.approx(
+        446.1, rel=0.03)
+    local = _handoff_ns("gold5215-2s", "handoff-load-cas", "socket", "home")
+    assert local == pytest.approx(gold.latency.local_hitm_ns + gold.latency.local_hit_ns,
+                                  rel=0.02)
+
+
+def test_the_owner_window_serves_several_operations_per_tenure() -> None:
+    """A tight fetch-add loop over both sockets: one operation per transfer under fifo, several
+    under home (perfbook's count_atomic plateau, 43-45 M ops/s, set the window)."""
+    config = load_machine("platinum8168-2s-vm")
+    ids = placed_threads(config, "cross", 16)
+    fifo = contention_point(config, "fetch-add", ids, 20_000.0, WARMUP_NS)
+    home = contention_point(load_machine("platinum8168-2s-vm", ["line_service.rule=home"]),
+                            "fetch-add", ids, 20_000.0, WARMUP_NS)
+    assert fifo["ops_per_s"] == pytest.approx(6.86e6, rel=0.05)
+    assert home["ops_per_s"] == pytest.approx(43e6, rel=0.1)
+
+
+def test_read_mostly_misses_queue_at_the_home_only_under_the_home_rule() -> None:
+    """Many readers and a few writers on one line: after each write the readers' misses are
+    served one at a time under home, so a missed load waits for the others."""
+    latencies = {}
+    for rule in ("fifo", "home"):
+        config = load_machine("sapphire-rapids-2s", [f"line_service.rule={rule}"])
+        point = contention_point(config, "read-mostly", placed_threads(config, "cross", 16),
+                                 20_000.0, WARMUP_NS)
+        assert point["ops"] > 0
+        latencies[rule] = point["latency_ns"]
+    assert latencies["fifo"] < 200.0
+    assert latencies["home"] > 5 * latencies["fifo"]
+
+
+def test_splitting_a_read_mostly_line_per_socket_cuts_its_misses_cost() -> None:
+    """P5 (perf c2c, a cpumask split per NUMA node): about 4x fewer cycles per load. The split
+    saves more under the home rule, whose queue it halves and keeps on one socket."""
+    falls = {}
+    for rule in ("fifo", "home"):
+        config = load_machine("platinum8168-2s-vm", [f"line_service.rule={rule}"])
+        ids = placed_threads(config, "cross", 16)
+        one = contention_point(config, "read-mostly", ids, 20_000.0, WARMUP_NS)
+        split = contention_point(config, "read-mostly-split", ids, 20_000.0, WARMUP_NS)
+        falls[rule] = one["latency_ns"] / split["latency_ns"]
+    assert 1.2 < falls["fifo"] < 3.0
+    assert falls["home"] > 3.0

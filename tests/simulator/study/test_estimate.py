@@ -64,8 +64,9 @@ def test_the_estimate_stays_within_its_documented_error_of_the_measured_points(
 
 
 @pytest.mark.parametrize("machine", [toy_machine(), load_machine("gold5215-2s"),
-                                     load_machine("threadripper-3990x")],
-                         ids=["toy", "gold5215-2s", "threadripper-3990x"])
+                                     load_machine("threadripper-3990x"),
+                                     load_machine("gold5215-2s", ["line_service.rule=home"])],
+                         ids=["toy", "gold5215-2s", "threadripper-3990x", "gold-home"])
 @pytest.mark.parametrize("lines", [1, 100, 4321])
 def test_coherence_state_bytes_are_the_compiled_state_allocation(machine: object,
                                                                  lines: int) -> None:
@@ -73,7 +74,8 @@ def test_coherence_state_bytes_are_the_compiled_state_allocation(machine: object
     homes = np.zeros(lines, dtype=np.int64)
     state = CompiledCoherence(machine, np.arange(lines), homes)
     allocated = state.i32.nbytes + state.i64.nbytes + state.f64.nbytes + state.p.nbytes
-    tables = state.p.nbytes + 8 * (state.tables.transfer_ns.size + state.tables.dram_ns.size)
+    tables = state.p.nbytes + 8 * (state.tables.transfer_ns.size + state.tables.dram_ns.size
+                                   + state.tables.service_ns.size)
     assert estimate.coherence_state_bytes(machine, lines) == pytest.approx(
         allocated - tables, abs=256)
 
