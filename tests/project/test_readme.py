@@ -65,10 +65,14 @@ def test_python_examples_run_and_print_what_they_say() -> None:
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
     assert len(blocks) == 3
     output = io.StringIO()
+    namespaces: list[dict[str, object]] = [{} for _ in blocks]
     with contextlib.redirect_stdout(output):
-        for block in blocks:
-            exec(compile(block, "README.md", "exec"), {})
+        for block, namespace in zip(blocks, namespaces, strict=True):
+            exec(compile(block, "README.md", "exec"), namespace)
     text = output.getvalue()
+    for namespace in namespaces[:2]:  # the PostgreSQL and Dask examples: numbers to trust
+        curve = namespace["result"].curve  # type: ignore[attr-defined]
+        assert curve["window_converged"].all(), curve[["algorithm", "clients", "idle_clients"]]
     assert "share_get_snapshot" in text  # the PostgreSQL example's table
     assert "12 points on the cluster, 0 failed" in text  # the Dask example
     assert "REMOTE_HITM" in text  # the machine example
@@ -102,3 +106,13 @@ def test_the_readme_says_how_to_read_a_run_s_results() -> None:
         assert f"`{name}`" in section, name
     status = README.split("**Status.**", 1)[1].split("\n\n", 1)[0]
     assert len(status.splitlines()) <= 6
+
+
+def test_the_regression_baseline_is_a_converged_run() -> None:
+    import pandas as pd
+
+    from tests.paths import BASELINES_DIR
+
+    curve = pd.read_csv(BASELINES_DIR / "tiny" / "curve.csv")
+    assert len(curve) == 8
+    assert curve["window_converged"].all(), curve[["algorithm", "clients", "idle_clients"]]
