@@ -23,7 +23,7 @@ import pandas as pd
 
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
-from simulator.runtime.scheduler import SchedulerStats
+from simulator.runtime.scheduler_stats import SchedulerStats
 from simulator.study.workload_model import PointSpec
 
 from .backend import CATEGORIES

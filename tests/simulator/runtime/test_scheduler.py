@@ -9,7 +9,9 @@ from simulator.config.machine import SchedulerConfig, TopologyConfig
 from simulator.config.machine_file import load_machine
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import TRACE_TABLE, CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.scheduler_stats import TRACE_TABLE
+from simulator.runtime.task import Task
 
 MS = 1_000_000.0
 US = 1_000.0
