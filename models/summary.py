@@ -54,7 +54,7 @@ class PointResult:
     """The outcome of one point: one curve row, the per-line table, the transactions.
 
     ``traces``: with ``PointSpec.trace``, the scheduler's tables by name (``scheduler``,
-    ``idle``: :mod:`simulator.runtime.scheduler`), else empty.
+    ``idle``: :mod:`simulator.runtime.scheduler_stats`), else empty.
     """
 
     row: dict[str, object]

@@ -1,12 +1,15 @@
-"""CPU scheduling of tasks on hardware threads: run queue, time slices, wake-ups and SMT.
+"""CPU scheduling of tasks on hardware threads: run queues, time slices, wake-ups and SMT.
 
-A :class:`Task` is a schedulable entity: a process or a client thread (for example a PostgreSQL
-backend and its pgbench client). Its behaviour is a SimPy process that spends CPU time with
-``yield from task.run(ns)`` and sleeps with ``yield from task.block_until(event)``. The
-:class:`CpuScheduler` decides which hardware thread a task runs on and when. It is built for
-speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and generator
-resumptions), one timeout per run segment, plain lists for the per-thread state, and no
-randomness (the same scenario always gives the same schedule).
+The :class:`CpuScheduler` decides which hardware thread a :class:`~simulator.runtime.task.Task`
+(a process or a client thread, which spends CPU time with ``yield from task.run(ns)``) runs on
+and when. It holds the per-thread state (holders, run queues, idle states, timers) and the
+transitions between them: placement of a waking task, queueing, dispatch, wake-up preemption,
+balancing, idle entry and exit. The searches for a thread are in
+:mod:`simulator.runtime.placement`, the counters and trace tables in
+:mod:`simulator.runtime.scheduler_stats`, the idle governor in :mod:`simulator.runtime.idle`.
+It is built for speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and
+generator resumptions), one timeout per run segment, plain lists for the per-thread state, and
+no randomness (the same scenario always gives the same schedule).
 
 Modelled, after Linux (``kernel/sched/fair.c``): per-CPU run queues ordered like CFS before 6.6
 (virtual runtime, sleeper credit; ``fifo`` optional) or one global queue (an ablation), wake-up
@@ -45,6 +48,13 @@ from simulator.config.machine import (
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.idle import POLL, MenuGovernor, wake_state
+from simulator.runtime.placement import (
+    ThreadLayout,
+    busiest_queue,
+    idle_core,
+    select_idle_sibling,
+    shortest_queue,
+)
 from simulator.runtime.scheduler_stats import (
     IDLE_TRACE_TABLE,
     TRACE_TABLE,
@@ -115,20 +125,11 @@ class CpuScheduler:
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
         n = topology.n_threads
-        self._thread_core = [topology.core_of(t) for t in range(n)]
-        self._core_domain = [topology.domain_of_core(c) for c in range(topology.n_cores)]
-        self._siblings = [topology.siblings(t) for t in range(n)]
-        self._thread_domain = [self._core_domain[core] for core in self._thread_core]
-        self._llc_order: list[list[int]] = [[] for _ in range(topology.n_domains)]
-        """Per LLC domain, its threads in Linux's CPU numbering (first threads of every core,
-        then the second ones: ``(SMT index, core)`` order), the order of its idle scans."""
-        for thread in sorted(range(n), key=lambda t: (t - topology.threads_of_core(
-                self._thread_core[t]).start, self._thread_core[t])):
-            self._llc_order[self._thread_domain[thread]].append(thread)
-        self._llc_position = [0] * n
-        for order in self._llc_order:
-            for position, thread in enumerate(order):
-                self._llc_position[thread] = position
+        layout = ThreadLayout.of(topology)
+        self._layout = layout
+        self._thread_core = layout.thread_core
+        self._core_domain = layout.core_domain
+        self._siblings = layout.siblings
         self._holder: list[Task | None] = [None] * n
         self._busy_acc = [0.0] * n
         self._busy_since = [0.0] * n
@@ -277,8 +278,8 @@ class CpuScheduler:
             if self._per_cpu and home is not None:
                 return home, 0.0, IN_RUN_QUEUE
             if not self._idle_threads:
-                return self._shortest_queue(), 0.0, IN_RUN_QUEUE
-            core = self._idle_core(previous)
+                return shortest_queue(self._rq, self._per_cpu), 0.0, IN_RUN_QUEUE
+            core = idle_core(self._layout, self._idle_cores, previous)
             thread = (self.topology.threads_of_core(core).start if core is not None
                       else self._idle_threads[0])
         return thread, self.wakeup_cost_ns + self._leave_idle(thread), ON_IDLE_THREAD
@@ -309,59 +310,16 @@ class CpuScheduler:
         self._free(thread)
 
     def _select_idle_sibling(self, task: Task, previous: int | None, target: int) -> int | None:
-        """Linux 5.8's ``select_idle_sibling``: an idle thread in ``target``'s LLC, or ``None``.
+        """:func:`select_idle_sibling` for ``task``, keeping its recent thread up to date.
 
-        In order: the target; the previous thread; the task's recently used thread (which then
-        becomes the previous one); the first thread of a fully idle core, scanning the LLC in
-        Linux's CPU numbering from the target (``select_idle_core``); the first idle thread
-        after the target (``select_idle_cpu``, not bounded here by ``SIS_PROP``).
+        Taking the recent thread makes the previous one the recent (``recent_used_cpu``).
         """
-        holder = self._holder
-        if holder[target] is None:
-            return target
-        domain = self._thread_domain[target]
-        thread_domain = self._thread_domain
-        if (previous is not None and previous != target and thread_domain[previous] == domain
-                and holder[previous] is None):
-            return previous
-        recent = task._recent_thread
-        if (recent is not None and recent != previous and recent != target
-                and thread_domain[recent] == domain and holder[recent] is None):
+        thread, took_recent = select_idle_sibling(
+            self._layout, self._holder, self._idle_cores, self._core_busy, target, previous,
+            task._recent_thread)
+        if took_recent:
             task._recent_thread = previous
-            return recent
-        order = self._llc_order[domain]
-        start = self._llc_position[target]
-        n = len(order)
-        if self._idle_cores[domain]:
-            core_busy = self._core_busy
-            thread_core = self._thread_core
-            for i in range(n):
-                thread = order[(start + i) % n]
-                if core_busy[thread_core[thread]] == 0:
-                    return thread
-        for i in range(1, n):
-            thread = order[(start + i) % n]
-            if holder[thread] is None:
-                return thread
-        return None
-
-    def _idle_core(self, previous: int | None) -> int | None:
-        """Lowest fully idle core, of the previous thread's domain first."""
-        if previous is not None:
-            local = self._idle_cores[self._core_domain[self._thread_core[previous]]]
-            if local:
-                return local[0]
-        for cores in self._idle_cores:
-            if cores:
-                return cores[0]
-        return None
-
-    def _shortest_queue(self) -> int:
-        """The thread with the fewest waiting tasks (the lowest on a tie)."""
-        if not self._per_cpu:
-            return 0
-        lengths = [len(queue) for queue in self._rq]
-        return lengths.index(min(lengths))
+        return thread
 
     def _enqueue(self, task: Task, thread: int) -> None:
         """A runnable task without a thread joins ``thread``'s run queue (policy order)."""
@@ -409,25 +367,6 @@ class CpuScheduler:
             if remote_waker:
                 self.stats.ipis += 1
 
-    def _busiest(self, thread: int) -> int | None:
-        """``find_busiest_queue``: the longest non-empty run queue's thread, or ``None``.
-
-        In ``thread``'s LLC first, then in the machine; the lowest thread on a tie.
-        """
-        queues = self._rq
-        best = None
-        best_length = 0
-        for candidate in self._llc_order[self._thread_domain[thread]]:
-            length = len(queues[candidate])
-            if length > best_length:
-                best, best_length = candidate, length
-        if best is not None:
-            return best
-        for candidate, queue in enumerate(queues):
-            if len(queue) > best_length:
-                best, best_length = candidate, len(queue)
-        return best
-
     def _dispatch(self, thread: int, queue: list[tuple[float, int, Task]],
                   extra_ns: float = 0.0) -> None:
         """Give ``thread`` (held, or just occupied) to the head of ``queue``.
@@ -457,7 +396,7 @@ class CpuScheduler:
         for thread in list(self._idle_threads):
             if not self._queued:
                 return
-            source = self._busiest(thread)
+            source = busiest_queue(self._layout, self._rq, thread)
             if source is None:
                 return
             self.stats.balance_pulls += 1
@@ -487,7 +426,7 @@ class CpuScheduler:
             return
         if self._queued and self._per_cpu:
             if self._avg_idle_ns[thread] >= self.config.migration_cost_ns:
-                source = self._busiest(thread)
+                source = busiest_queue(self._layout, self._rq, thread)
                 if source is not None:
                     self.stats.newidle_pulls += 1
                     self._dispatch(thread, self._rq[source])
