@@ -5,8 +5,9 @@ The :class:`CpuScheduler` decides which hardware thread a :class:`~simulator.run
 and when. It holds the per-thread state (holders, run queues, idle states, timers) and the
 transitions between them: placement of a waking task, queueing, dispatch, wake-up preemption,
 balancing, idle entry and exit. The searches for a thread are in
-:mod:`simulator.runtime.placement`, the counters and trace tables in
-:mod:`simulator.runtime.scheduler_stats`, the idle governor in :mod:`simulator.runtime.idle`.
+:mod:`simulator.runtime.placement`, the idle threads' states, exits and IPIs in
+:mod:`simulator.runtime.idle_threads` (the governor in :mod:`simulator.runtime.idle`), the
+counters and trace tables in :mod:`simulator.runtime.scheduler_stats`.
 It is built for speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and
 generator resumptions), one timeout per run segment, plain lists for the per-thread state, and
 no randomness (the same scenario always gives the same schedule).
@@ -39,15 +40,13 @@ import numpy as np
 import numpy.typing as npt
 
 from simulator.config.machine import (
-    DEFAULT_IDLE_TIMER_HORIZON_NS,
     IdleConfig,
-    IdleStateConfig,
     MachineConfig,
     SchedulerConfig,
 )
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import SimEnvironment
-from simulator.runtime.idle import POLL, MenuGovernor, wake_state
+from simulator.runtime.idle_threads import IdleThreads
 from simulator.runtime.placement import (
     ThreadLayout,
     busiest_queue,
@@ -56,7 +55,6 @@ from simulator.runtime.placement import (
     shortest_queue,
 )
 from simulator.runtime.scheduler_stats import (
-    IDLE_TRACE_TABLE,
     TRACE_TABLE,
     BusySnapshot,
     SchedulerStats,
@@ -115,13 +113,6 @@ class CpuScheduler:
         self.wakeup_cost_ns = config.wakeup_ns
         self.on_private_flush: FlushHook | None = None
         self.stats = SchedulerStats()
-        self._wake_ipi = idle.wake == "hlt" if idle is not None else virtualized
-        self._ipi_ns = config.ipi_exit_ns if virtualized else 0.0
-        self._idle_states: tuple[IdleStateConfig, ...] = (
-            (POLL, *idle.states) if idle is not None else (POLL,))
-        self._menu = idle is not None and idle.governor == "menu" and len(self._idle_states) > 1
-        self._timer_horizon_ns = (idle.timer_horizon_ns if idle is not None
-                                  else DEFAULT_IDLE_TIMER_HORIZON_NS)
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
         n = topology.n_threads
@@ -145,20 +136,17 @@ class CpuScheduler:
         """Per thread, its run queue: a heap of (virtual runtime, or 0 under fifo; arrival
         number; task). Under ``global`` every thread holds the same list."""
         self._queued = 0
-        self._avg_idle_ns = [2.0 * config.migration_cost_ns] * n
-        """Per thread, Linux's ``rq->avg_idle``: the running average of its idle periods."""
         self._balance_pending = False
         self._cfs = config.policy == "cfs"
         self._arrivals = 0
         self._min_vruntime = 0.0
         self._tasks: list[Task] = []
-        self._timers: list[list[float]] = [[] for _ in range(n)]
-        """Per thread, the deadlines of the timers armed there (sorted)."""
-        self._governors = [MenuGovernor(self._timer_horizon_ns) for _ in range(n)]
-        self._idle_since = [0.0] * n
-        self._idle_choice = [self._choose_idle_state(t) for t in range(n)]
-        self._core_entered = [self._core_scope_idle(c) for c in range(topology.n_cores)]
-        """Per core, whether it sits in a core-level idle state (every thread asked for one)."""
+        self._idle = IdleThreads(env, topology, config, virtualized, idle, self._holder,
+                                 self.stats, trace)
+        self._idle_since = self._idle.since
+        self._avg_idle_ns = self._idle.avg_idle_ns
+        self._timers = self._idle.timers
+        """Per thread, the deadlines of the timers armed there (sorted; tasks arm them)."""
 
     @classmethod
     def from_machine(
@@ -188,7 +176,7 @@ class CpuScheduler:
         for queue in self._rq:
             queue.clear()
         self._queued = 0
-        self._holder = [None] * len(self._holder)
+        self._holder[:] = [None] * len(self._holder)  # shared with the idle bookkeeping
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -282,7 +270,7 @@ class CpuScheduler:
             core = idle_core(self._layout, self._idle_cores, previous)
             thread = (self.topology.threads_of_core(core).start if core is not None
                       else self._idle_threads[0])
-        return thread, self.wakeup_cost_ns + self._leave_idle(thread), ON_IDLE_THREAD
+        return thread, self.wakeup_cost_ns + self._idle.leave(thread), ON_IDLE_THREAD
 
     def _place_sync(self, wakee: Task, waker_thread: int) -> None:
         """A synchronous wake-up by the task on ``waker_thread``: reserve the wakee's thread.
@@ -296,7 +284,7 @@ class CpuScheduler:
         if thread is None:
             wakee._sync_target = waker_thread
             return
-        cost = self.wakeup_cost_ns + self._leave_idle(thread)
+        cost = self.wakeup_cost_ns + self._idle.leave(thread)
         self._occupy(thread, wakee)
         wakee._reserved = (thread, cost)
 
@@ -401,7 +389,7 @@ class CpuScheduler:
                 return
             self.stats.balance_pulls += 1
             self._occupy(thread, None)
-            self._dispatch(thread, self._rq[source], self._leave_idle(thread))
+            self._dispatch(thread, self._rq[source], self._idle.leave(thread))
 
     def _occupy(self, thread: int, task: Task | None) -> None:
         """An idle thread becomes held by ``task`` (``None``: by a task dispatched next)."""
@@ -441,70 +429,10 @@ class CpuScheduler:
         if self._core_busy[core] == 0:
             bisect.insort(self._idle_cores[self._core_domain[core]], core)
 
-    def _choose_idle_state(self, thread: int) -> int:
-        """Index in the state table (0 = polling) of the state an idle thread enters now."""
-        if self._menu:
-            timers = self._timers[thread]
-            now = self.env.now
-            next_timer = timers[0] - now if timers else self._timer_horizon_ns
-            return self._governors[thread].select(self._idle_states, max(next_timer, 0.0))
-        return 1 if len(self._idle_states) > 1 else 0
-
-    def _core_scope_idle(self, core: int) -> bool:
-        """Whether every thread of ``core`` is idle and chose a core-level state."""
-        states = self._idle_states
-        choice = self._idle_choice
-        holder = self._holder
-        return all(holder[t] is None and states[choice[t]].core_scope
-                   for t in self.topology.threads_of_core(core))
-
     def _enter_idle(self, thread: int) -> None:
-        """``thread`` goes idle: the governor picks its state; a core may enter a deep state."""
-        self._idle_since[thread] = self.env.now
-        choice = self._choose_idle_state(thread)
-        self._idle_choice[thread] = choice
-        if self._idle_states[choice].core_scope:
-            core = self._thread_core[thread]
-            if not self._core_entered[core] and self._core_scope_idle(core):
-                self._core_entered[core] = True
-                self.stats.private_flushes += 1
-                if self.on_private_flush is not None:
-                    self.on_private_flush(core)
-
-    def _leave_idle(self, thread: int) -> float:
-        """An idle ``thread`` is woken for a task: the extra wake-up cost, in ns.
-
-        The exit latency of the state it is woken from, and on a virtualized machine the
-        hypervisor's cost of the IPI that wakes a halted vCPU. Updates the governor and the
-        counters; a core in a core-level state leaves it.
-        """
-        core = self._thread_core[thread]
-        chosen = self._idle_choice[thread]
-        states = self._idle_states
-        idle_ns = self.env.now - self._idle_since[thread]
-        if self._menu:
-            self._governors[thread].reflect(idle_ns)
-        max_avg = 2.0 * self.config.migration_cost_ns  # update_avg of rq->avg_idle, capped
-        average = self._avg_idle_ns[thread]
-        self._avg_idle_ns[thread] = (max_avg if idle_ns > max_avg
-                                     else average + (idle_ns - average) / 8.0)
-        index = wake_state(states, chosen, self._core_entered[core])
-        self._core_entered[core] = False
-        stats = self.stats
-        latency = states[index].wake_latency_ns
-        stats.idle_exits += 1
-        stats.idle_exit_ns += latency
-        stats.exits_by_state[states[index].name] = stats.exits_by_state.get(
-            states[index].name, 0) + 1
-        if self._wake_ipi and (index or self.idle is None):  # a polling thread needs no IPI
-            stats.ipis += 1
-            latency += self._ipi_ns
-        if self.trace:
-            self.env.recorder.record(
-                IDLE_TRACE_TABLE, time_ns=float(self.env.now), thread=thread, core=core,
-                state=states[index].name, idle_ns=float(idle_ns),
-                exit_latency_ns=float(latency))
-        return latency
+        """``thread`` goes idle; if its core enters a core-level state, ``on_private_flush``."""
+        if self._idle.enter(thread) and self.on_private_flush is not None:
+            self.on_private_flush(self._thread_core[thread])
 
     def _assign(self, thread: int, task: Task) -> None:
         """``task`` now holds ``thread``."""
