@@ -74,7 +74,7 @@ FlushHook = Callable[[int], None]
 
 
 class CpuScheduler:
-    """Hardware threads of a machine and their run queues (see the module docstring).
+    """Hardware threads of a machine and their run queues (model: ``docs/scheduler.md``).
 
     Args:
         env: the simulation environment.

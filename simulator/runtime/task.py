@@ -257,9 +257,9 @@ class Task:
     def block_until(self, event: simpy.Event) -> ProcessGenerator:
         """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
 
-        On return the task holds a thread again (see the module docstring for the wake-up cost
-        and placement). Returns the event's value; if the event fails its exception is raised
-        and the task stays blocked, holding no thread.
+        On return the task holds a thread again (the wake-up cost and placement:
+        ``docs/scheduler.md``). Returns the event's value; if the event fails its exception is
+        raised and the task stays blocked, holding no thread.
 
         Raises:
             RuntimeError: another process of this task is inside ``run``/``block_until``.
@@ -301,7 +301,7 @@ class Task:
         Call it just before triggering the event ``wakee`` is blocked on. ``sync``: this task
         is about to wait for ``wakee``'s answer (a socket message: Linux's ``WF_SYNC``); the
         wakee's thread is chosen now, while this task still holds its own, as
-        ``try_to_wake_up`` does on the waker's CPU (module docstring, *Placement*), and
+        ``try_to_wake_up`` does on the waker's CPU (``docs/scheduler.md``, *Placement*), and
         reserved for the wakee. Otherwise (a semaphore post) only the waker's thread is
         recorded: a wake-up preemption sends a reschedule IPI when the wakee queues on another
         thread. No effect unless this task holds a thread and ``wakee`` is blocked in
