@@ -22,7 +22,7 @@ from enum import StrEnum
 from simulator.hardware.machine import Machine, new_counters
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.process import DEFAULT_RUN_AHEAD_NS, CpuProcess
-from simulator.runtime.scheduler import Task
+from simulator.runtime.task import Task
 from simulator.types import FloatArray
 
 

@@ -30,7 +30,8 @@ from collections.abc import Callable
 import simpy
 
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.task import Task
 from simulator.study.workload_model import PointSpec
 
 from .backend import Backend, Category

@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import (
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.scheduler_stats import (
     IDLE_TRACE_COLUMNS,
     IDLE_TRACE_TABLE,
     TRACE_COLUMNS,
     TRACE_TABLE,
-    CpuScheduler,
 )
 from simulator.study.workload_model import PointSpec
 

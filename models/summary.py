@@ -23,7 +23,7 @@ import pandas as pd
 
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
-from simulator.runtime.scheduler import SchedulerStats
+from simulator.runtime.scheduler_stats import SchedulerStats
 from simulator.study.workload_model import PointSpec
 
 from .backend import CATEGORIES
@@ -54,7 +54,7 @@ class PointResult:
     """The outcome of one point: one curve row, the per-line table, the transactions.
 
     ``traces``: with ``PointSpec.trace``, the scheduler's tables by name (``scheduler``,
-    ``idle``: :mod:`simulator.runtime.scheduler`), else empty.
+    ``idle``: :mod:`simulator.runtime.scheduler_stats`), else empty.
     """
 
     row: dict[str, object]

@@ -5,7 +5,7 @@ When a hardware thread has nothing to run, Linux's idle loop asks a governor for
 (``cpuidle_reflect``). A deeper state saves more power and takes longer to leave; a task woken
 on that thread waits for the exit. This module holds the pure logic: which state a thread
 enters (:class:`MenuGovernor`), what a wake-up from it costs (:func:`wake_state`); the
-scheduler (:mod:`simulator.runtime.scheduler`) calls it at idle entry and at wake-up.
+scheduler (:mod:`simulator.runtime.idle_threads`) calls it at idle entry and at wake-up.
 
 **The menu governor** as in ``drivers/cpuidle/governors/menu.c`` (Linux 5.x, the default
 governor: rating 20 against teo's 19), per hardware thread:

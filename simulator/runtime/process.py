@@ -60,7 +60,7 @@ import simpy
 from simulator.hardware.machine import Machine, new_counters
 from simulator.hardware.tracked import Ops, ScanPlan
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment, Step
-from simulator.runtime.scheduler import Task
+from simulator.runtime.task import Task
 from simulator.types import FloatArray, SequenceFunction
 
 __all__ = ["DEFAULT_RUN_AHEAD_NS", "CpuProcess"]

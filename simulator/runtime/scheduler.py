@@ -1,12 +1,16 @@
-"""CPU scheduling of tasks on hardware threads: run queue, time slices, wake-ups and SMT.
+"""CPU scheduling of tasks on hardware threads: run queues, time slices, wake-ups and SMT.
 
-A :class:`Task` is a schedulable entity: a process or a client thread (for example a PostgreSQL
-backend and its pgbench client). Its behaviour is a SimPy process that spends CPU time with
-``yield from task.run(ns)`` and sleeps with ``yield from task.block_until(event)``. The
-:class:`CpuScheduler` decides which hardware thread a task runs on and when. It is built for
-speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and generator
-resumptions), one timeout per run segment, plain lists for the per-thread state, and no
-randomness (the same scenario always gives the same schedule).
+The :class:`CpuScheduler` decides which hardware thread a :class:`~simulator.runtime.task.Task`
+(a process or a client thread, which spends CPU time with ``yield from task.run(ns)``) runs on
+and when. It holds the per-thread state (holders, run queues, idle states, timers) and the
+transitions between them: placement of a waking task, queueing, dispatch, wake-up preemption,
+balancing, idle entry and exit. The searches for a thread are in
+:mod:`simulator.runtime.placement`, the idle threads' states, exits and IPIs in
+:mod:`simulator.runtime.idle_threads` (the governor in :mod:`simulator.runtime.idle`), the
+counters and trace tables in :mod:`simulator.runtime.scheduler_stats`.
+It is built for speed: no ``simpy.Resource`` or ``Store`` (each acquire costs several events and
+generator resumptions), one timeout per run segment, plain lists for the per-thread state, and
+no randomness (the same scenario always gives the same schedule).
 
 Modelled, after Linux (``kernel/sched/fair.c``): per-CPU run queues ordered like CFS before 6.6
 (virtual runtime, sleeper credit; ``fifo`` optional) or one global queue (an ablation), wake-up
@@ -31,636 +35,46 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import simpy
 
 from simulator.config.machine import (
-    DEFAULT_IDLE_TIMER_HORIZON_NS,
     IdleConfig,
-    IdleStateConfig,
     MachineConfig,
     SchedulerConfig,
 )
 from simulator.hardware.topology import Topology
-from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.idle import POLL, MenuGovernor, wake_state
+from simulator.runtime.engine import SimEnvironment
+from simulator.runtime.idle_threads import IdleThreads
+from simulator.runtime.placement import (
+    ThreadLayout,
+    busiest_queue,
+    idle_core,
+    select_idle_sibling,
+    shortest_queue,
+)
+from simulator.runtime.scheduler_stats import (
+    TRACE_TABLE,
+    BusySnapshot,
+    SchedulerStats,
+)
+from simulator.runtime.task import (
+    IN_RUN_QUEUE,
+    ON_IDLE_THREAD,
+    ON_WAKER_THREAD,
+    MigrateHook,
+    Task,
+)
 
-__all__ = ["IDLE_TRACE_COLUMNS", "IDLE_TRACE_TABLE", "TRACE_COLUMNS", "TRACE_TABLE",
-           "BusySnapshot", "CpuScheduler", "FlushHook", "MigrateHook", "SchedulerStats", "Task"]
-
-MigrateHook = Callable[["Task", int, int], None]
-"""``on_migrate(task, old_core, new_core)``: called when a task starts running on a new core."""
+__all__ = ["CpuScheduler", "FlushHook"]
 
 FlushHook = Callable[[int], None]
 """``on_private_flush(core)``: called when a core enters a state that flushes its caches."""
 
 
-@dataclass(slots=True)
-class SchedulerStats:
-    """Machine-wide counts of the idle, wake-up and balancing events since the start.
-
-    Attributes:
-        idle_exits: wake-ups of a task on an idle thread (each leaves an idle state).
-        idle_exit_ns: the exit latencies those wake-ups paid, summed.
-        exits_by_state: ``idle_exits`` by the state left (``POLL`` for a polling thread).
-        ipis: inter-processor interrupts: wake-ups of a halted thread (``idle.wake: hlt``, or
-            a VM without idle states) and reschedule IPIs of wake-up preemptions.
-        private_flushes: times a core entered a core-level state (its private caches flushed).
-        migrations: times a task started running on another core than its previous one.
-        wakeup_preemptions: waking tasks that preempted a thread's running task.
-        newidle_pulls: tasks a thread pulled from another run queue as it went idle.
-        balance_pulls: tasks an idle thread pulled at the periodic balancing.
-    """
-
-    idle_exits: int = 0
-    idle_exit_ns: float = 0.0
-    exits_by_state: dict[str, int] = field(default_factory=dict)
-    ipis: int = 0
-    private_flushes: int = 0
-    migrations: int = 0
-    wakeup_preemptions: int = 0
-    newidle_pulls: int = 0
-    balance_pulls: int = 0
-
-    def copy(self) -> SchedulerStats:
-        """An independent copy (to difference a window's counts)."""
-        return replace(self, exits_by_state=dict(self.exits_by_state))
-
-    def since(self, before: SchedulerStats) -> SchedulerStats:
-        """The counts added since ``before`` (an earlier :meth:`copy`)."""
-        states = {name: count - before.exits_by_state.get(name, 0)
-                  for name, count in self.exits_by_state.items()}
-        counts = {f.name: getattr(self, f.name) - getattr(before, f.name)
-                  for f in fields(self) if f.name != "exits_by_state"}
-        return SchedulerStats(exits_by_state=states, **counts)
-
-TRACE_TABLE = "scheduler"
-"""Name of the recorder table of scheduling transitions written when tracing is on."""
-
-TRACE_COLUMNS = ("time_ns", "task", "thread", "core", "event")
-"""Columns of :data:`TRACE_TABLE`."""
-
-IDLE_TRACE_TABLE = "idle"
-"""Name of the recorder table of idle periods written when tracing is on."""
-
-IDLE_TRACE_COLUMNS = ("time_ns", "thread", "core", "state", "idle_ns", "exit_latency_ns")
-"""Columns of :data:`IDLE_TRACE_TABLE`."""
-
-_EPS_NS = 1e-9
-"""Work below this many ns left after a slice boundary is rounding noise, not another segment."""
-
-_WAKE, _SWITCH, _QUEUE = 0, 1, 2
-"""How a waking task gets a thread (:meth:`CpuScheduler._place`): an idle thread after the
-wake-up cost, its waker's just-freed thread after a context switch, or a run queue."""
-
-
-class BusySnapshot(NamedTuple):
-    """Busy time of every hardware thread at one instant (see :meth:`CpuScheduler.snapshot`)."""
-
-    time_ns: float
-    busy_ns: tuple[float, ...]
-
-
-class Task:
-    """A schedulable entity (a process or a client thread) driven by one SimPy process at a time.
-
-    Create tasks with :meth:`CpuScheduler.new_task`. A task starts blocked, holding no thread.
-
-    Attributes:
-        name: label used in traces.
-        thread: hardware thread the task holds (running, or reserved for it while it pays a
-            wake-up or context-switch cost), ``None`` while it is blocked or queued.
-        core: core of ``thread``, or ``None``.
-        last_core: core it last ran on, ``None`` before its first placement.
-        cpu_ns: wall time spent running ``smt_scaled`` work (includes the SMT stretch).
-        stall_ns: wall time spent in ``run(..., smt_scaled=False)``.
-        runqueue_wait_ns: time spent runnable in the run queue.
-        wakeup_ns: time spent waking up on an idle thread.
-        context_switch_ns: context-switch time paid on a thread before the task ran there.
-        wakeups: blocked-to-runnable transitions, including the first placement.
-        preemptions: times its slice ended with tasks waiting.
-        migrations: times it started running on a different core than the previous one.
-        context_switches: times it was dispatched from the run queue.
-    """
-
-    __slots__ = (
-        "_active",
-        "_blocked",
-        "_grant",
-        "_grant_extra",
-        "_granted_at",
-        "_last_thread",
-        "_recent_thread",
-        "_resched",
-        "_reserved",
-        "_sched",
-        "_segment_start",
-        "_siblings",
-        "_slice_used",
-        "_sync_target",
-        "_vruntime_offset",
-        "_waker_thread",
-        "context_switch_ns",
-        "context_switches",
-        "core",
-        "cpu_ns",
-        "last_core",
-        "migrations",
-        "name",
-        "preemptions",
-        "runqueue_wait_ns",
-        "stall_ns",
-        "thread",
-        "wakeup_ns",
-        "wakeups",
-    )
-
-    def __init__(self, scheduler: CpuScheduler, name: str) -> None:
-        self._sched = scheduler
-        self.name = name
-        self.thread: int | None = None
-        self.core: int | None = None
-        self.last_core: int | None = None
-        self._last_thread: int | None = None
-        self._recent_thread: int | None = None
-        self._reserved: tuple[int, float] | None = None
-        self._sync_target: int | None = None
-        self._waker_thread: int | None = None  # a declared waker's thread (wakes(sync=False))
-        self._blocked = False
-        self._siblings: tuple[int, ...] = ()
-        self._active = False
-        self._grant: simpy.Event | None = None
-        self._granted_at = 0.0
-        self._grant_extra = 0.0
-        self._resched = False
-        self._segment_start = -1.0
-        self._vruntime_offset = 0.0
-        self._slice_used = 0.0
-        self.cpu_ns = 0.0
-        self.stall_ns = 0.0
-        self.runqueue_wait_ns = 0.0
-        self.wakeup_ns = 0.0
-        self.context_switch_ns = 0.0
-        self.wakeups = 0
-        self.preemptions = 0
-        self.migrations = 0
-        self.context_switches = 0
-
-    def __repr__(self) -> str:
-        return f"Task({self.name!r}, thread={self.thread})"
-
-    @property
-    def scheduling_ns(self) -> float:
-        """Time spent on scheduling so far: run-queue waits, wake-ups and context switches.
-
-        The part of the task's elapsed time that is neither running nor blocked; a model charges
-        its growth over a step to the step's scheduling cost.
-        """
-        return self.runqueue_wait_ns + self.wakeup_ns + self.context_switch_ns
-
-    @property
-    def vruntime_ns(self) -> float:
-        """Virtual runtime: on-CPU time used, shifted by sleeper placement (``cfs`` policy)."""
-        return self.cpu_ns + self.stall_ns + self._vruntime_offset
-
-    def location(self) -> tuple[int, int]:
-        """The ``(thread, core)`` the task holds.
-
-        Raises:
-            RuntimeError: the task holds no hardware thread.
-        """
-        if self.thread is None or self.core is None:
-            raise RuntimeError(f"task {self.name!r} holds no hardware thread")
-        return self.thread, self.core
-
-    def run(self, work_ns: float, smt_scaled: bool = True) -> ProcessGenerator:
-        """Execute ``work_ns`` of single-thread CPU time: ``yield from task.run(ns)``.
-
-        Gets a thread first if the task holds none (wake-up placement or run queue). Returns with
-        the thread still held, so ``task.thread`` and ``task.core`` are valid afterwards.
-
-        Args:
-            work_ns: CPU time the work would take alone on a core, in ns (>= 0).
-            smt_scaled: ``False`` for memory stalls: they occupy the thread at full rate,
-                unaffected by a busy SMT sibling, and count as ``stall_ns``.
-
-        Raises:
-            ValueError: ``work_ns`` is negative (raised by this call).
-            RuntimeError: another process of this task is inside ``run``/``block_until``.
-        """
-        if not work_ns >= 0.0:
-            raise ValueError(f"task {self.name!r}: work must be >= 0 ns, got {work_ns!r}")
-        return self._run(float(work_ns), smt_scaled)
-
-    def run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
-        """Execute work and memory stalls together, as one segment: ``yield from``.
-
-        The same as ``run(work_ns)`` followed by ``run(stall_ns, smt_scaled=False)`` except that
-        it takes one timeout (the SMT rate is sampled once, at its start) and, when a slice ends
-        inside it, the stall is consumed before the work.
-
-        Raises:
-            ValueError: a negative amount.
-        """
-        if not (work_ns >= 0.0 and stall_ns >= 0.0):
-            raise ValueError(f"task {self.name!r}: work and stall must be >= 0 ns, got "
-                             f"{work_ns!r} and {stall_ns!r}")
-        if stall_ns == 0.0:
-            return self._run(float(work_ns), True)
-        if work_ns == 0.0:
-            return self._run(float(stall_ns), False)
-        return self._run_mixed(float(work_ns), float(stall_ns))
-
-    def start_segment(self, work_ns: float, stall_ns: float) -> float | None:
-        """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
-
-        When the task holds its thread, no process of it is inside ``run``/``block_until``,
-        and the work (at the SMT rate sampled now) and the stall fit in what is left of its
-        slice, the segment is charged now and its wall time returned: the caller waits that
-        long (one ``env.timeout``, none if 0), exactly as ``yield from task.run_mixed(work_ns,
-        stall_ns)`` would, without its generator. Amounts must not be negative.
-
-        Returns:
-            The segment's wall time in ns (>= 0), or ``None`` when the segment needs the
-            scheduler (a wake-up, a slice end or a run-queue wait): nothing was charged, use
-            :meth:`run_mixed`.
-        """
-        if self.thread is None or self._active or self._resched:
-            return None
-        sched = self._sched
-        left = sched._slice_ns - self._slice_used
-        if left <= 0.0:
-            return None
-        rate = 1.0
-        if work_ns > 0.0:
-            holder = sched._holder
-            for sibling in self._siblings:
-                if holder[sibling] is not None:
-                    rate = sched._smt_rate
-                    break
-        work_wall = work_ns / rate
-        wall = stall_ns + work_wall
-        if wall > left:
-            return None
-        self._slice_used += wall
-        self.stall_ns += stall_ns
-        self.cpu_ns += work_wall
-        return wall
-
-    def block_until(self, event: simpy.Event) -> ProcessGenerator:
-        """Release the thread, wait for ``event``, wake up: ``yield from task.block_until(ev)``.
-
-        On return the task holds a thread again (see the module docstring for the wake-up cost
-        and placement). Returns the event's value; if the event fails its exception is raised
-        and the task stays blocked, holding no thread.
-
-        Raises:
-            RuntimeError: another process of this task is inside ``run``/``block_until``.
-        """
-        return self._block_until(event)
-
-    def sleep(self, duration_ns: float) -> ProcessGenerator:
-        """Sleep on a timer: ``yield from task.sleep(ns)``; returns holding a thread again.
-
-        Like ``block_until(env.timeout(duration_ns))``, except that the timer is armed on the
-        thread the task leaves (as a Linux hrtimer is armed on the CPU that sets it): that
-        thread's idle governor sees it as its next timer until it expires.
-
-        Raises:
-            ValueError: ``duration_ns`` is negative.
-            RuntimeError: another process of this task is inside ``run``/``block_until``.
-        """
-        if not duration_ns >= 0.0:
-            raise ValueError(f"task {self.name!r}: sleep must be >= 0 ns, got {duration_ns!r}")
-        return self._timed_block(None, float(duration_ns))
-
-    def wait(self, event: simpy.Event, timeout_ns: float) -> ProcessGenerator:
-        """Block until ``event`` or for ``timeout_ns``, whichever comes first: ``yield from``.
-
-        ``poll`` with a timeout: like :meth:`sleep`, the timer is armed on the thread the task
-        leaves, where the idle governor sees it. Returns whether ``event`` has happened.
-
-        Raises:
-            ValueError: ``timeout_ns`` is negative.
-            RuntimeError: another process of this task is inside ``run``/``block_until``.
-        """
-        if not timeout_ns >= 0.0:
-            raise ValueError(f"task {self.name!r}: timeout must be >= 0 ns, got {timeout_ns!r}")
-        return self._timed_block(event, float(timeout_ns))
-
-    def wakes(self, wakee: Task, *, sync: bool = True) -> None:
-        """Declare a wake-up of ``wakee`` by this task, which holds its thread.
-
-        Call it just before triggering the event ``wakee`` is blocked on. ``sync``: this task
-        is about to wait for ``wakee``'s answer (a socket message: Linux's ``WF_SYNC``); the
-        wakee's thread is chosen now, while this task still holds its own, as
-        ``try_to_wake_up`` does on the waker's CPU (module docstring, *Placement*), and
-        reserved for the wakee. Otherwise (a semaphore post) only the waker's thread is
-        recorded: a wake-up preemption sends a reschedule IPI when the wakee queues on another
-        thread. No effect unless this task holds a thread and ``wakee`` is blocked in
-        ``block_until``.
-        """
-        thread = self.thread
-        if thread is None or not wakee._blocked or wakee._reserved is not None:
-            return
-        if not sync:
-            wakee._waker_thread = thread
-            return
-        self._recent_thread = thread  # select_task_rq_fair: current->recent_used_cpu = cpu
-        self._sched._place_sync(wakee, thread)
-
-    def release(self) -> None:
-        """Give up the thread without waiting (e.g. when the task's process ends).
-
-        The thread takes the head of its run queue, or goes idle. No effect if the task holds no
-        thread. The next ``run`` places the task like a wake-up.
-
-        Raises:
-            RuntimeError: a process of this task is inside ``run``/``block_until``.
-        """
-        if self._active:
-            raise RuntimeError(f"task {self.name!r} cannot release its thread while it is in "
-                               "run() or block_until()")
-        self._leave_cpu("release")
-
-    # -- process bodies -----------------------------------------------------------------------
-
-    def _run(self, work_ns: float, smt_scaled: bool) -> ProcessGenerator:
-        """Run the work in segments cut at slice ends, one timeout per segment.
-
-        This is the hot path: the segment loop, the SMT rate and the accounting of a completed
-        run are inlined here so a ``run`` costs one generator level and one timeout.
-        """
-        if self._active:
-            raise self._busy_error()
-        self._active = True
-        try:
-            if self.thread is None:
-                yield from self._wake()
-            sched = self._sched
-            holder = sched._holder
-            timeout = sched.env.wait
-            fast_forward = sched.env.fast_forward
-            while True:
-                left = sched._slice_ns - self._slice_used
-                if left <= 0.0 or self._resched:
-                    yield from self._end_slice()
-                    continue
-                rate = 1.0
-                if smt_scaled:
-                    for sibling in self._siblings:
-                        if holder[sibling] is not None:
-                            rate = sched._smt_rate
-                            break
-                wall = work_ns / rate
-                if wall <= left:
-                    if wall > 0.0 and not fast_forward(wall):
-                        self._segment_start = sched.env.now
-                        yield timeout(wall)
-                        self._segment_start = -1.0
-                    self._slice_used += wall  # inlined _charge()
-                    if smt_scaled:
-                        self.cpu_ns += wall
-                    else:
-                        self.stall_ns += wall
-                    return
-                if not fast_forward(left):
-                    self._segment_start = sched.env.now
-                    yield timeout(left)
-                    self._segment_start = -1.0
-                self._charge(left, smt_scaled)
-                work_ns -= left * rate
-                if work_ns <= _EPS_NS:
-                    return
-        finally:
-            self._active = False
-
-    def _run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
-        """:meth:`run_mixed`: segments cut at slice ends; within a segment stall goes first."""
-        if self._active:
-            raise self._busy_error()
-        self._active = True
-        try:
-            if self.thread is None:
-                yield from self._wake()
-            sched = self._sched
-            holder = sched._holder
-            timeout = sched.env.wait
-            fast_forward = sched.env.fast_forward
-            while True:
-                left = sched._slice_ns - self._slice_used
-                if left <= 0.0 or self._resched:
-                    yield from self._end_slice()
-                    continue
-                rate = 1.0
-                for sibling in self._siblings:
-                    if holder[sibling] is not None:
-                        rate = sched._smt_rate
-                        break
-                work_wall = work_ns / rate
-                wall = stall_ns + work_wall
-                if wall <= left:
-                    if not fast_forward(wall):
-                        self._segment_start = sched.env.now
-                        yield timeout(wall)
-                        self._segment_start = -1.0
-                    self._slice_used += wall
-                    self.stall_ns += stall_ns
-                    self.cpu_ns += work_wall
-                    return
-                if not fast_forward(left):
-                    self._segment_start = sched.env.now
-                    yield timeout(left)
-                    self._segment_start = -1.0
-                stalled = min(stall_ns, left)
-                self._charge(stalled, False)
-                stall_ns -= stalled
-                if left > stalled:
-                    self._charge(left - stalled, True)
-                    work_ns -= (left - stalled) * rate
-                if stall_ns <= _EPS_NS and work_ns <= _EPS_NS:
-                    return
-                stall_ns = max(stall_ns, 0.0)
-                work_ns = max(work_ns, 0.0)
-        finally:
-            self._active = False
-
-    def _block_until(self, event: simpy.Event,
-                     waker_event: simpy.Event | None = None) -> ProcessGenerator:
-        """Block until ``event``, then wake.
-
-        The waker is remote when ``waker_event`` (default: ``event`` unless it is a timer) has
-        triggered.
-        """
-        if self._active:
-            raise self._busy_error()
-        self._active = True
-        try:
-            self._leave_cpu("block")
-            self._blocked = True
-            try:
-                value = yield event
-            except BaseException:
-                if self._reserved is not None:  # the thread its waker chose is not used
-                    self._sched._unreserve(self)
-                raise
-            finally:
-                self._blocked = False
-            if waker_event is None:
-                remote = not isinstance(event, simpy.Timeout)
-            else:
-                remote = waker_event.triggered
-            yield from self._wake(remote)
-        finally:
-            self._active = False
-        return value
-
-    def _timed_block(self, event: simpy.Event | None, duration_ns: float) -> ProcessGenerator:
-        """Block until ``event`` (if any) or a timer armed on the thread left, then wake."""
-        sched = self._sched
-        thread = self.thread
-        deadline = sched.env.now + duration_ns
-        if thread is not None:
-            bisect.insort(sched._timers[thread], deadline)
-        timer = sched.env.timeout(duration_ns)
-        try:
-            if event is None:
-                yield from self._block_until(timer)
-            else:
-                yield from self._block_until(sched.env.any_of([event, timer]), event)
-        finally:
-            if thread is not None:
-                sched._timers[thread].remove(deadline)
-        return event is not None and event.triggered
-
-    def _busy_error(self) -> RuntimeError:
-        return RuntimeError(
-            f"task {self.name!r} is already in run() or block_until() in another process; "
-            "a task is driven by one process at a time"
-        )
-
-    def _charge(self, wall: float, smt_scaled: bool) -> None:
-        self._slice_used += wall
-        if smt_scaled:
-            self.cpu_ns += wall
-        else:
-            self.stall_ns += wall
-
-    def _end_slice(self) -> ProcessGenerator:
-        """Slice used up, or a wake-up preemption asked for: yield to a task queued here.
-
-        With nothing queued on this thread the task goes on (with a new slice if it was used up).
-        """
-        self._resched = False
-        thread = self.thread
-        assert thread is not None
-        if not self._sched._rq[thread]:
-            if self._slice_used >= self._sched._slice_ns:
-                self._slice_used = 0.0
-            return
-        self.preemptions += 1
-        self._leave_cpu("preempt")
-        yield from self._wait_in_queue(thread)
-
-    def _wake(self, remote_waker: bool = False) -> ProcessGenerator:
-        """Become runnable: take an idle thread after the wake-up cost, or queue.
-
-        ``remote_waker``: the wake-up comes from an event another task triggered, not from a
-        timer or the task's own start; a waker declared with :meth:`wakes` says which thread.
-        """
-        sched = self._sched
-        self.wakeups += 1
-        if sched._cfs:  # place_entity: a sleeper gets at most the credit before the minimum
-            floor = sched._min_vruntime - sched.config.sleeper_credit_ns
-            own = self.vruntime_ns
-            if own < floor:
-                self._vruntime_offset += floor - own
-        reserved = self._reserved
-        waker_thread, self._waker_thread = self._waker_thread, None
-        switch = False
-        if reserved is not None:  # placed by its waker (wakes)
-            self._reserved = None
-            thread, cost = reserved
-        else:
-            sync = self._sync_target is not None
-            thread, cost, how = sched._place(self)
-            if how == _QUEUE:
-                if sync:  # queued on the waker's own thread
-                    remote_waker = False
-                elif waker_thread is not None:
-                    remote_waker = waker_thread != thread
-                sched._check_preempt_wakeup(self, thread, remote_waker)
-                yield from self._wait_in_queue(thread)
-                return
-            switch = how == _SWITCH
-            sched._occupy(thread, self)
-        if cost > 0.0 and not sched.env.fast_forward(cost):
-            yield sched.env.wait(cost)
-        if switch:  # queued behind its waker on the waker's thread
-            self.context_switches += 1
-            self.context_switch_ns += cost
-        else:
-            self.wakeup_ns += cost
-        self._start_on_cpu()
-
-    def _wait_in_queue(self, thread: int) -> ProcessGenerator:
-        """Wait in ``thread``'s run queue for a thread, then pay the context switch on it.
-
-        A task pulled to an idle thread by load balancing also pays that thread's idle exit
-        (counted as wake-up time).
-        """
-        sched = self._sched
-        env = sched.env
-        queued_at = env.now
-        grant = env.event()
-        self._grant = grant
-        sched._enqueue(self, thread)
-        yield grant  # triggered at the end of the context switch (CpuScheduler._dispatch)
-        self.runqueue_wait_ns += self._granted_at - queued_at
-        self.context_switches += 1
-        self.context_switch_ns += sched.config.context_switch_ns
-        self.wakeup_ns += self._grant_extra
-        self._grant_extra = 0.0
-        self._start_on_cpu()
-
-    # -- thread bookkeeping -------------------------------------------------------------------
-
-    def _start_on_cpu(self) -> None:
-        """The task begins executing on its (already held) thread: new slice, migration check."""
-        sched = self._sched
-        thread, core = self.location()
-        self._slice_used = 0.0
-        self._resched = False
-        self._last_thread = thread
-        old_core = self.last_core
-        self.last_core = core
-        if sched.trace:
-            sched._record(self, "on_cpu")
-        if old_core is not None and old_core != core:
-            self.migrations += 1
-            sched.stats.migrations += 1
-            if sched.on_migrate is not None:
-                sched.on_migrate(self, old_core, core)
-
-    def _leave_cpu(self, event: str) -> None:
-        """Give the thread to the run-queue head, or make it idle."""
-        thread = self.thread
-        if thread is None:
-            return
-        sched = self._sched
-        if sched.trace:
-            sched._record(self, event)
-        self.thread = None
-        self.core = None
-        sched._free(thread)
-
-
 class CpuScheduler:
-    """Hardware threads of a machine and their run queues (see the module docstring).
+    """Hardware threads of a machine and their run queues (model: ``docs/scheduler.md``).
 
     Args:
         env: the simulation environment.
@@ -699,30 +113,14 @@ class CpuScheduler:
         self.wakeup_cost_ns = config.wakeup_ns
         self.on_private_flush: FlushHook | None = None
         self.stats = SchedulerStats()
-        self._wake_ipi = idle.wake == "hlt" if idle is not None else virtualized
-        self._ipi_ns = config.ipi_exit_ns if virtualized else 0.0
-        self._idle_states: tuple[IdleStateConfig, ...] = (
-            (POLL, *idle.states) if idle is not None else (POLL,))
-        self._menu = idle is not None and idle.governor == "menu" and len(self._idle_states) > 1
-        self._timer_horizon_ns = (idle.timer_horizon_ns if idle is not None
-                                  else DEFAULT_IDLE_TIMER_HORIZON_NS)
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
         n = topology.n_threads
-        self._thread_core = [topology.core_of(t) for t in range(n)]
-        self._core_domain = [topology.domain_of_core(c) for c in range(topology.n_cores)]
-        self._siblings = [topology.siblings(t) for t in range(n)]
-        self._thread_domain = [self._core_domain[core] for core in self._thread_core]
-        self._llc_order: list[list[int]] = [[] for _ in range(topology.n_domains)]
-        """Per LLC domain, its threads in Linux's CPU numbering (first threads of every core,
-        then the second ones: ``(SMT index, core)`` order), the order of its idle scans."""
-        for thread in sorted(range(n), key=lambda t: (t - topology.threads_of_core(
-                self._thread_core[t]).start, self._thread_core[t])):
-            self._llc_order[self._thread_domain[thread]].append(thread)
-        self._llc_position = [0] * n
-        for order in self._llc_order:
-            for position, thread in enumerate(order):
-                self._llc_position[thread] = position
+        layout = ThreadLayout.of(topology)
+        self._layout = layout
+        self._thread_core = layout.thread_core
+        self._core_domain = layout.core_domain
+        self._siblings = layout.siblings
         self._holder: list[Task | None] = [None] * n
         self._busy_acc = [0.0] * n
         self._busy_since = [0.0] * n
@@ -738,20 +136,17 @@ class CpuScheduler:
         """Per thread, its run queue: a heap of (virtual runtime, or 0 under fifo; arrival
         number; task). Under ``global`` every thread holds the same list."""
         self._queued = 0
-        self._avg_idle_ns = [2.0 * config.migration_cost_ns] * n
-        """Per thread, Linux's ``rq->avg_idle``: the running average of its idle periods."""
         self._balance_pending = False
         self._cfs = config.policy == "cfs"
         self._arrivals = 0
         self._min_vruntime = 0.0
         self._tasks: list[Task] = []
-        self._timers: list[list[float]] = [[] for _ in range(n)]
-        """Per thread, the deadlines of the timers armed there (sorted)."""
-        self._governors = [MenuGovernor(self._timer_horizon_ns) for _ in range(n)]
-        self._idle_since = [0.0] * n
-        self._idle_choice = [self._choose_idle_state(t) for t in range(n)]
-        self._core_entered = [self._core_scope_idle(c) for c in range(topology.n_cores)]
-        """Per core, whether it sits in a core-level idle state (every thread asked for one)."""
+        self._idle = IdleThreads(env, topology, config, virtualized, idle, self._holder,
+                                 self.stats, trace)
+        self._idle_since = self._idle.since
+        self._avg_idle_ns = self._idle.avg_idle_ns
+        self._timers = self._idle.timers
+        """Per thread, the deadlines of the timers armed there (sorted; tasks arm them)."""
 
     @classmethod
     def from_machine(
@@ -781,7 +176,7 @@ class CpuScheduler:
         for queue in self._rq:
             queue.clear()
         self._queued = 0
-        self._holder = [None] * len(self._holder)
+        self._holder[:] = [None] * len(self._holder)  # shared with the idle bookkeeping
 
     @property
     def tasks(self) -> tuple[Task, ...]:
@@ -844,7 +239,7 @@ class CpuScheduler:
     # -- internals used by Task ---------------------------------------------------------------
 
     def _place(self, task: Task) -> tuple[int, float, int]:
-        """Thread, cost and how (``_WAKE``, ``_SWITCH``, ``_QUEUE``) for an unreserved wake-up.
+        """Thread, cost and how (``ON_IDLE_THREAD``, ...) for a wake-up its waker did not place.
 
         A timer or an unknown waker: ``select_idle_sibling`` with its previous thread as the
         target. A synchronous wake-up whose waker found no idle thread in its LLC: the waker's
@@ -860,7 +255,7 @@ class CpuScheduler:
         previous = task._last_thread
         if target is not None:
             if self._holder[target] is None and self._idle_since[target] == self.env.now:
-                return target, self.config.context_switch_ns, _SWITCH  # it never idled
+                return target, self.config.context_switch_ns, ON_WAKER_THREAD  # it never idled
             thread = None
         elif previous is not None and self._idle_threads:
             thread = self._select_idle_sibling(task, previous, previous)
@@ -869,13 +264,13 @@ class CpuScheduler:
         if thread is None:
             home = target if target is not None else previous
             if self._per_cpu and home is not None:
-                return home, 0.0, _QUEUE
+                return home, 0.0, IN_RUN_QUEUE
             if not self._idle_threads:
-                return self._shortest_queue(), 0.0, _QUEUE
-            core = self._idle_core(previous)
+                return shortest_queue(self._rq, self._per_cpu), 0.0, IN_RUN_QUEUE
+            core = idle_core(self._layout, self._idle_cores, previous)
             thread = (self.topology.threads_of_core(core).start if core is not None
                       else self._idle_threads[0])
-        return thread, self.wakeup_cost_ns + self._leave_idle(thread), _WAKE
+        return thread, self.wakeup_cost_ns + self._idle.leave(thread), ON_IDLE_THREAD
 
     def _place_sync(self, wakee: Task, waker_thread: int) -> None:
         """A synchronous wake-up by the task on ``waker_thread``: reserve the wakee's thread.
@@ -889,7 +284,7 @@ class CpuScheduler:
         if thread is None:
             wakee._sync_target = waker_thread
             return
-        cost = self.wakeup_cost_ns + self._leave_idle(thread)
+        cost = self.wakeup_cost_ns + self._idle.leave(thread)
         self._occupy(thread, wakee)
         wakee._reserved = (thread, cost)
 
@@ -903,59 +298,16 @@ class CpuScheduler:
         self._free(thread)
 
     def _select_idle_sibling(self, task: Task, previous: int | None, target: int) -> int | None:
-        """Linux 5.8's ``select_idle_sibling``: an idle thread in ``target``'s LLC, or ``None``.
+        """:func:`select_idle_sibling` for ``task``, keeping its recent thread up to date.
 
-        In order: the target; the previous thread; the task's recently used thread (which then
-        becomes the previous one); the first thread of a fully idle core, scanning the LLC in
-        Linux's CPU numbering from the target (``select_idle_core``); the first idle thread
-        after the target (``select_idle_cpu``, not bounded here by ``SIS_PROP``).
+        Taking the recent thread makes the previous one the recent (``recent_used_cpu``).
         """
-        holder = self._holder
-        if holder[target] is None:
-            return target
-        domain = self._thread_domain[target]
-        thread_domain = self._thread_domain
-        if (previous is not None and previous != target and thread_domain[previous] == domain
-                and holder[previous] is None):
-            return previous
-        recent = task._recent_thread
-        if (recent is not None and recent != previous and recent != target
-                and thread_domain[recent] == domain and holder[recent] is None):
+        thread, took_recent = select_idle_sibling(
+            self._layout, self._holder, self._idle_cores, self._core_busy, target, previous,
+            task._recent_thread)
+        if took_recent:
             task._recent_thread = previous
-            return recent
-        order = self._llc_order[domain]
-        start = self._llc_position[target]
-        n = len(order)
-        if self._idle_cores[domain]:
-            core_busy = self._core_busy
-            thread_core = self._thread_core
-            for i in range(n):
-                thread = order[(start + i) % n]
-                if core_busy[thread_core[thread]] == 0:
-                    return thread
-        for i in range(1, n):
-            thread = order[(start + i) % n]
-            if holder[thread] is None:
-                return thread
-        return None
-
-    def _idle_core(self, previous: int | None) -> int | None:
-        """Lowest fully idle core, of the previous thread's domain first."""
-        if previous is not None:
-            local = self._idle_cores[self._core_domain[self._thread_core[previous]]]
-            if local:
-                return local[0]
-        for cores in self._idle_cores:
-            if cores:
-                return cores[0]
-        return None
-
-    def _shortest_queue(self) -> int:
-        """The thread with the fewest waiting tasks (the lowest on a tie)."""
-        if not self._per_cpu:
-            return 0
-        lengths = [len(queue) for queue in self._rq]
-        return lengths.index(min(lengths))
+        return thread
 
     def _enqueue(self, task: Task, thread: int) -> None:
         """A runnable task without a thread joins ``thread``'s run queue (policy order)."""
@@ -1003,25 +355,6 @@ class CpuScheduler:
             if remote_waker:
                 self.stats.ipis += 1
 
-    def _busiest(self, thread: int) -> int | None:
-        """``find_busiest_queue``: the longest non-empty run queue's thread, or ``None``.
-
-        In ``thread``'s LLC first, then in the machine; the lowest thread on a tie.
-        """
-        queues = self._rq
-        best = None
-        best_length = 0
-        for candidate in self._llc_order[self._thread_domain[thread]]:
-            length = len(queues[candidate])
-            if length > best_length:
-                best, best_length = candidate, length
-        if best is not None:
-            return best
-        for candidate, queue in enumerate(queues):
-            if len(queue) > best_length:
-                best, best_length = candidate, len(queue)
-        return best
-
     def _dispatch(self, thread: int, queue: list[tuple[float, int, Task]],
                   extra_ns: float = 0.0) -> None:
         """Give ``thread`` (held, or just occupied) to the head of ``queue``.
@@ -1051,12 +384,12 @@ class CpuScheduler:
         for thread in list(self._idle_threads):
             if not self._queued:
                 return
-            source = self._busiest(thread)
+            source = busiest_queue(self._layout, self._rq, thread)
             if source is None:
                 return
             self.stats.balance_pulls += 1
             self._occupy(thread, None)
-            self._dispatch(thread, self._rq[source], self._leave_idle(thread))
+            self._dispatch(thread, self._rq[source], self._idle.leave(thread))
 
     def _occupy(self, thread: int, task: Task | None) -> None:
         """An idle thread becomes held by ``task`` (``None``: by a task dispatched next)."""
@@ -1081,7 +414,7 @@ class CpuScheduler:
             return
         if self._queued and self._per_cpu:
             if self._avg_idle_ns[thread] >= self.config.migration_cost_ns:
-                source = self._busiest(thread)
+                source = busiest_queue(self._layout, self._rq, thread)
                 if source is not None:
                     self.stats.newidle_pulls += 1
                     self._dispatch(thread, self._rq[source])
@@ -1096,70 +429,10 @@ class CpuScheduler:
         if self._core_busy[core] == 0:
             bisect.insort(self._idle_cores[self._core_domain[core]], core)
 
-    def _choose_idle_state(self, thread: int) -> int:
-        """Index in the state table (0 = polling) of the state an idle thread enters now."""
-        if self._menu:
-            timers = self._timers[thread]
-            now = self.env.now
-            next_timer = timers[0] - now if timers else self._timer_horizon_ns
-            return self._governors[thread].select(self._idle_states, max(next_timer, 0.0))
-        return 1 if len(self._idle_states) > 1 else 0
-
-    def _core_scope_idle(self, core: int) -> bool:
-        """Whether every thread of ``core`` is idle and chose a core-level state."""
-        states = self._idle_states
-        choice = self._idle_choice
-        holder = self._holder
-        return all(holder[t] is None and states[choice[t]].core_scope
-                   for t in self.topology.threads_of_core(core))
-
     def _enter_idle(self, thread: int) -> None:
-        """``thread`` goes idle: the governor picks its state; a core may enter a deep state."""
-        self._idle_since[thread] = self.env.now
-        choice = self._choose_idle_state(thread)
-        self._idle_choice[thread] = choice
-        if self._idle_states[choice].core_scope:
-            core = self._thread_core[thread]
-            if not self._core_entered[core] and self._core_scope_idle(core):
-                self._core_entered[core] = True
-                self.stats.private_flushes += 1
-                if self.on_private_flush is not None:
-                    self.on_private_flush(core)
-
-    def _leave_idle(self, thread: int) -> float:
-        """An idle ``thread`` is woken for a task: the extra wake-up cost, in ns.
-
-        The exit latency of the state it is woken from, and on a virtualized machine the
-        hypervisor's cost of the IPI that wakes a halted vCPU. Updates the governor and the
-        counters; a core in a core-level state leaves it.
-        """
-        core = self._thread_core[thread]
-        chosen = self._idle_choice[thread]
-        states = self._idle_states
-        idle_ns = self.env.now - self._idle_since[thread]
-        if self._menu:
-            self._governors[thread].reflect(idle_ns)
-        max_avg = 2.0 * self.config.migration_cost_ns  # update_avg of rq->avg_idle, capped
-        average = self._avg_idle_ns[thread]
-        self._avg_idle_ns[thread] = (max_avg if idle_ns > max_avg
-                                     else average + (idle_ns - average) / 8.0)
-        index = wake_state(states, chosen, self._core_entered[core])
-        self._core_entered[core] = False
-        stats = self.stats
-        latency = states[index].wake_latency_ns
-        stats.idle_exits += 1
-        stats.idle_exit_ns += latency
-        stats.exits_by_state[states[index].name] = stats.exits_by_state.get(
-            states[index].name, 0) + 1
-        if self._wake_ipi and (index or self.idle is None):  # a polling thread needs no IPI
-            stats.ipis += 1
-            latency += self._ipi_ns
-        if self.trace:
-            self.env.recorder.record(
-                IDLE_TRACE_TABLE, time_ns=float(self.env.now), thread=thread, core=core,
-                state=states[index].name, idle_ns=float(idle_ns),
-                exit_latency_ns=float(latency))
-        return latency
+        """``thread`` goes idle; if its core enters a core-level state, ``on_private_flush``."""
+        if self._idle.enter(thread) and self.on_private_flush is not None:
+            self.on_private_flush(self._thread_core[thread])
 
     def _assign(self, thread: int, task: Task) -> None:
         """``task`` now holds ``thread``."""

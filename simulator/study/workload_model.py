@@ -76,7 +76,7 @@ class PointOutput:
     """What a model returns for one point: one curve row and its per-line table.
 
     ``traces`` holds the scheduler's recorder tables by name (``scheduler``, ``idle``; see
-    :mod:`simulator.runtime.scheduler`) when the spec asked for them, else nothing.
+    :mod:`simulator.runtime.scheduler_stats`) when the spec asked for them, else nothing.
     """
 
     row: dict[str, object]

@@ -40,7 +40,8 @@ from simulator.hardware.machine import Machine
 from simulator.hardware.topology import Topology
 from simulator.hardware.tracked import Ops, ScanPlan, TrackedMemory
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.task import Task
 from snapsim_models.backend import Backend, Category
 from snapsim_models.costs import PgCosts, load_costs
 from snapsim_models.lwlock import LockMode

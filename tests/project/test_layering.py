@@ -57,6 +57,17 @@ SNAPSHOT_FLOORS = {
 """Floor of each module of the snapshot algorithms (one module per version family); the package's
 ``__init__`` (``ALGORITHMS``) stands on all of them."""
 
+SCHEDULER_FLOORS = {
+    "simulator.runtime.scheduler_stats": 1,  # counters and trace tables
+    "simulator.runtime.placement": 1,  # the searches for a thread, over plain state
+    "simulator.runtime.idle": 1,  # the idle governor
+    "simulator.runtime.idle_threads": 2,
+    "simulator.runtime.task": 2,  # sees its scheduler through the TaskScheduler protocol
+    "simulator.runtime.scheduler": 3,
+}
+"""Floor of each module of the CPU scheduler inside ``runtime``: ``Task`` and ``CpuScheduler``
+use each other, and only the task's module may stand below the scheduler's."""
+
 
 def module_name(path: Path) -> str:
     """The name ``path`` is imported under (files in ``models/`` as ``snapsim_models``)."""
@@ -217,6 +228,15 @@ def test_snapshot_modules_import_only_lower_floors() -> None:
                     target.removeprefix(SNAPSHOTS + ".")] >= floor):
                 offenders.append(f"{name} -> {target}")
     assert sorted(offenders) == []
+
+
+def test_scheduler_modules_import_only_lower_floors() -> None:
+    floors = SCHEDULER_FLOORS
+    offenders = [f"{name} -> {target}"
+                 for name, targets in import_graph().items() if name in floors
+                 for target in targets if target in floors and floors[target] >= floors[name]]
+    assert sorted(offenders) == []
+    assert set(SCHEDULER_FLOORS) <= set(project_modules())
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str]:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.runtime.scheduler import IDLE_TRACE_COLUMNS, TRACE_COLUMNS
+from simulator.runtime.scheduler_stats import IDLE_TRACE_COLUMNS, TRACE_COLUMNS
 
 POINT = ["--machine", "gold5215-2s", "--algorithms", "post14", "--clients", "2",
          "--idle-clients", "50", "--idle-kind", "mostly-idle", "--duration-ms", "3",

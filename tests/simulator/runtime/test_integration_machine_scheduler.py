@@ -10,7 +10,8 @@ from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import AccessClass
 from simulator.hardware.machine import Machine, new_counters
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.task import Task
 
 
 def test_migrated_task_rereads_its_lines_from_the_old_core() -> None:

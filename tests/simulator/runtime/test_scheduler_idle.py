@@ -9,7 +9,9 @@ import pytest
 from simulator.config.machine import IdleConfig, IdleStateConfig, SchedulerConfig, TopologyConfig
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import CpuScheduler, SchedulerStats, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.scheduler_stats import SchedulerStats
+from simulator.runtime.task import Task
 
 US = 1_000.0
 WAKEUP_NS = 5 * US

@@ -8,7 +8,9 @@ from simulator.config.machine import IdleConfig, IdleStateConfig, SchedulerConfi
 from simulator.errors import ConfigError
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
-from simulator.runtime.scheduler import IDLE_TRACE_TABLE, TRACE_TABLE, CpuScheduler, Task
+from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.scheduler_stats import IDLE_TRACE_TABLE, TRACE_TABLE
+from simulator.runtime.task import Task
 
 US = 1_000.0
 MS = 1_000_000.0
