@@ -263,7 +263,7 @@ def check_windows(estimate: SweepEstimate) -> None:
     point = max(short, key=lambda p: p.first_transaction_ms / max(p.window_ms, 1e-12))
     raise ConfigError("", f"point {point.label}: its {point.window_ms:g} ms of warm-up and "
                       f"window cannot hold one transaction, since the clients' first ones need "
-                      f"at least about {point.first_transaction_ms:,.1f} ms (an estimate); "
+                      f"at least about {_ms(point.first_transaction_ms)} ms (an estimate); "
                       "lengthen warmup_ms or duration_ms, or force the run (--force, "
                       "force=True)")
 
@@ -342,6 +342,11 @@ def check_memory(estimate: SweepEstimate, available: tuple[float, str] | None) -
                       f"({source}): {point.cause()}"
                       f"{jobs_advice}, or force the run "
                       "(--force, force=True)")
+
+
+def _ms(value: float) -> str:
+    """Milliseconds to read: one decimal from 1 ms up, two significant digits below."""
+    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
 
 
 def _gb(value: float) -> str:

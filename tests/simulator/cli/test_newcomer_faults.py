@@ -337,3 +337,9 @@ def test_the_report_opens_with_the_tps_and_ends_with_versions(
     assert ">workload</th>" not in curve
     assert ">idle_<wbr>clients</th>" in curve
     assert ">tps</th>" in curve
+
+
+def test_a_window_shorter_than_one_transaction_names_a_readable_bound() -> None:
+    """A bound below 1 ms reads as two significant digits, not 0.0 ms."""
+    assert estimate._ms(131.6) == "131.6"
+    assert estimate._ms(0.0316) == "0.032"
