@@ -262,3 +262,16 @@ def test_the_measurement_round_trips_through_snapsim_validate(
 
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+
+
+def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
+    """The shipped kvm-epyc-2vcpu dataset: two datasets, its machine file, a work-scale point."""
+    from simulator.config import configs_dir
+
+    manifest = load_manifest(configs_dir() / "measurements" / "kvm-epyc-2vcpu")
+    assert set(manifest.datasets) == {"kvm-epyc-2vcpu_idle", "kvm-epyc-2vcpu_mostly_idle"}
+    check_datasets(manifest)
+    figure = manifest.single_client("kvm-epyc-2vcpu")
+    assert figure is not None
+    assert (figure.algorithm, figure.workload) == ("pre14", "select-only")
+    assert 10_000 < figure.tps < 30_000
