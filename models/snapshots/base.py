@@ -203,6 +203,12 @@ class SnapshotAlgorithm(ABC):
                     for access in tracked.access(region, pgprocno, field, Op.STORE)), tracked)
         return {"links": links, "links_store": links.with_op(Op.STORE), "init": init}
 
+    def _own_fields(self, backend: Backend, region: Region, op: Op, *fields: str) -> Ops:
+        """``op`` on each of ``fields`` of ``backend``'s own element of ``region``, in order."""
+        tracked, pgprocno = self.tracked, backend.pgprocno
+        return Ops((access for field in fields
+                    for access in tracked.access(region, pgprocno, field, op)), tracked)
+
     def _init_fields(self) -> list[tuple[Region, tuple[str, ...]]]:
         """The fields of the own slot ``InitProcess`` initialises, per region (pgprocno-indexed)."""
         return []

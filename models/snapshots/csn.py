@@ -8,6 +8,7 @@ are not transcribed).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from simulator.hardware.codes import Op
@@ -51,12 +52,7 @@ class Csn(SnapshotAlgorithm):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (14 layout plus ``snapshotcsn``)."""
-        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
-
-        def store(*fields: str) -> Ops:
-            return Ops((access for field in fields
-                        for access in tracked.access(pgproc, pgprocno, field, Op.STORE)), tracked)
-
+        store = functools.partial(self._own_fields, backend, self.shmem.pgproc, Op.STORE)
         return {
             "xmin": store("xmin"),
             "snapshotcsn": store("snapshotcsn"),

@@ -9,6 +9,7 @@ own subxid header (9.1 skips MyProc).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from simulator.hardware.codes import Op
@@ -104,12 +105,7 @@ class Pg91(SnapshotAlgorithm):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """All of a 9.1 backend's published fields are on its H line(s) of PGPROC."""
-        tracked, pgproc, pgprocno = self.tracked, self.shmem.pgproc, backend.pgprocno
-
-        def store(*fields: str) -> Ops:
-            return Ops((access for field in fields
-                        for access in tracked.access(pgproc, pgprocno, field, Op.STORE)), tracked)
-
+        store = functools.partial(self._own_fields, backend, self.shmem.pgproc, Op.STORE)
         return {
             "xmin": store("xmin"),
             "lxid": store("lxid"),

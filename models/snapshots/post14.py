@@ -76,13 +76,12 @@ class PgxactSplit(GroupClearCommit):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGPROC fields (private) and the entry's slot in the dense arrays."""
-        tracked, shm, pgprocno = self.tracked, self.shmem, backend.pgprocno
+        tracked, shm = self.tracked, self.shmem
         xids = shm.xids
         assert xids is not None
 
         def pgproc(op: Op, *fields: str) -> Ops:
-            return Ops((access for field in fields
-                        for access in tracked.access(shm.pgproc, pgprocno, field, op)), tracked)
+            return self._own_fields(backend, shm.pgproc, op, *fields)
 
         xid_slot_store = tracked.access(xids, backend.index, None, Op.STORE)
         return {

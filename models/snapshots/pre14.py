@@ -119,13 +119,11 @@ class Pre14(GroupClearCommit):
 
     def own_accesses(self, backend: Backend) -> dict[str, Ops]:
         """Own PGXACT fields (shared line) and own PGPROC fields (private line)."""
-        tracked, pgxact, pgproc = self.tracked, self.shmem.pgxact, self.shmem.pgproc
-        pgprocno = backend.pgprocno
+        pgxact, pgproc = self.shmem.pgxact, self.shmem.pgproc
         assert pgxact is not None
 
         def store(region: Region, *fields: str) -> Ops:
-            return Ops((access for field in fields
-                        for access in tracked.access(region, pgprocno, field, Op.STORE)), tracked)
+            return self._own_fields(backend, region, Op.STORE, *fields)
 
         return {
             "xmin": store(pgxact, "xmin"),
