@@ -7,8 +7,11 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   belong to a second pgbench process, whose ``background_threads`` threads (scheduler tasks;
   ASSUMPTION: the published runs do not give its ``-j``, default 4) each serve their share of
   the connections round robin from one ``poll``: a thread sleeps until its next connection's
-  sleep ends or an answer arrives, spends the client's cycles per query sent or answer read,
-  and wakes the backends it sends to (and is woken by their answers) synchronously.
+  sleep ends or an answer arrives, spends the client's cycles per query sent or answer read and
+  ``pgbench_loop`` cycles per connection for each of the two walks over its connections in a
+  pass of its loop (pgbench's ``threadRun``), and wakes the backends it sends to (and is woken
+  by their answers) synchronously. A thread whose passes take longer than its connections'
+  queries are apart is always runnable and handles several at once, as pgbench does.
   ``background_threads = 0`` drops that process: each connection's pgbench side then costs no
   CPU and its backend is woken by a timer;
 * connections that come and go (``options.churn``; :mod:`snapsim_models.churn`): a postmaster (a
@@ -17,8 +20,8 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   transaction of the workload (connections arriving at a rate) or its client's transaction
   (``pgbench -C``: every active client reconnects per transaction), and leaves.
 
-Left out: pgbench's own per-loop work over its connections (only its per-query cycles are
-charged) and the network between client and server (``options.think_time`` stands for it).
+Left out: the poll's cost per socket awaiting a result (a few per thread: the queries in
+flight) and the network between client and server (``options.think_time`` stands for it).
 """
 
 from __future__ import annotations
@@ -307,14 +310,20 @@ class Clients:
         """One thread of the background pgbench: its connections' ``SELECT 1`` from one poll.
 
         Each connection sleeps ``mostly_idle_sleep`` after its answer; the thread wakes when
-        a sleep ends (its poll's timeout, a timer on its thread) or an answer arrives, spends
-        ``client_cycles`` per answer read and per query sent, then sends the queries due.
+        a sleep ends (its poll's timeout, a timer on its thread) or an answer arrives. A pass of
+        its loop walks every connection (advancing them: ``client_cycles`` per answer read and
+        per query sent), sends the queries due, walks every connection again (the next poll's
+        socket set and timeout) and polls. Each walk costs half of ``pgbench_loop`` per
+        connection.
         """
         env = self.env
-        sleep = self.options.costs.mostly_idle_sleep_ns
+        costs = self.options.costs
+        sleep = costs.mostly_idle_sleep_ns
         select1 = workload("select1")
         (statements,) = select1.round_trips
-        client_ns = self.options.costs.client_cycles / connections[0].backend.clock_ghz
+        clock_ghz = connections[0].backend.clock_ghz
+        client_ns = costs.client_cycles / clock_ghz
+        walk_ns = 0.5 * costs.pgbench_loop_per_connection_cycles * len(connections) / clock_ghz
         due = [(phase, index) for index, phase in enumerate(phases_ns)]
         heapq.heapify(due)
         started = [0.0] * len(connections)
@@ -341,8 +350,8 @@ class Clients:
             sending = []
             while due and due[0][0] <= now:
                 sending.append(heapq.heappop(due)[1])
-            if done or sending:
-                yield from task.run((len(done) + len(sending)) * client_ns)
+            if done or sending or walk_ns > 0.0:
+                yield from task.run(walk_ns + (len(done) + len(sending)) * client_ns)
             for index in sending:
                 backend = connections[index].backend
                 assert backend.task is not None
@@ -352,6 +361,8 @@ class Clients:
                 response.callbacks.append(on_answer(index))
                 task.wakes(backend.task)
                 self.inboxes[backend.connection].succeed((statements, response, task))
+            if walk_ns > 0.0:
+                yield from task.run(walk_ns)
             if answered or (due and due[0][0] <= env.now):
                 continue
             if ready[0].triggered:

@@ -2,10 +2,11 @@
 
 One set of numbers for every machine, in cycles of the machine's clock: the non-snapshot work of
 each statement kind, the pgbench client's work, instructions per scanned procArray entry, the
-private memory footprint of a transaction, the mostly-idle clients' sleep and the private work of
+private memory footprint of a transaction, the mostly-idle clients' sleep, the private work of
 a connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
-exit, the client's connect; optional in a cost file, whose absent section takes the shipped
-file's values). Loaded strictly:
+exit, the client's connect) and pgbench's own work per pass of a thread's loop over its
+connections (``pgbench_loop``). ``connection`` and ``pgbench_loop`` are optional in a cost file:
+an absent section takes the shipped file's values. Loaded strictly:
 unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError` naming the key.
 Counts of cycles carry their unit (``30000 cycles``); sizes and times may be bare numbers (bytes,
 nanoseconds), as everywhere in :mod:`simulator.config.units`.
@@ -85,6 +86,8 @@ class PgCosts:
     footprint_l3_bytes: int
     mostly_idle_sleep_ns: float
     connection: ConnectionCosts
+    pgbench_loop_per_connection_cycles: float
+    """pgbench's work per connection of a thread per pass of its loop (``threadRun``), cycles."""
 
     def scaled(self, work_scale: float) -> PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
@@ -92,7 +95,8 @@ class PgCosts:
         The base work is the backend's non-snapshot cycles of every statement kind and the
         pgbench client's cycles: what ``--single-client-tps`` rescales so that one client without
         idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints,
-        connection costs and the machine's scheduling costs are unchanged.
+        connection costs, pgbench's per-pass loop and the machine's scheduling costs are
+        unchanged.
         """
         if work_scale == 1.0:
             return self
@@ -103,14 +107,15 @@ class PgCosts:
 
 
 _TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
-             "mostly_idle_sleep", "connection", "calibration")
-_OPTIONAL_TOP_KEYS = ("connection", "calibration")
+             "mostly_idle_sleep", "connection", "pgbench_loop", "calibration")
+_OPTIONAL_TOP_KEYS = ("connection", "pgbench_loop", "calibration")
 """Keys a cost file may leave out: they take the shipped file's values (older files predate
 them)."""
 _STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
 _CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
+_PGBENCH_LOOP_KEYS = ("per_connection",)
 _CALIBRATION_KEYS = ("command", "datasets", "objective", "evaluations", "fitted", "date",
                      "sensitivity")
 """The record of the fit that set the fitted values (``snapsim calibrate``'s ``best.yaml``)."""
@@ -175,12 +180,8 @@ def costs_from_dict(data: object, source: str | None = None) -> PgCosts:
 
 def _costs(data: object) -> PgCosts:
     top = expect_section(data, "", _TOP_KEYS, optional=_OPTIONAL_TOP_KEYS)
-    connection_doc = top.get("connection")
-    if connection_doc is None:
-        shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS,
-                                 optional=_RECORD_ONLY)
-        connection_doc = shipped["connection"]
-    connection = expect_section(connection_doc, "connection", _CONNECTION_KEYS)
+    connection = expect_section(_or_shipped(top, "connection"), "connection", _CONNECTION_KEYS)
+    loop = expect_section(_or_shipped(top, "pgbench_loop"), "pgbench_loop", _PGBENCH_LOOP_KEYS)
     if "calibration" in top:
         _check_calibration(top["calibration"])
     backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
@@ -199,7 +200,18 @@ def _costs(data: object) -> PgCosts:
                                        parse_time_ns),
         connection=ConnectionCosts(**{key: _cycles(join_key("connection", key), connection[key])
                                       for key in _CONNECTION_KEYS}),
+        pgbench_loop_per_connection_cycles=_cycles("pgbench_loop.per_connection",
+                                                   loop["per_connection"]),
     )
+
+
+def _or_shipped(top: Mapping[str, object], key: str) -> object:
+    """An optional section of the file, or the shipped file's when the file leaves it out."""
+    if key in top:
+        return top[key]
+    shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS,
+                             optional=_OPTIONAL_TOP_KEYS)
+    return shipped[key]
 
 
 def _check_calibration(value: object) -> None:

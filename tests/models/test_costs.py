@@ -46,6 +46,7 @@ def test_shipped_model() -> None:
     assert costs.mostly_idle_sleep_ns == 100e6
     assert costs.connection == ConnectionCosts(postmaster=250000.0, backend_startup=500000.0,
                                                backend_exit=100000.0, client=20000.0)
+    assert costs.pgbench_loop_per_connection_cycles == 100.0
 
 
 def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
@@ -61,6 +62,21 @@ def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
     with pytest.raises(ConfigError, match="missing") as info:
         costs_from_dict(with_value("connection", {"postmaster": "1 cycles"}))
     assert info.value.key == "connection.backend_startup"
+
+
+def test_a_cost_file_without_the_pgbench_loop_takes_the_shipped_one(tmp_path: Path) -> None:
+    data = document()
+    del data["pgbench_loop"]
+    assert costs_from_dict(data).pgbench_loop_per_connection_cycles == 100.0
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert read_costs_document(path)["pgbench_loop"] == {"per_connection": "100 cycles"}
+    with pytest.raises(ConfigError) as info:
+        costs_from_dict(with_value("pgbench_loop.per_connection", "-5 cycles"))
+    assert info.value.key == "pgbench_loop.per_connection"
+    with pytest.raises(ConfigError) as info:
+        costs_from_dict(with_value("pgbench_loop", {"per_connection": "1 cycles", "poll": 3}))
+    assert "poll" in str(info.value)
 
 
 def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:

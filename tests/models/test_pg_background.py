@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.runtime.scheduler import CpuScheduler
+from simulator.runtime.task import Task
 from snapsim_models.options import parse_options, resolve_options
-from tests.models.points import simulate
+from tests.models.points import default_options, simulate
 
 GOLD = load_machine("gold5215-2s")
 
@@ -56,3 +59,59 @@ def test_the_option_is_read_and_checked() -> None:
     assert parse_options(resolve_options({"background_threads": 0})).background_threads == 0
     with pytest.raises(ConfigError, match=r"options\.background_threads"):
         resolve_options({"background_threads": -1})
+
+
+def loop_costs(per_connection_cycles: float, sleep_ns: float = 100e6) -> object:
+    """The shipped cost model with pgbench's per-connection loop cost (and the mostly-idle
+    connections' sleep) replaced."""
+    return dataclasses.replace(default_options().costs, mostly_idle_sleep_ns=sleep_ns,
+                               pgbench_loop_per_connection_cycles=per_connection_cycles)
+
+
+SETTINGS: dict[str, object] = {"idle_clients": 200, "idle_kind": "mostly-idle",
+                               "duration_ns": 100e6, "warmup_ns": 5e6, "background_threads": 2}
+"""200 mostly-idle connections on 2 background threads, 100 each, over 105 ms."""
+
+
+def background_cpu_ns(per_connection_cycles: float,
+                      sleep_ns: float = 100e6) -> tuple[list[float], dict[str, object]]:
+    """Each background pgbench thread's running time over the point, and the point's row."""
+    tasks: list[Task] = []
+    original = CpuScheduler.new_task
+
+    def spy(self: CpuScheduler, name: str) -> Task:
+        task = original(self, name)
+        if name.startswith("pgbench-bg"):
+            tasks.append(task)
+        return task
+
+    CpuScheduler.new_task = spy  # type: ignore[method-assign]
+    try:
+        row = simulate(GOLD, "post14", costs=loop_costs(per_connection_cycles, sleep_ns),
+                       **SETTINGS).row
+    finally:
+        CpuScheduler.new_task = original  # type: ignore[method-assign]
+    return [task.cpu_ns for task in tasks], row
+
+
+def test_a_thread_with_always_a_query_due_walks_its_connections_without_rest() -> None:
+    """Connections that sleep 1 ms and 250,000 cycles per connection: a walk over a thread's 100
+    connections takes 5 ms at 2.5 GHz (half the per-connection cost each), a pass 10 ms, and
+    every pass finds queries due: both threads run all the time. A connection's query is sent in
+    one pass and its answer read at the start of the next; it is due again 1 ms later and is
+    sent in the pass after that, or, when its backend waited for a CPU, a pass later: a round
+    every two or three passes (20-30 ms)."""
+    cpu_ns, row = background_cpu_ns(250_000.0, sleep_ns=1e6)
+    assert [ns / 105e6 for ns in cpu_ns] == pytest.approx([1.0, 1.0], abs=0.03)
+    assert 200 / 0.030 <= float(row["mostly_idle_tps"]) <= 200 / 0.020  # type: ignore[arg-type]
+
+
+def test_below_saturation_a_thread_pays_its_walks_once_or_twice_per_query() -> None:
+    """3,000 cycles per connection: a pass over 100 connections is 120 us at 2.5 GHz. A query is
+    sent in one pass and its answer (some 50 us later) read in the same or the next one: one
+    to two passes per query. Each thread's connections send about 105 queries in 105 ms:
+    12.6-25.2 ms of walks, on top of the 2,000 client cycles per query sent and answer read."""
+    cpu_ns, _ = background_cpu_ns(3_000.0)
+    free, _ = background_cpu_ns(0.0)
+    for loaded, light in zip(cpu_ns, free, strict=True):
+        assert 12.6e6 * 0.9 < loaded - light < 25.2e6 * 1.1
