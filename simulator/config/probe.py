@@ -304,6 +304,9 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
         lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
         if "idle" in source:  # a bare-metal host's own idle states are not read yet
             lines.append(f"idle: {_flow(dict(_section(source, 'idle')))}   # {borrowed}")
+    if "line_service" in source:
+        lines.append(f"line_service: {_flow(dict(_section(source, 'line_service')))}   "
+                     f"# {borrowed}")
     return "\n".join(lines) + "\n"
 
 

@@ -81,6 +81,9 @@ def test_the_written_file_loads_with_the_host_s_shape(tmp_path: Path) -> None:
     # an Intel machine with two L3s per socket: no shipped Intel file has that distance
     assert "ASSUMPTION" in text
     assert "cross_domain_hitm" in text
+    # how a contended line serves its misses is hardware too: borrowed with the latencies
+    assert config.line_service == load_machine(like).line_service
+    assert config.line_service.home
 
 
 def test_an_amd_host_borrows_from_an_amd_machine(tmp_path: Path) -> None:
