@@ -94,13 +94,18 @@ def test_pre14_mostly_idle_snapshots_miss_on_lines_the_sleepers_write() -> None:
     assert mostly["local_hitm"] + mostly["remote_hitm"] > idle["local_hitm"] + idle["remote_hitm"]  # type: ignore[operator]
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the model lacks the mechanism by which "
-                   "mostly-idle connections hurt a single active client (a cost that saturates "
-                   "with the background's rate; power management suspected, docs/validation.md)")
+@pytest.mark.xfail(strict=True, reason="known gap: the model loses 4.5 % of a single client's "
+                   "TPS to 1,000 mostly-idle connections where 13 % more was measured (the "
+                   "background pgbench's loop is in; its working-set and wake-up costs on the "
+                   "active pair are not, docs/validation.md)")
 def test_pre14_mostly_idle_hurts_like_the_measurements() -> None:
     """Published (gold5215_idle.csv vs gold5215_mostly_idle.csv, 1 client, 1000 connections):
     idle 29377 TPS, mostly idle 25523 TPS, a 13 % larger loss. The model must show at least
-    half of that difference."""
-    idle = tps("pre14", 1, 1000, "idle")
-    mostly = tps("pre14", 1, 1000, "mostly-idle")
+    half of that difference, in a window of 30 ms after 15 ms (the module's 3 ms windows read
+    a 21 % loss here, 10 ms after 5 ms 14 %, 30 ms after 15 ms 4.5 %: the short ones have not
+    converged)."""
+    idle = float(simulate(GOLD, "pre14", idle_clients=1000, duration_ns=30e6,  # type: ignore[arg-type]
+                          warmup_ns=15e6).row["tps"])
+    mostly = float(simulate(GOLD, "pre14", idle_clients=1000, idle_kind="mostly-idle",  # type: ignore[arg-type]
+                            duration_ns=30e6, warmup_ns=15e6).row["tps"])
     assert mostly < idle * (1 - 0.065)
