@@ -13,8 +13,9 @@ again; delete the folder to rerun it). The script then writes
 ``docs/validation/ablations.csv`` (variant, dataset, series, median and max absolute relative
 error) and prints the Markdown tables docs/validation.md shows: each series' median / max error
 under each variant, one table per group (scheduling and power; hot lines; invalidation
-fan-out), each with the ``shipped`` column. Exit code: 2 if a run failed on bad input, else 0
-(a series failing its thresholds is what an ablation is expected to show).
+fan-out; contended-line service; pgbench's loop), each with the ``shipped`` column. Exit
+code: 2 if a run failed on bad input, else 0 (a series failing its thresholds is what an
+ablation is expected to show).
 """
 
 from __future__ import annotations
@@ -54,12 +55,36 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                     ["--machine-set", "latency.invalidation_per_extra_sharer=0 ns"]),
     "fan-out-10ns": ("10 ns per sharer after the first (the top of the assumed range)",
                      ["--machine-set", "latency.invalidation_per_extra_sharer=10 ns"]),
+    "fifo": ("contended lines served first in, first out at their transfer latency",
+             ["--machine-set", "line_service.rule=fifo"]),
+    "no-owner-window": ("home rule without the owner window (one access per tenure)",
+                        ["--machine-set", "line_service.owner_window=0"]),
+    "no-read-modified-service": ("home rule; a read of a line modified on the other socket "
+                                 "occupies its home for its latency only",
+                                 ["--machine-set",
+                                  "line_service.service.read_modified.remote=0 ns"]),
+    "read-shared-300ns": ("a read of a clean line another cache supplies occupies its home "
+                          "300 ns (ASSUMPTION, sensitivity)",
+                          ["--machine-set", "line_service.service.read_shared.remote=300 ns",
+                           "--machine-set",
+                           "line_service.service.read_shared.cross_domain=300 ns"]),
+    "read-shared-600ns": ("the same, 600 ns",
+                          ["--machine-set", "line_service.service.read_shared.remote=600 ns",
+                           "--machine-set",
+                           "line_service.service.read_shared.cross_domain=600 ns"]),
+    "no-pgbench-loop": ("the background pgbench's passes over its connections cost nothing",
+                        ["--set", "options.costs.pgbench_loop.per_connection=0 cycles"]),
+    "pgbench-loop-300": ("300 cycles per connection per pass (the top of the assumed range)",
+                         ["--set", "options.costs.pgbench_loop.per_connection=300 cycles"]),
 }
 GROUPS: dict[str, list[str]] = {
     "scheduling": ["shipped", "no-idle-states", "shallowest", "no-wakeup-cost", "no-ipi-exit",
                    "global-queue", "no-background-pgbench"],
     "hot-lines": ["both-fused", "lwlock-read-cas-only", "buffer-read-cas-only", "shipped"],
     "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
+    "line-service": ["fifo", "no-owner-window", "no-read-modified-service", "shipped",
+                     "read-shared-300ns", "read-shared-600ns"],
+    "pgbench-loop": ["no-pgbench-loop", "shipped", "pgbench-loop-300"],
 }
 """The tables docs/validation.md shows, each a list of variants in column order."""
 

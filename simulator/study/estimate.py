@@ -19,7 +19,7 @@ optional ``estimate_coefficients``; the PostgreSQL model's and their fit are in
     tps      = tps_per_client * min(clients, busy_thread_share * hardware threads)
                + running_idle_tps * running idle connections
     txns     = tps * (warm-up + window)                           transactions simulated
-    memory   = 215 MB + state + bytes_per_running * running + bytes_per_idle * other idle
+    memory   = 250 MB + state + bytes_per_running * running + bytes_per_idle * other idle
                connections + bytes_per_transaction * txns
     wall_s   = 0.1 s + 0.7 ns * state byte + wall_s_per_running * running + wall_s_per_idle
                * other idle connections + wall_s_per_transaction * txns
@@ -27,7 +27,7 @@ optional ``estimate_coefficients``; the PostgreSQL model's and their fit are in
 ``coherence_state_bytes`` counts the arrays of
 :class:`~simulator.hardware.coherence.compiled.CompiledCoherence` from the topology and the
 cache geometry (per line, per core and line, per domain and line, per cache way; the tests
-check it against the allocation); the process (215 MB: Python, NumPy, pandas, SimPy, the
+check it against the allocation); the process (250 MB: Python, NumPy, pandas, SimPy, the
 compiled kernel) and the wall time per byte of state are the machine's, the same for every
 model. A model without coefficients gets :data:`FALLBACK`, a deliberately generous guess.
 
@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 GB = 1e9
-BASE_BYTES = 215e6
+BASE_BYTES = 250e6
 """The process: Python, NumPy, pandas, SimPy, the compiled kernel."""
 WALL_BASE_S = 0.1
 WALL_S_PER_STATE_BYTE = 0.7e-9

@@ -554,7 +554,7 @@ def test_the_line_service_section_is_read_and_checked() -> None:
     assert config.line_service.home
     assert config.line_service.owner_window == 0.2
     assert config.line_service.service_ns[0] == (0.0, 0.0, 300.0)  # read_modified
-    assert load_machine("gold5215-2s").line_service.rule == "fifo"  # shipped: fifo
+    assert load_machine("gold5215-2s").line_service.rule == "home"  # shipped: home
     for override, key in (("line_service.rule=lifo", "line_service.rule"),
                           ("line_service.owner_window=2", "line_service.owner_window"),
                           ("line_service.service.read_modified.remote=300",

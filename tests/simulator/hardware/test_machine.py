@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from simulator.config.machine import LineServiceConfig
 from simulator.config.machine_file import load_machine
 from simulator.hardware.codes import AccessClass, Op
 from simulator.hardware.machine import ALL_BYTES, Machine, byte_mask, new_counters
@@ -56,8 +59,10 @@ def test_bad_thread_line_backend_and_labels(gold_config) -> None:  # type: ignor
 
 @pytest.mark.parametrize("implementation", ["compiled", "reference"])
 def test_hitm_attribution_false_and_true_sharing(gold_config, implementation) -> None:  # type: ignore[no-untyped-def]
-    # A PGXACT-like entry: xid in bytes 0-3, xmin in bytes 4-7.
-    machine = Machine(gold_config, [0], labels=["PGXACT[0..5]"], implementation=implementation)
+    # A PGXACT-like entry: xid in bytes 0-3, xmin in bytes 4-7. Under fifo: at one instant the
+    # home rule's owner window would let the writer keep the line (test_line_service).
+    config = dataclasses.replace(gold_config, line_service=LineServiceConfig())
+    machine = Machine(config, [0], labels=["PGXACT[0..5]"], implementation=implementation)
     writer = machine.topology.thread_by_name("s0.d0.c0.t0")
     reader = machine.topology.thread_by_name("s1.d0.c0.t0")
     machine.access(writer, 0, Op.STORE, mask=byte_mask(4, 4))  # xmin written
