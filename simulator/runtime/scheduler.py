@@ -66,6 +66,7 @@ from simulator.runtime.task import (
     MigrateHook,
     Task,
 )
+from simulator.runtime.working_set import WorkingSets
 
 __all__ = ["CpuScheduler", "FlushHook"]
 
@@ -89,6 +90,8 @@ class CpuScheduler:
             on another core than the one it last ran on.
         on_private_flush: optional ``hook(core)`` called when a core enters a core-level idle
             state, which flushes its private caches.
+        working_sets: the tasks' private working sets (:meth:`Task.set_working_set`); built by
+            :meth:`from_machine`, ``None`` otherwise (no task may then have one).
         wakeup_cost_ns: cost of waking a task on an idle thread, before the idle state's exit.
         stats: machine-wide idle-exit, IPI, flush and migration counts since the start.
     """
@@ -112,6 +115,7 @@ class CpuScheduler:
         self.idle = idle
         self.wakeup_cost_ns = config.wakeup_ns
         self.on_private_flush: FlushHook | None = None
+        self.working_sets: WorkingSets | None = None
         self.stats = SchedulerStats()
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
@@ -153,8 +157,11 @@ class CpuScheduler:
         cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
     ) -> CpuScheduler:
         """The scheduler of a machine: topology, scheduler costs, virtualization, idle states."""
-        return cls(env, Topology.from_config(machine), machine.scheduler, machine.virtualized,
-                   idle=machine.idle, trace=trace)
+        topology = Topology.from_config(machine)
+        scheduler = cls(env, topology, machine.scheduler, machine.virtualized, idle=machine.idle,
+                        trace=trace)
+        scheduler.working_sets = WorkingSets(machine, topology)
+        return scheduler
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -430,9 +437,17 @@ class CpuScheduler:
             bisect.insort(self._idle_cores[self._core_domain[core]], core)
 
     def _enter_idle(self, thread: int) -> None:
-        """``thread`` goes idle; if its core enters a core-level state, ``on_private_flush``."""
-        if self._idle.enter(thread) and self.on_private_flush is not None:
-            self.on_private_flush(self._thread_core[thread])
+        """``thread`` goes idle; a core entering a core-level state has its caches flushed.
+
+        The tasks' working sets leave the core's private caches and ``on_private_flush`` is
+        called.
+        """
+        if self._idle.enter(thread):
+            core = self._thread_core[thread]
+            if self.working_sets is not None:
+                self.working_sets.flush(core)
+            if self.on_private_flush is not None:
+                self.on_private_flush(core)
 
     def _assign(self, thread: int, task: Task) -> None:
         """``task`` now holds ``thread``."""

@@ -1,0 +1,216 @@
+"""Private working sets of tasks: where each is warm, what is left of it, what a cold start costs.
+
+A task (a process or a client thread) may have a private working set of ``W`` lines: its own code
+and data (text, stack, heap), which no other task touches. The coherence layer tracks only shared
+lines; this module tracks the working sets as blocks of lines in two LRU stacks:
+
+* per core, its private caches (the L2, shared by the core's SMT threads), of the L2's size;
+* per L3 domain, what the domain keeps on chip (its L3, plus its cores' L2s when the L3 is
+  non-inclusive or a victim cache: L2 victims fill the L3 and a line is in one or the other).
+
+When a task starts running on a core (:meth:`WorkingSets.start`) its block moves to the top of
+the core's stack and of the domain's stack with all ``W`` lines (a run touches its whole working
+set); the blocks at the bottom lose lines until the stack fits its capacity again. This is LRU
+by stack distance (R. L. Mattson, J. Gecsei, D. R. Slutz, I. L. Traiger, "Evaluation techniques
+for storage hierarchies", IBM Systems Journal 9(2), 1970): a task's line is still cached when
+fewer lines than the cache holds were touched since its task last ran. It is exact for the
+simulator's own caches (LRU sets, ``Machine.pollute`` spreads a footprint evenly over the sets),
+which ``tests/simulator/runtime/test_working_set.py`` checks against the coherence kernel.
+
+The lines missing from the core's L2 are refilled before the task's work, each from where it is:
+
+* still in the L2 of the core the task last ran on (a migration): at the transfer latency
+  between the two cores (same L3 domain: the local HIT; another domain of the socket: the
+  cross-domain HIT; another socket: the remote HIT; the home taken near the old core's domain,
+  where the task's memory was first touched);
+* evicted from that L2 (by other tasks, or flushed by a core-level idle state: a flush writes the
+  lines back to the L3, which an inclusive L3 holds already and a non-inclusive or victim L3
+  receives) but still on chip in the domain: at the L3 latency from the same domain, else at
+  the transfer latency from the old domain;
+* evicted from the domain's chip too: from DRAM (near or far to the requester's domain, the home
+  being near the domain of the task's first run).
+
+A refill costs ``sum(lines x latency) / mlp``, the machine's overlap of independent misses
+(``mlp.indirect``: refills are loads along pointers and code, not a stream). The context-switch
+cost growing with the working set is measured by C. Li, C. Ding, K. Shen, "Quantifying the cost
+of context switch", ExpCS 2007; Linux treats a task as cache-hot for
+``sysctl_sched_migration_cost`` = 0.5 ms (``kernel/sched/fair.c``).
+
+Left out: a running task's block is refreshed only when it starts on a CPU (a long run beside a
+busy SMT sibling can lose lines it is touching), shared lines and the models' per-transaction
+footprints in the stacks (they pass through the coherence kernel's caches, not these), writebacks
+and bandwidth, and the cold start of a task's first run (a task is warm on its first core: a
+simulation starts in steady state).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from simulator.config.machine import LINE_BYTES, L3Inclusion, MachineConfig
+from simulator.hardware.latency import CLEAN, LatencyTables
+from simulator.hardware.topology import Topology
+
+__all__ = ["WorkingSet", "WorkingSets"]
+
+
+class WorkingSet:
+    """One task's private working set: its size and where it was last warm.
+
+    Attributes:
+        lines: the working set's size in cache lines (> 0).
+        core: the core it last ran on (``None`` before its first run).
+        home_domain: the L3 domain of its first run (its memory's NUMA node is near it).
+    """
+
+    __slots__ = ("core", "home_domain", "lines")
+
+    def __init__(self, lines: int) -> None:
+        self.lines = lines
+        self.core: int | None = None
+        self.home_domain = -1
+
+
+@dataclass(slots=True)
+class _Stack:
+    """An LRU stack of working-set blocks: resident lines per block, bottom (LRU) first."""
+
+    capacity: int
+    blocks: OrderedDict[WorkingSet, int]
+    total: int = 0
+
+    def resident(self, block: WorkingSet) -> int:
+        return self.blocks.get(block, 0)
+
+    def remove(self, block: WorkingSet) -> int:
+        lines = self.blocks.pop(block, 0)
+        self.total -= lines
+        return lines
+
+    def push(self, block: WorkingSet, lines: int) -> None:
+        """``block`` becomes the most recent with ``lines``; the least recent lose the excess."""
+        blocks = self.blocks
+        total = self.total - blocks.pop(block, 0) + lines
+        blocks[block] = lines
+        capacity = self.capacity
+        while total > capacity:
+            bottom = next(iter(blocks))
+            held = blocks[bottom]
+            excess = total - capacity
+            if held <= excess:
+                del blocks[bottom]
+                total -= held
+            else:
+                blocks[bottom] = held - excess
+                total = capacity
+        self.total = total
+
+    def clear(self) -> None:
+        self.blocks.clear()
+        self.total = 0
+
+
+class WorkingSets:
+    """The private working sets of a machine's tasks (model: the module docstring).
+
+    Args:
+        machine: the machine (cache sizes, L3 inclusion, latencies, ``mlp.indirect``).
+        topology: its topology (built from ``machine`` if not given).
+
+    The tasks count their refills (``Task.refills``, ``Task.refill_ns``) and so does the
+    scheduler (``SchedulerStats.refills``, ``SchedulerStats.refill_ns``).
+    """
+
+    def __init__(self, machine: MachineConfig, topology: Topology | None = None) -> None:
+        topo = topology or Topology.from_config(machine)
+        tables = LatencyTables.build(machine, topo)
+        l2_lines = machine.l2.size_bytes // LINE_BYTES
+        l3_lines = machine.l3.size_bytes // LINE_BYTES
+        cores_per_domain = machine.topology.cores_per_domain
+        on_chip = (l3_lines if machine.l3_inclusion is L3Inclusion.INCLUSIVE
+                   else l3_lines + cores_per_domain * l2_lines)
+        self.l2_lines = l2_lines
+        """Capacity of a core's stack, in lines."""
+        self.on_chip_lines = on_chip
+        """Capacity of a domain's stack, in lines."""
+        self._core_domain = [topo.domain_of_core(c) for c in range(topo.n_cores)]
+        self._l2 = [_Stack(l2_lines, OrderedDict()) for _ in range(topo.n_cores)]
+        self._chip = [_Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)]
+        n_dom = topo.n_domains
+        home_of = []
+        for domain in range(n_dom):
+            near = [h for h in range(tables.near.shape[1]) if tables.near[domain, h]]
+            home_of.append(near[0] if near else 0)
+        self._home_of = home_of
+        self._transfer_ns = [[float(tables.transfer_ns[CLEAN, req, sup, home_of[sup]])
+                              for sup in range(n_dom)] for req in range(n_dom)]
+        """``[requester][supplier]`` a clean line from another core or domain (home near the
+        supplier)."""
+        self._dram_ns = [[float(tables.dram_ns[req, home_of[first]]) for first in range(n_dom)]
+                         for req in range(n_dom)]
+        """``[requester][first domain]`` a line from DRAM homed near the first run's domain."""
+        self._l3_ns = tables.l3_ns
+        self.mlp = machine.mlp.indirect
+
+    def new(self, lines: int) -> WorkingSet:
+        """A working set of ``lines`` lines for a task, warm nowhere yet.
+
+        Raises:
+            ValueError: ``lines`` is not a positive integer.
+        """
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines <= 0:
+            raise ValueError(f"a working set must have a positive number of lines, got {lines!r}")
+        return WorkingSet(lines)
+
+    def start(self, block: WorkingSet, core: int) -> float:
+        """The task of ``block`` starts running on ``core``: the refill it pays first (ns).
+
+        O(1) when the block is the most recent on the core with all its lines (a task that stays
+        warm pays nothing).
+        """
+        l2 = self._l2[core]
+        blocks = l2.blocks
+        lines = block.lines
+        if blocks and next(reversed(blocks)) is block and blocks[block] == lines:
+            return 0.0
+        domain = self._core_domain[core]
+        previous = block.core
+        cost = 0.0
+        if previous is None:  # the first run: warm from the start
+            block.home_domain = domain
+        else:
+            old_domain = self._core_domain[previous]
+            chip = self._chip[old_domain]
+            on_chip = min(chip.resident(block), lines)
+            if previous == core:
+                held = l2.resident(block)
+                on_chip = max(on_chip, held)
+                cost = (on_chip - held) * self._l3_ns
+            else:
+                held = min(self._l2[previous].remove(block), lines)
+                on_chip = max(on_chip, held)
+                if old_domain == domain:
+                    cost = held * self._transfer_ns[domain][domain] + (
+                        on_chip - held) * self._l3_ns
+                else:
+                    cost = on_chip * self._transfer_ns[domain][old_domain]
+                    chip.remove(block)
+            cost += (lines - on_chip) * self._dram_ns[domain][block.home_domain]
+            cost /= self.mlp
+        block.core = core
+        l2.push(block, lines)
+        self._chip[domain].push(block, lines)
+        return cost
+
+    def flush(self, core: int) -> None:
+        """``core``'s private caches were flushed (a core-level idle state).
+
+        Its blocks leave them for the domain's L3 (written back), where the domain's stack
+        keeps them.
+        """
+        self._l2[core].clear()
+
+    def resident(self, block: WorkingSet, core: int) -> int:
+        """Lines of ``block`` in ``core``'s private caches now (a test seam)."""
+        return self._l2[core].resident(block)
