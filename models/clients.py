@@ -17,6 +17,10 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   transaction of the workload (connections arriving at a rate) or its client's transaction
   (``pgbench -C``: every active client reconnects per transaction), and leaves.
 
+Backends and pgbench threads (active clients and background threads) get the cost model's
+private working sets (``working_set``): the scheduler refills what a process's core lost since it
+last ran (:mod:`simulator.runtime.working_set`); the postmaster has none.
+
 Left out: pgbench's own per-loop work over its connections (only its per-query cycles are
 charged) and the network between client and server (``options.think_time`` stands for it).
 """
@@ -29,6 +33,7 @@ from collections.abc import Callable
 
 import simpy
 
+from simulator.config.machine import LINE_BYTES
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
 from simulator.runtime.task import Task
@@ -87,14 +92,16 @@ class Clients:
         for j in range(n_threads):
             share = background[j::n_threads]
             phases = [float(rng.uniform(0.0, options.costs.mostly_idle_sleep_ns)) for _ in share]
-            self.spawn(self._background_thread(self.scheduler.new_task(f"pgbench-bg{j}"),
+            self.spawn(self._background_thread(self._client_task(f"pgbench-bg{j}"),
                                                share, phases))
         for connection in running:
             backend = connection.backend
+            assert backend.task is not None
+            self._give_backend_working_set(backend.task)
             self.inboxes[backend.connection] = self.env.event()
             self.spawn(self._serve(backend))
             if connection.active:
-                thread = self.scheduler.new_task(f"pgbench{backend.connection}")
+                thread = self._client_task(f"pgbench{backend.connection}")
                 # Clients start a random fraction of a transaction apart, as real clients do
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
@@ -118,9 +125,19 @@ class Clients:
             for k in range(spec.clients):
                 client = ChurnClient()
                 self.churn_clients.append(client)
-                thread = self.scheduler.new_task(f"pgbench-C{k}")
+                thread = self._client_task(f"pgbench-C{k}")
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
                 self.spawn(self._reconnecting_client(thread, client, phase))
+
+    def _client_task(self, name: str) -> Task:
+        """A new pgbench thread's task, with the client's private working set."""
+        task = self.scheduler.new_task(name)
+        task.set_working_set(self.options.costs.working_set.client // LINE_BYTES)
+        return task
+
+    def _give_backend_working_set(self, task: Task) -> None:
+        """A backend process's task gets the backend's private working set."""
+        task.set_working_set(self.options.costs.working_set.backend // LINE_BYTES)
 
     def spawn(self, generator: ProcessGenerator) -> None:
         """Start a process (and keep it, to tear the run down)."""
@@ -256,6 +273,7 @@ class Clients:
         pgprocno = yield from free.pop()
         backend = population.pool[pgprocno]
         task = self.scheduler.new_task(f"backend{backend.connection}")
+        self._give_backend_working_set(task)
         backend.start_process(task)
         backend.begin_transaction()
         yield from start_backend(algorithm, backend, costs, self.churn_log)

@@ -25,6 +25,10 @@ CURVE_COLUMNS: dict[str, tuple[str, str]] = {
                          "disconnecting (a client that reconnects per transaction)"),
     "connection_us": ("us/transaction", "time in the backend's start-up and exit, its procArray "
                       "add and remove, and the free list"),
+    "refill_us_per_txn": ("us/transaction", "time every process (backends, pgbench threads) "
+                          "spent refilling its private working set after it went cold (a "
+                          "migration, a core C6 flush, other processes on its core), per "
+                          "active-client transaction"),
     "full_snapshots": ("1/transaction", "snapshots computed in full"),
     "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
     "copied_snapshots": ("1/transaction", "snapshots copied from a cache shared by all backends"),

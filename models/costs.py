@@ -2,10 +2,11 @@
 
 One set of numbers for every machine, in cycles of the machine's clock: the non-snapshot work of
 each statement kind, the pgbench client's work, instructions per scanned procArray entry, the
-private memory footprint of a transaction, the mostly-idle clients' sleep and the private work of
-a connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
-exit, the client's connect; optional in a cost file, whose absent section takes the shipped
-file's values). Loaded strictly:
+private memory footprint of a transaction, the private working sets of a backend and of a
+pgbench thread (``working_set``), the mostly-idle clients' sleep and the private work of a
+connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
+exit, the client's connect). ``connection`` and ``working_set`` are optional in a cost file: an
+absent section takes the shipped file's values. Loaded strictly:
 unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError` naming the key.
 Counts of cycles carry their unit (``30000 cycles``); sizes and times may be bare numbers (bytes,
 nanoseconds), as everywhere in :mod:`simulator.config.units`.
@@ -75,6 +76,23 @@ class ConnectionCosts:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkingSetCosts:
+    """Private working sets (bytes) of the processes (0: none), refilled after they go cold.
+
+    Each process's own code and data (text, stack, heap, caches) that it touches on every run:
+    the scheduler refills what its core lost since it last ran
+    (:mod:`simulator.runtime.working_set`). The per-transaction ``footprint`` is apart: the
+    transaction's own data (buffer pages, executor state) passed through the caches each
+    transaction to evict tracked lines, at no time cost.
+    """
+
+    backend: int
+    """An active backend's hot code and data on its statement path."""
+    client: int
+    """A pgbench thread's (an active client's or a background thread's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PgCosts:
     """The whole cost model."""
 
@@ -85,6 +103,7 @@ class PgCosts:
     footprint_l3_bytes: int
     mostly_idle_sleep_ns: float
     connection: ConnectionCosts
+    working_set: WorkingSetCosts = WorkingSetCosts(0, 0)
 
     def scaled(self, work_scale: float) -> PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
@@ -92,7 +111,7 @@ class PgCosts:
         The base work is the backend's non-snapshot cycles of every statement kind and the
         pgbench client's cycles: what ``--single-client-tps`` rescales so that one client without
         idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints,
-        connection costs and the machine's scheduling costs are unchanged.
+        working sets, connection costs and the machine's scheduling costs are unchanged.
         """
         if work_scale == 1.0:
             return self
@@ -103,14 +122,15 @@ class PgCosts:
 
 
 _TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
-             "mostly_idle_sleep", "connection", "calibration")
-_OPTIONAL_TOP_KEYS = ("connection", "calibration")
+             "working_set", "mostly_idle_sleep", "connection", "calibration")
+_OPTIONAL_TOP_KEYS = ("working_set", "connection", "calibration")
 """Keys a cost file may leave out: they take the shipped file's values (older files predate
 them)."""
 _STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
 _CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
+_WORKING_SET_KEYS = tuple(field.name for field in fields(WorkingSetCosts))
 _CALIBRATION_KEYS = ("command", "datasets", "objective", "evaluations", "fitted", "date",
                      "sensitivity")
 """The record of the fit that set the fitted values (``snapsim calibrate``'s ``best.yaml``)."""
@@ -175,12 +195,14 @@ def costs_from_dict(data: object, source: str | None = None) -> PgCosts:
 
 def _costs(data: object) -> PgCosts:
     top = expect_section(data, "", _TOP_KEYS, optional=_OPTIONAL_TOP_KEYS)
-    connection_doc = top.get("connection")
-    if connection_doc is None:
+    connection_doc, working_set_doc = top.get("connection"), top.get("working_set")
+    if connection_doc is None or working_set_doc is None:
         shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS,
                                  optional=_RECORD_ONLY)
-        connection_doc = shipped["connection"]
+        connection_doc = shipped["connection"] if connection_doc is None else connection_doc
+        working_set_doc = shipped["working_set"] if working_set_doc is None else working_set_doc
     connection = expect_section(connection_doc, "connection", _CONNECTION_KEYS)
+    working_set = expect_section(working_set_doc, "working_set", _WORKING_SET_KEYS)
     if "calibration" in top:
         _check_calibration(top["calibration"])
     backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
@@ -199,6 +221,9 @@ def _costs(data: object) -> PgCosts:
                                        parse_time_ns),
         connection=ConnectionCosts(**{key: _cycles(join_key("connection", key), connection[key])
                                       for key in _CONNECTION_KEYS}),
+        working_set=WorkingSetCosts(**{
+            key: _quantity(join_key("working_set", key), working_set[key], parse_size_bytes)
+            for key in _WORKING_SET_KEYS}),
     )
 
 

@@ -39,8 +39,9 @@ of context switch", ExpCS 2007; Linux treats a task as cache-hot for
 Left out: a running task's block is refreshed only when it starts on a CPU (a long run beside a
 busy SMT sibling can lose lines it is touching), shared lines and the models' per-transaction
 footprints in the stacks (they pass through the coherence kernel's caches, not these), writebacks
-and bandwidth, and the cold start of a task's first run (a task is warm on its first core: a
-simulation starts in steady state).
+and bandwidth. A task's first run finds its whole working set in memory (near the domain it
+runs in): the steady state of a task that runs rarely (a connection idle for 100 ms finds its
+lines evicted from the chip by everything else), paid once in the warm-up by a busy task.
 """
 
 from __future__ import annotations
@@ -176,9 +177,9 @@ class WorkingSets:
             return 0.0
         domain = self._core_domain[core]
         previous = block.core
-        cost = 0.0
-        if previous is None:  # the first run: warm from the start
+        if previous is None:  # the first run: everything from memory
             block.home_domain = domain
+            cost = lines * self._dram_ns[domain][domain] / self.mlp
         else:
             old_domain = self._core_domain[previous]
             chip = self._chip[old_domain]

@@ -15,6 +15,7 @@ from snapsim_models.costs import (
     PgCosts,
     ScanCosts,
     StatementCosts,
+    WorkingSetCosts,
     costs_from_dict,
     load_costs,
     read_costs_document,
@@ -46,6 +47,25 @@ def test_shipped_model() -> None:
     assert costs.mostly_idle_sleep_ns == 100e6
     assert costs.connection == ConnectionCosts(postmaster=250000.0, backend_startup=500000.0,
                                                backend_exit=100000.0, client=20000.0)
+    assert costs.working_set == WorkingSetCosts(backend=192 * 1024, client=64 * 1024)
+
+
+def test_a_cost_file_without_the_working_set_section_takes_the_shipped_one(
+        tmp_path: Path) -> None:
+    data = document()
+    del data["working_set"]
+    assert costs_from_dict(data).working_set == load_costs().working_set
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert read_costs_document(path)["working_set"] == document()["working_set"]
+    with pytest.raises(ConfigError, match="missing") as info:
+        costs_from_dict(with_value("working_set", {"backend": "1 KiB"}))
+    assert info.value.key == "working_set.client"
+
+
+def test_a_working_set_of_zero_switches_it_off() -> None:
+    data = with_value("working_set", {"backend": 0, "client": "0 KiB"})
+    assert costs_from_dict(data).working_set == WorkingSetCosts(0, 0)
 
 
 def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
@@ -84,6 +104,11 @@ def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:
     ("footprint", 5, "expected a mapping"),
     ("connection.backend_startup", "-1 cycles", "non-negative number of cycles"),
     ("connection.postmaster", 250000, "number of cycles such as"),
+    ("working_set.backend", "-192 KiB", "is negative"),
+    ("working_set.client", "64 cycles", "unknown size unit"),
+    ("working_set.client", True, "expected a size"),
+    ("working_set.server", "1 KiB", "unknown key"),
+    ("working_set", [1], "expected a mapping"),
 ])
 def test_bad_values_name_their_dotted_key_and_file(path: str, value: object,
                                                    message: str) -> None:
@@ -117,6 +142,7 @@ def test_scaled_multiplies_the_base_work_only() -> None:
     assert scaled.statements.tpcb == 2 * costs.statements.tpcb
     assert scaled.client_cycles == 2 * costs.client_cycles
     assert (scaled.scan, scaled.footprint_l3_bytes) == (costs.scan, costs.footprint_l3_bytes)
+    assert scaled.working_set == costs.working_set
     assert costs.scaled(1.0) is costs
 
 
