@@ -43,10 +43,9 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                      ["--machine-set", "scheduler.run_queues=global"]),
     "no-background-pgbench": ("mostly-idle connections wake on timers; no background pgbench",
                               ["--set", "options.background_threads=0"]),
-    "no-working-sets": ("no private working sets: a migration, a C6 flush or other processes "
-                        "on the core cost a process nothing for its own code and data",
-                        ["--set", "options.costs.working_set.backend=0", "--set",
-                         "options.costs.working_set.client=0"]),
+    "working-sets": ("backends and pgbench threads refill their working sets after a "
+                     "migration, a C6 flush or other processes on the core (off when shipped)",
+                     ["--set", "options.working_sets=true"]),
     "both-fused": ("LWLocks and buffer pins: a load and its CAS as one call that never fails",
                    ["--set", "options.atomics.lwlock=fused", "--set",
                     "options.atomics.buffer=fused"]),
@@ -61,7 +60,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 }
 GROUPS: dict[str, list[str]] = {
     "scheduling": ["shipped", "no-idle-states", "shallowest", "no-wakeup-cost", "no-ipi-exit",
-                   "global-queue", "no-background-pgbench", "no-working-sets"],
+                   "global-queue", "no-background-pgbench"],
     "hot-lines": ["both-fused", "lwlock-read-cas-only", "buffer-read-cas-only", "shipped"],
     "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
 }

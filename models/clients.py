@@ -17,9 +17,10 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   transaction of the workload (connections arriving at a rate) or its client's transaction
   (``pgbench -C``: every active client reconnects per transaction), and leaves.
 
-Backends and pgbench threads (active clients and background threads) get the cost model's
-private working sets (``working_set``): the scheduler refills what a process's core lost since it
-last ran (:mod:`simulator.runtime.working_set`); the postmaster has none.
+With ``options.working_sets``, backends and pgbench threads (active clients and background
+threads) get the cost model's working sets (``working_set``: private data, and code shared by
+the processes of a program): the scheduler refills what a process's core lost since it last ran
+(:mod:`simulator.runtime.working_set`); the postmaster has none.
 
 Left out: pgbench's own per-loop work over its connections (only its per-query cycles are
 charged) and the network between client and server (``options.think_time`` stands for it).
@@ -130,14 +131,20 @@ class Clients:
                 self.spawn(self._reconnecting_client(thread, client, phase))
 
     def _client_task(self, name: str) -> Task:
-        """A new pgbench thread's task, with the client's private working set."""
+        """A new pgbench thread's task, with the client's working set (``working_sets``)."""
         task = self.scheduler.new_task(name)
-        task.set_working_set(self.options.costs.working_set.client // LINE_BYTES)
+        if self.options.working_sets:
+            size = self.options.costs.working_set.client
+            task.set_working_set(size.private // LINE_BYTES, program="pgbench",
+                                 code_lines=size.code // LINE_BYTES)
         return task
 
     def _give_backend_working_set(self, task: Task) -> None:
-        """A backend process's task gets the backend's private working set."""
-        task.set_working_set(self.options.costs.working_set.backend // LINE_BYTES)
+        """A backend process's task gets the backend's working set (``working_sets``)."""
+        if self.options.working_sets:
+            size = self.options.costs.working_set.backend
+            task.set_working_set(size.private // LINE_BYTES, program="postgres",
+                                 code_lines=size.code // LINE_BYTES)
 
     def spawn(self, generator: ProcessGenerator) -> None:
         """Start a process (and keep it, to tear the run down)."""

@@ -76,19 +76,29 @@ class ConnectionCosts:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkingSetCosts:
-    """Private working sets (bytes) of the processes (0: none), refilled after they go cold.
+class ProcessWorkingSet:
+    """One kind of process's working set (bytes; 0: none)."""
 
-    Each process's own code and data (text, stack, heap, caches) that it touches on every run:
-    the scheduler refills what its core lost since it last ran
-    (:mod:`simulator.runtime.working_set`). The per-transaction ``footprint`` is apart: the
+    private: int
+    """Its own data (stack, heap, caches), which no other process touches."""
+    code: int
+    """The hot code it runs (the program's and the kernel's text), shared read-only by every
+    process of the same program."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSetCosts:
+    """The working sets of the processes, refilled after they go cold.
+
+    What a process touches on every run: the scheduler refills what its core lost since it last
+    ran (:mod:`simulator.runtime.working_set`). The per-transaction ``footprint`` is apart: the
     transaction's own data (buffer pages, executor state) passed through the caches each
     transaction to evict tracked lines, at no time cost.
     """
 
-    backend: int
-    """An active backend's hot code and data on its statement path."""
-    client: int
+    backend: ProcessWorkingSet
+    """A backend's, on its statement path."""
+    client: ProcessWorkingSet
     """A pgbench thread's (an active client's or a background thread's)."""
 
 
@@ -103,7 +113,8 @@ class PgCosts:
     footprint_l3_bytes: int
     mostly_idle_sleep_ns: float
     connection: ConnectionCosts
-    working_set: WorkingSetCosts = WorkingSetCosts(0, 0)
+    working_set: WorkingSetCosts = WorkingSetCosts(ProcessWorkingSet(0, 0),
+                                                   ProcessWorkingSet(0, 0))
 
     def scaled(self, work_scale: float) -> PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
@@ -131,6 +142,7 @@ _CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
 _WORKING_SET_KEYS = tuple(field.name for field in fields(WorkingSetCosts))
+_PROCESS_WORKING_SET_KEYS = tuple(field.name for field in fields(ProcessWorkingSet))
 _CALIBRATION_KEYS = ("command", "datasets", "objective", "evaluations", "fitted", "date",
                      "sensitivity")
 """The record of the fit that set the fitted values (``snapsim calibrate``'s ``best.yaml``)."""
@@ -221,10 +233,17 @@ def _costs(data: object) -> PgCosts:
                                        parse_time_ns),
         connection=ConnectionCosts(**{key: _cycles(join_key("connection", key), connection[key])
                                       for key in _CONNECTION_KEYS}),
-        working_set=WorkingSetCosts(**{
-            key: _quantity(join_key("working_set", key), working_set[key], parse_size_bytes)
-            for key in _WORKING_SET_KEYS}),
+        working_set=WorkingSetCosts(**{key: _process_working_set(join_key("working_set", key),
+                                                                 working_set[key])
+                                       for key in _WORKING_SET_KEYS}),
     )
+
+
+def _process_working_set(path: str, value: object) -> ProcessWorkingSet:
+    section = expect_section(value, path, _PROCESS_WORKING_SET_KEYS)
+    return ProcessWorkingSet(**{key: _quantity(join_key(path, key), section[key],
+                                               parse_size_bytes)
+                                for key in _PROCESS_WORKING_SET_KEYS})
 
 
 def _check_calibration(value: object) -> None:

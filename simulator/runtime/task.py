@@ -184,30 +184,42 @@ class Task:
 
     @property
     def working_set_lines(self) -> int:
-        """Size of the task's private working set in lines (0: none, the default)."""
-        return 0 if self._working_set is None else self._working_set.lines
+        """Size of the task's working set in lines, its program's code included (0: none)."""
+        block = self._working_set
+        if block is None:
+            return 0
+        return block.lines + (0 if block.code is None else block.code.lines)
 
-    def set_working_set(self, lines: int) -> None:
-        """Give the task a private working set of ``lines`` cache lines (0: none).
+    def set_working_set(self, lines: int, *, program: str | None = None,
+                        code_lines: int = 0) -> None:
+        """Give the task a private working set of ``lines`` cache lines and its program's code.
 
         Each time the task starts running on a CPU it first refills the lines its core's
         private caches lost since it last ran (:mod:`simulator.runtime.working_set`), as
-        on-CPU time counted in :attr:`refill_ns`. Set it before the task first runs.
+        on-CPU time counted in :attr:`refill_ns`. ``program`` names the read-only code of
+        ``code_lines`` lines that every task of the same program shares (none: no code block).
+        Nothing (the default) is no working set. Set it before the task first runs.
 
         Raises:
-            ValueError: ``lines`` is negative or not an integer.
-            RuntimeError: the task has already run.
+            ValueError: a negative or non-integer size, or a program's code with another size.
+            RuntimeError: the task has already run, or its scheduler models no working sets.
         """
-        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
-            raise ValueError(f"task {self.name!r}: a working set must be a non-negative number "
-                             f"of lines, got {lines!r}")
+        for name, value in (("lines", lines), ("code_lines", code_lines)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"task {self.name!r}: {name} must be a non-negative number of "
+                                 f"lines, got {value!r}")
         if self.last_core is not None:
             raise RuntimeError(f"task {self.name!r}: set its working set before it first runs")
+        program = program if code_lines else None
+        if not (lines or program):
+            self._working_set = None
+            return
         working_sets = self._sched.working_sets
-        if lines and working_sets is None:
+        if working_sets is None:
             raise RuntimeError(f"task {self.name!r}: its scheduler models no working sets (build "
                                "it with CpuScheduler.from_machine)")
-        self._working_set = working_sets.new(lines) if lines and working_sets else None
+        code = None if program is None else working_sets.shared(program, code_lines)
+        self._working_set = working_sets.new(lines, code)
 
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.

@@ -1,8 +1,10 @@
 """Private working sets of tasks: where each is warm, what is left of it, what a cold start costs.
 
-A task (a process or a client thread) may have a private working set of ``W`` lines: its own code
-and data (text, stack, heap), which no other task touches. The coherence layer tracks only shared
-lines; this module tracks the working sets as blocks of lines in two LRU stacks:
+A task (a process or a client thread) may have a private working set of ``W`` lines: its own data
+(stack, heap, caches), which no other task touches, and its code: a read-only block shared by
+every task that runs the same program (a shared block, :meth:`WorkingSets.shared`), which any of
+them may have left in a core's caches. The coherence layer tracks only shared lines; this module
+tracks the working sets as blocks of lines in two LRU stacks:
 
 * per core, its private caches (the L2, shared by the core's SMT threads), of the L2's size;
 * per L3 domain, what the domain keeps on chip (its L3, plus its cores' L2s when the L3 is
@@ -29,6 +31,10 @@ The lines missing from the core's L2 are refilled before the task's work, each f
   the transfer latency from the old domain;
 * evicted from the domain's chip too: from DRAM (near or far to the requester's domain, the home
   being near the domain of the task's first run).
+
+A shared code block is read-only: a task taking it to another core leaves the old core its copy,
+and the lines the new core lacks come from the domain's chip at the L3 latency (another task of
+the program ran there) or from DRAM near the domain.
 
 A refill costs ``sum(lines x latency) / mlp``, the machine's overlap of independent misses
 (``mlp.indirect``: refills are loads along pointers and code, not a stream). The context-switch
@@ -60,15 +66,17 @@ class WorkingSet:
     """One task's private working set: its size and where it was last warm.
 
     Attributes:
-        lines: the working set's size in cache lines (> 0).
+        lines: the private part's size in cache lines (>= 0).
+        code: the program's shared code block, if any (a block of its own, :meth:`shared`).
         core: the core it last ran on (``None`` before its first run).
         home_domain: the L3 domain of its first run (its memory's NUMA node is near it).
     """
 
-    __slots__ = ("core", "home_domain", "lines")
+    __slots__ = ("code", "core", "home_domain", "lines")
 
-    def __init__(self, lines: int) -> None:
+    def __init__(self, lines: int, code: WorkingSet | None = None) -> None:
         self.lines = lines
+        self.code = code
         self.core: int | None = None
         self.home_domain = -1
 
@@ -153,33 +161,51 @@ class WorkingSets:
         """``[requester][first domain]`` a line from DRAM homed near the first run's domain."""
         self._l3_ns = tables.l3_ns
         self.mlp = machine.mlp.indirect
+        self._code: dict[str, WorkingSet] = {}
 
-    def new(self, lines: int) -> WorkingSet:
-        """A working set of ``lines`` lines for a task, warm nowhere yet.
+    def shared(self, program: str, lines: int) -> WorkingSet:
+        """The read-only code block of ``program`` (``lines`` lines), one for all its tasks.
 
         Raises:
-            ValueError: ``lines`` is not a positive integer.
+            ValueError: ``lines`` is not a positive integer, or differs from the size the
+                program's block was created with.
         """
-        if isinstance(lines, bool) or not isinstance(lines, int) or lines <= 0:
-            raise ValueError(f"a working set must have a positive number of lines, got {lines!r}")
-        return WorkingSet(lines)
+        _check_lines(lines, positive=True)
+        block = self._code.get(program)
+        if block is None:
+            block = self._code[program] = WorkingSet(lines)
+        elif block.lines != lines:
+            raise ValueError(f"program {program!r} has {block.lines} lines of code, not {lines}")
+        return block
+
+    def new(self, lines: int, code: WorkingSet | None = None) -> WorkingSet:
+        """A task's working set: ``lines`` private lines and its program's ``code`` block.
+
+        Raises:
+            ValueError: ``lines`` is negative or not an integer, or 0 without ``code``.
+        """
+        _check_lines(lines, positive=code is None)
+        return WorkingSet(lines, code)
 
     def start(self, block: WorkingSet, core: int) -> float:
         """The task of ``block`` starts running on ``core``: the refill it pays first (ns).
 
-        O(1) when the block is the most recent on the core with all its lines (a task that stays
-        warm pays nothing).
+        O(1) when the block is the most recent on the core with all its lines and its code block
+        is whole there (a task that stays warm pays nothing).
         """
         l2 = self._l2[core]
         blocks = l2.blocks
         lines = block.lines
-        if blocks and next(reversed(blocks)) is block and blocks[block] == lines:
+        code = block.code
+        if (blocks and next(reversed(blocks)) is block and blocks[block] == lines
+                and (code is None or blocks.get(code) == code.lines)):
             return 0.0
         domain = self._core_domain[core]
         previous = block.core
+        cost = 0.0 if code is None else self._code_refill(code, core, domain)
         if previous is None:  # the first run: everything from memory
             block.home_domain = domain
-            cost = lines * self._dram_ns[domain][domain] / self.mlp
+            cost += lines * self._dram_ns[domain][domain] / self.mlp
         else:
             old_domain = self._core_domain[previous]
             chip = self._chip[old_domain]
@@ -187,22 +213,36 @@ class WorkingSets:
             if previous == core:
                 held = l2.resident(block)
                 on_chip = max(on_chip, held)
-                cost = (on_chip - held) * self._l3_ns
+                refill = (on_chip - held) * self._l3_ns
             else:
                 held = min(self._l2[previous].remove(block), lines)
                 on_chip = max(on_chip, held)
                 if old_domain == domain:
-                    cost = held * self._transfer_ns[domain][domain] + (
+                    refill = held * self._transfer_ns[domain][domain] + (
                         on_chip - held) * self._l3_ns
                 else:
-                    cost = on_chip * self._transfer_ns[domain][old_domain]
+                    refill = on_chip * self._transfer_ns[domain][old_domain]
                     chip.remove(block)
-            cost += (lines - on_chip) * self._dram_ns[domain][block.home_domain]
-            cost /= self.mlp
+            refill += (lines - on_chip) * self._dram_ns[domain][block.home_domain]
+            cost += refill / self.mlp
         block.core = core
+        chip = self._chip[domain]
+        if code is not None:
+            l2.push(code, code.lines)
+            chip.push(code, code.lines)
         l2.push(block, lines)
-        self._chip[domain].push(block, lines)
+        chip.push(block, lines)
         return cost
+
+    def _code_refill(self, code: WorkingSet, core: int, domain: int) -> float:
+        """The refill of a shared code block on ``core``: from the domain's chip, else DRAM."""
+        lines = code.lines
+        held = self._l2[core].resident(code)
+        if held == lines:
+            return 0.0
+        on_chip = max(min(self._chip[domain].resident(code), lines), held)
+        return ((on_chip - held) * self._l3_ns
+                + (lines - on_chip) * self._dram_ns[domain][domain]) / self.mlp
 
     def flush(self, core: int) -> None:
         """``core``'s private caches were flushed (a core-level idle state).
@@ -215,3 +255,11 @@ class WorkingSets:
     def resident(self, block: WorkingSet, core: int) -> int:
         """Lines of ``block`` in ``core``'s private caches now (a test seam)."""
         return self._l2[core].resident(block)
+
+
+def _check_lines(lines: object, *, positive: bool) -> None:
+    """``lines`` must be an integer, positive or at least not negative."""
+    least = 1 if positive else 0
+    if isinstance(lines, bool) or not isinstance(lines, int) or lines < least:
+        kind = "positive" if positive else "non-negative"
+        raise ValueError(f"a working set must have a {kind} number of lines, got {lines!r}")

@@ -94,6 +94,29 @@ def test_a_working_set_larger_than_the_l2_keeps_what_fits() -> None:
 def test_a_working_set_must_have_lines() -> None:
     with pytest.raises(ValueError, match="positive number of lines"):
         sets().new(0)
+    with pytest.raises(ValueError, match="non-negative number of lines"):
+        sets().new(-1, sets().shared("postgres", 4))
+
+
+def test_tasks_of_one_program_share_its_code_and_a_migration_moves_only_private_lines() -> None:
+    ws = sets(toy_machine(sockets=1))
+    code = ws.shared("postgres", 8)
+    assert ws.shared("postgres", 8) is code
+    first, second = ws.new(4, code), ws.new(4, code)
+    assert ws.start(first, 0) == pytest.approx((8 + 4) * 90.0 / MLP)  # all from memory
+    assert ws.start(second, 0) == pytest.approx(4 * 90.0 / MLP)  # the code is on the core
+    assert ws.start(first, 0) == 0.0  # both blocks still whole on core 0 (16 lines)
+    # On core 1 the code comes from the domain's chip; the private lines from core 0's L2.
+    assert ws.start(first, 1) == pytest.approx(8 * 20.0 / MLP + 4 * 40.0 / MLP)
+    assert ws.resident(code, 0) == 8  # core 0 keeps its copy of the code
+    assert ws.start(second, 1) == pytest.approx(4 * 40.0 / MLP)
+
+
+def test_a_program_has_one_code_size() -> None:
+    ws = sets()
+    ws.shared("pgbench", 4)
+    with pytest.raises(ValueError, match="has 4 lines of code, not 5"):
+        ws.shared("pgbench", 5)
 
 
 # ------------------------------------------------------------------ against the coherence kernel
