@@ -21,10 +21,11 @@ exit latencies and IPIs, SMT throughput sharing, migrations (the ``on_migrate`` 
 per-task accounting (:attr:`Task.scheduling_ns`, :attr:`CpuScheduler.stats`). With
 ``trace=True`` it records the ``scheduler`` and ``idle`` tables of ``env.recorder``.
 
-Left out: the scheduling domains' own balance intervals and imbalance rules, cache-hotness in
-balancing, ``wake_wide``, priorities, CPU affinity, NUMA balancing, interrupts, the scheduler's
-own code beyond the configured costs, turbo frequencies, steal time, and SimPy ``Interrupt``
-inside ``run``/``block_until``.
+Balancing leaves a cache-hot task with a working set in its queue (``task_hot``: it left a CPU
+less than the migration cost ago). Left out: the scheduling domains' own balance intervals and
+imbalance rules, the cache-hotness of tasks without a working set, ``wake_wide``, priorities, CPU
+affinity, NUMA balancing, interrupts, the scheduler's own code beyond the configured costs, turbo
+frequencies, steal time, and SimPy ``Interrupt`` inside ``run``/``block_until``.
 
 The model, rule by rule (placement, queues, slices, idle states, SMT, accounting, the trace
 tables' columns) with the Linux functions it follows: ``docs/scheduler.md``.
@@ -394,9 +395,25 @@ class CpuScheduler:
             source = busiest_queue(self._layout, self._rq, thread)
             if source is None:
                 return
+            if self._cache_hot(source):
+                self._schedule_balance()  # the next tick tries again
+                continue
             self.stats.balance_pulls += 1
             self._occupy(thread, None)
             self._dispatch(thread, self._rq[source], self._idle.leave(thread))
+
+    def _cache_hot(self, source: int) -> bool:
+        """``task_hot``: whether balancing must leave the head of ``source``'s queue there.
+
+        It is hot when it left a CPU less than ``migration_cost_ns`` ago and has a working set
+        to lose (:meth:`Task.set_working_set`). Linux tests every task (``can_migrate_task``),
+        here only those with a working set (a task without one loses nothing by moving, and
+        results without working sets stay as they were), and only the head of the queue (Linux
+        tries the others).
+        """
+        head = self._rq[source][0][2]
+        return (head._working_set is not None
+                and self.env.now - head._left_ns < self.config.migration_cost_ns)
 
     def _occupy(self, thread: int, task: Task | None) -> None:
         """An idle thread becomes held by ``task`` (``None``: by a task dispatched next)."""
@@ -422,7 +439,7 @@ class CpuScheduler:
         if self._queued and self._per_cpu:
             if self._avg_idle_ns[thread] >= self.config.migration_cost_ns:
                 source = busiest_queue(self._layout, self._rq, thread)
-                if source is not None:
+                if source is not None and not self._cache_hot(source):
                     self.stats.newidle_pulls += 1
                     self._dispatch(thread, self._rq[source])
                     return

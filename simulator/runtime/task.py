@@ -102,6 +102,7 @@ class Task:
         "_grant_extra",
         "_granted_at",
         "_last_thread",
+        "_left_ns",
         "_recent_thread",
         "_resched",
         "_reserved",
@@ -161,6 +162,7 @@ class Task:
         self.migrations = 0
         self.context_switches = 0
         self._working_set: WorkingSet | None = None
+        self._left_ns = -1e18  # when it last left a CPU (balancing's cache-hotness test)
         self.refill_ns = 0.0
         self.refills = 0
 
@@ -678,4 +680,5 @@ class Task:
             sched._record(self, event)
         self.thread = None
         self.core = None
+        self._left_ns = sched.env.now
         sched._free(thread)

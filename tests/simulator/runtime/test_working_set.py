@@ -250,3 +250,48 @@ def test_set_working_set_rejects_bad_sizes_and_late_calls() -> None:
     env.run()
     with pytest.raises(RuntimeError, match="before it first runs"):
         task.set_working_set(4)
+
+
+def run_hot_scenario(working_set: bool) -> tuple[CpuScheduler, list[float], int]:
+    """H runs on core 0 and sleeps; S takes core 0, X core 1; H wakes into core 0's queue; at
+    100 us X leaves core 1 idle. Returns the scheduler, when H ran again, and H's migrations."""
+    machine = toy_machine(sockets=1, cores_per_domain=2, threads_per_core=1)
+    env = SimEnvironment(seed=0)
+    sched = CpuScheduler.from_machine(env, machine)
+    hot, spinner, other = (sched.new_task(name) for name in ("hot", "spinner", "other"))
+    if working_set:
+        hot.set_working_set(4)
+    again: list[float] = []
+
+    def run_hot() -> ProcessGenerator:
+        yield from hot.run(1 * US)  # core 0
+        yield from hot.block_until(env.timeout(10 * US))  # both cores taken when it wakes
+        again.append(env.now)
+        yield from hot.run(1 * US)
+
+    def spin() -> ProcessGenerator:
+        yield env.timeout(7 * US)
+        yield from spinner.run(10_000 * US)  # core 0, a 1 ms slice
+
+    def leave_at_100_us() -> ProcessGenerator:
+        yield env.timeout(8 * US)
+        yield from other.run(87 * US)  # core 1 from 13 us (its wake-up) to 100 us
+        other.release()
+
+    for body in (run_hot(), spin(), leave_at_100_us()):
+        env.process(body)
+    env.run(until=3_000 * US)
+    return sched, again, hot.migrations
+
+
+def test_balancing_leaves_a_cache_hot_task_with_a_working_set_where_it_is() -> None:
+    """Linux's ``task_hot``: a queued task that left a CPU less than the migration cost (0.5 ms)
+    ago stays in its queue when another thread goes idle; without a working set it moves."""
+    sched, again, migrations = run_hot_scenario(working_set=False)
+    assert sched.stats.newidle_pulls == 1
+    assert migrations == 1
+    assert again[0] < 200 * US  # pulled to core 1 when it went idle
+    sched, again, migrations = run_hot_scenario(working_set=True)
+    assert sched.stats.newidle_pulls == 0
+    assert migrations == 0
+    assert again[0] > 1_000 * US  # on core 0, when the spinner's slice ended
