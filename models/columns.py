@@ -20,7 +20,8 @@ CURVE_COLUMNS: dict[str, tuple[str, str]] = {
     "share_other": ("fraction", "share of transaction time in the rest of the work"),
     "other_us": ("us/transaction", "time in the rest of the work"),
     "share_scheduling": ("fraction", "share of transaction time waiting for a CPU"),
-    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
+    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching (with "
+                      "options.working_sets, refilling the backend's working set too)"),
     "share_connection": ("fraction", "share of transaction time in connecting and "
                          "disconnecting (a client that reconnects per transaction)"),
     "connection_us": ("us/transaction", "time in the backend's start-up and exit, its procArray "
