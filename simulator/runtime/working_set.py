@@ -23,8 +23,8 @@ The lines missing from the core's L2 are refilled before the task's work, each f
 
 * still in the L2 of the core the task last ran on (a migration): at the transfer latency
   between the two cores (same L3 domain: the local HIT; another domain of the socket: the
-  cross-domain HIT; another socket: the remote HIT; the home taken near the old core's domain,
-  where the task's memory was first touched);
+  cross-domain HIT; another socket: the remote HIT; clean lines, the home taken near the old
+  core's domain);
 * evicted from that L2 (by other tasks, or flushed by a core-level idle state: a flush writes the
   lines back to the L3, which an inclusive L3 holds already and a non-inclusive or victim L3
   receives) but still on chip in the domain: at the L3 latency from the same domain, else at
