@@ -44,6 +44,9 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                      ["--machine-set", "scheduler.run_queues=global"]),
     "no-background-pgbench": ("mostly-idle connections wake on timers; no background pgbench",
                               ["--set", "options.background_threads=0"]),
+    "working-sets": ("backends and pgbench threads refill their working sets after a "
+                     "migration, a C6 flush or other processes on the core (off when shipped)",
+                     ["--set", "options.working_sets=true"]),
     "both-fused": ("LWLocks and buffer pins: a load and its CAS as one call that never fails",
                    ["--set", "options.atomics.lwlock=fused", "--set",
                     "options.atomics.buffer=fused"]),

@@ -38,7 +38,8 @@ class Category(StrEnum):
     OTHER = "other"
     """Everything else: protocol, parse/bind/execute, buffer pins, private work."""
     SCHEDULING = "scheduling"
-    """Run-queue waits, wake-ups and context switches."""
+    """Run-queue waits, wake-ups and context switches, and refills of the backend's working set
+    after it went cold (``options.working_sets``)."""
     CONNECTION = "connection"
     """A connection's start and end: the backend's start-up and exit work, ``InitProcess``'s and
     ``ProcKill``'s free-list steps, ``ProcArrayAdd`` and ``ProcArrayRemove`` (lock waits apart)."""

@@ -20,6 +20,11 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   transaction of the workload (connections arriving at a rate) or its client's transaction
   (``pgbench -C``: every active client reconnects per transaction), and leaves.
 
+With ``options.working_sets``, backends and pgbench threads (active clients and background
+threads) get the cost model's working sets (``working_set``: private data, and code shared by
+the processes of a program): the scheduler refills what a process's core lost since it last ran
+(:mod:`simulator.runtime.working_set`); the postmaster has none.
+
 Left out: the poll's cost per socket awaiting a result (a few per thread: the queries in
 flight) and the network between client and server (``options.think_time`` stands for it).
 """
@@ -32,6 +37,7 @@ from collections.abc import Callable
 
 import simpy
 
+from simulator.config.machine import LINE_BYTES
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
 from simulator.runtime.task import Task
@@ -90,14 +96,16 @@ class Clients:
         for j in range(n_threads):
             share = background[j::n_threads]
             phases = [float(rng.uniform(0.0, options.costs.mostly_idle_sleep_ns)) for _ in share]
-            self.spawn(self._background_thread(self.scheduler.new_task(f"pgbench-bg{j}"),
+            self.spawn(self._background_thread(self._client_task(f"pgbench-bg{j}"),
                                                share, phases))
         for connection in running:
             backend = connection.backend
+            assert backend.task is not None
+            self._give_backend_working_set(backend.task)
             self.inboxes[backend.connection] = self.env.event()
             self.spawn(self._serve(backend))
             if connection.active:
-                thread = self.scheduler.new_task(f"pgbench{backend.connection}")
+                thread = self._client_task(f"pgbench{backend.connection}")
                 # Clients start a random fraction of a transaction apart, as real clients do
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
@@ -121,9 +129,25 @@ class Clients:
             for k in range(spec.clients):
                 client = ChurnClient()
                 self.churn_clients.append(client)
-                thread = self.scheduler.new_task(f"pgbench-C{k}")
+                thread = self._client_task(f"pgbench-C{k}")
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
                 self.spawn(self._reconnecting_client(thread, client, phase))
+
+    def _client_task(self, name: str) -> Task:
+        """A new pgbench thread's task, with the client's working set (``working_sets``)."""
+        task = self.scheduler.new_task(name)
+        if self.options.working_sets:
+            size = self.options.costs.working_set.client
+            task.set_working_set(size.private // LINE_BYTES, program="pgbench",
+                                 code_lines=size.code // LINE_BYTES)
+        return task
+
+    def _give_backend_working_set(self, task: Task) -> None:
+        """A backend process's task gets the backend's working set (``working_sets``)."""
+        if self.options.working_sets:
+            size = self.options.costs.working_set.backend
+            task.set_working_set(size.private // LINE_BYTES, program="postgres",
+                                 code_lines=size.code // LINE_BYTES)
 
     def spawn(self, generator: ProcessGenerator) -> None:
         """Start a process (and keep it, to tear the run down)."""
@@ -259,6 +283,7 @@ class Clients:
         pgprocno = yield from free.pop()
         backend = population.pool[pgprocno]
         task = self.scheduler.new_task(f"backend{backend.connection}")
+        self._give_backend_working_set(task)
         backend.start_process(task)
         backend.begin_transaction()
         yield from start_backend(algorithm, backend, costs, self.churn_log)

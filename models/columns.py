@@ -20,11 +20,16 @@ CURVE_COLUMNS: dict[str, tuple[str, str]] = {
     "share_other": ("fraction", "share of transaction time in the rest of the work"),
     "other_us": ("us/transaction", "time in the rest of the work"),
     "share_scheduling": ("fraction", "share of transaction time waiting for a CPU"),
-    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching"),
+    "scheduling_us": ("us/transaction", "time waiting for a CPU and switching (with "
+                      "options.working_sets, refilling the backend's working set too)"),
     "share_connection": ("fraction", "share of transaction time in connecting and "
                          "disconnecting (a client that reconnects per transaction)"),
     "connection_us": ("us/transaction", "time in the backend's start-up and exit, its procArray "
                       "add and remove, and the free list"),
+    "refill_us_per_txn": ("us/transaction", "time every process (backends, pgbench threads) "
+                          "spent refilling its private working set after it went cold (a "
+                          "migration, a core C6 flush, other processes on its core), per "
+                          "active-client transaction"),
     "full_snapshots": ("1/transaction", "snapshots computed in full"),
     "reused_snapshots": ("1/transaction", "snapshots reused from the cache"),
     "copied_snapshots": ("1/transaction", "snapshots copied from a cache shared by all backends"),

@@ -2,11 +2,12 @@
 
 One set of numbers for every machine, in cycles of the machine's clock: the non-snapshot work of
 each statement kind, the pgbench client's work, instructions per scanned procArray entry, the
-private memory footprint of a transaction, the mostly-idle clients' sleep, the private work of
-a connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
+private memory footprint of a transaction, the private working sets of a backend and of a
+pgbench thread (``working_set``), the mostly-idle clients' sleep, the private work of a
+connection's start and end (``connection``: the postmaster's fork, the backend's start-up and
 exit, the client's connect) and pgbench's own work per pass of a thread's loop over its
-connections (``pgbench_loop``). ``connection`` and ``pgbench_loop`` are optional in a cost file:
-an absent section takes the shipped file's values. Loaded strictly:
+connections (``pgbench_loop``). ``connection``, ``working_set`` and ``pgbench_loop`` are
+optional in a cost file: an absent section takes the shipped file's values. Loaded strictly:
 unknown or missing keys and bad values are :class:`~simulator.errors.ConfigError` naming the key.
 Counts of cycles carry their unit (``30000 cycles``); sizes and times may be bare numbers (bytes,
 nanoseconds), as everywhere in :mod:`simulator.config.units`.
@@ -76,6 +77,33 @@ class ConnectionCosts:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessWorkingSet:
+    """One kind of process's working set (bytes; 0: none)."""
+
+    private: int
+    """Its own data (stack, heap, caches), which no other process touches."""
+    code: int
+    """The hot code it runs (the program's and the kernel's text), shared read-only by every
+    process of the same program."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSetCosts:
+    """The working sets of the processes, refilled after they go cold.
+
+    What a process touches on every run: the scheduler refills what its core lost since it last
+    ran (:mod:`simulator.runtime.working_set`). The per-transaction ``footprint`` is apart: the
+    transaction's own data (buffer pages, executor state) passed through the caches each
+    transaction to evict tracked lines, at no time cost.
+    """
+
+    backend: ProcessWorkingSet
+    """A backend's, on its statement path."""
+    client: ProcessWorkingSet
+    """A pgbench thread's (an active client's or a background thread's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PgCosts:
     """The whole cost model."""
 
@@ -88,6 +116,8 @@ class PgCosts:
     connection: ConnectionCosts
     pgbench_loop_per_connection_cycles: float
     """pgbench's work per connection of a thread per pass of its loop (``threadRun``), cycles."""
+    working_set: WorkingSetCosts = WorkingSetCosts(ProcessWorkingSet(0, 0),
+                                                   ProcessWorkingSet(0, 0))
 
     def scaled(self, work_scale: float) -> PgCosts:
         """The same model with the base per-transaction work multiplied by ``work_scale``.
@@ -95,8 +125,8 @@ class PgCosts:
         The base work is the backend's non-snapshot cycles of every statement kind and the
         pgbench client's cycles: what ``--single-client-tps`` rescales so that one client without
         idle connections runs at a machine's measured TPS. Scan cycles per entry, footprints,
-        connection costs, pgbench's per-pass loop and the machine's scheduling costs are
-        unchanged.
+        working sets, connection costs, pgbench's per-pass loop and the machine's scheduling
+        costs are unchanged.
         """
         if work_scale == 1.0:
             return self
@@ -107,8 +137,8 @@ class PgCosts:
 
 
 _TOP_KEYS = ("version", "backend", "client", "scan_cycles_per_entry", "footprint",
-             "mostly_idle_sleep", "connection", "pgbench_loop", "calibration")
-_OPTIONAL_TOP_KEYS = ("connection", "pgbench_loop", "calibration")
+             "working_set", "mostly_idle_sleep", "connection", "pgbench_loop", "calibration")
+_OPTIONAL_TOP_KEYS = ("working_set", "connection", "pgbench_loop", "calibration")
 """Keys a cost file may leave out: they take the shipped file's values (older files predate
 them)."""
 _STATEMENT_KEYS = tuple(field.name for field in fields(StatementCosts))
@@ -116,6 +146,8 @@ _CONNECTION_KEYS = tuple(field.name for field in fields(ConnectionCosts))
 _SCAN_KEYS = tuple(field.name for field in fields(ScanCosts))
 _FOOTPRINT_KEYS = ("private", "l3")
 _PGBENCH_LOOP_KEYS = ("per_connection",)
+_WORKING_SET_KEYS = tuple(field.name for field in fields(WorkingSetCosts))
+_PROCESS_WORKING_SET_KEYS = tuple(field.name for field in fields(ProcessWorkingSet))
 _CALIBRATION_KEYS = ("command", "datasets", "objective", "evaluations", "fitted", "date",
                      "sensitivity")
 """The record of the fit that set the fitted values (``snapsim calibrate``'s ``best.yaml``)."""
@@ -182,6 +214,8 @@ def _costs(data: object) -> PgCosts:
     top = expect_section(data, "", _TOP_KEYS, optional=_OPTIONAL_TOP_KEYS)
     connection = expect_section(_or_shipped(top, "connection"), "connection", _CONNECTION_KEYS)
     loop = expect_section(_or_shipped(top, "pgbench_loop"), "pgbench_loop", _PGBENCH_LOOP_KEYS)
+    working_set = expect_section(_or_shipped(top, "working_set"), "working_set",
+                                 _WORKING_SET_KEYS)
     if "calibration" in top:
         _check_calibration(top["calibration"])
     backend = expect_section(top["backend"], "backend", _STATEMENT_KEYS)
@@ -202,6 +236,9 @@ def _costs(data: object) -> PgCosts:
                                       for key in _CONNECTION_KEYS}),
         pgbench_loop_per_connection_cycles=_cycles("pgbench_loop.per_connection",
                                                    loop["per_connection"]),
+        working_set=WorkingSetCosts(**{key: _process_working_set(join_key("working_set", key),
+                                                                 working_set[key])
+                                       for key in _WORKING_SET_KEYS}),
     )
 
 
@@ -212,6 +249,13 @@ def _or_shipped(top: Mapping[str, object], key: str) -> object:
     shipped = expect_section(read_yaml(DEFAULT_COSTS_FILE), "", _TOP_KEYS,
                              optional=_OPTIONAL_TOP_KEYS)
     return shipped[key]
+
+
+def _process_working_set(path: str, value: object) -> ProcessWorkingSet:
+    section = expect_section(value, path, _PROCESS_WORKING_SET_KEYS)
+    return ProcessWorkingSet(**{key: _quantity(join_key(path, key), section[key],
+                                               parse_size_bytes)
+                                for key in _PROCESS_WORKING_SET_KEYS})
 
 
 def _check_calibration(value: object) -> None:

@@ -65,6 +65,12 @@ Keys (all optional):
   probe's options, churn included, so a sweep over rates is best run on the global cost model as is
   (``configs/experiments/whatif-churn.yaml`` does).
 
+* ``working_sets``: ``true`` charges every backend and pgbench thread the refill of its working
+  set (the cost model's ``working_set`` sizes: private data and the program's shared code) when
+  it starts running on a core that lost it: after a migration, a core C6 flush, or other
+  processes on the core (:mod:`simulator.runtime.working_set`). Default ``false`` (the shipped
+  calibration predates the mechanism), e.g. ``--set options.working_sets=true``.
+
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
 """
@@ -94,7 +100,7 @@ from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
                "pin", "mix", "run_ahead", "background_threads", "layout", "churn",
-               "lwlock_queue")
+               "lwlock_queue", "working_sets")
 CHURN_KEYS = ("rate_per_s", "per_transaction")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
@@ -102,6 +108,7 @@ DEFAULT_THINK_TIME = "0 us"
 DEFAULT_ENTRIES_PER_CHUNK = 2048
 DEFAULT_RUN_AHEAD = "0 us"
 DEFAULT_BACKGROUND_THREADS = 4
+DEFAULT_WORKING_SETS = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +134,8 @@ class PgOptions:
     """Every active client reconnects for every transaction (``pgbench -C``)."""
     lwlock_queue: str = DEFAULT_LWLOCK_QUEUE
     """How LWLock waiters queue (``options.lwlock_queue``)."""
+    working_sets: bool = DEFAULT_WORKING_SETS
+    """Processes refill their working sets after going cold (``options.working_sets``)."""
 
     @property
     def churns(self) -> bool:
@@ -188,10 +197,15 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if queue not in QUEUES:
         raise ConfigError("options.lwlock_queue", f"expected {' or '.join(QUEUES)}, got "
                           f"{queue!r}", source)
+    working_sets = options.get("working_sets", DEFAULT_WORKING_SETS)
+    if not isinstance(working_sets, bool):
+        raise ConfigError("options.working_sets", "expected true or false, got "
+                          f"{describe_kind(working_sets)}", source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
             "run_ahead": run_ahead, "background_threads": background,
-            "layout": copy.deepcopy(layout), "churn": churn, "lwlock_queue": str(queue)}
+            "layout": copy.deepcopy(layout), "churn": churn, "lwlock_queue": str(queue),
+            "working_sets": working_sets}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -222,7 +236,8 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      layout=parse_layout_edits(full["layout"], "options.layout"),
                      churn_rate_per_s=float(churn["rate_per_s"]),
                      churn_per_transaction=bool(churn["per_transaction"]),
-                     lwlock_queue=str(full["lwlock_queue"]))
+                     lwlock_queue=str(full["lwlock_queue"]),
+                     working_sets=bool(full["working_sets"]))
 
 
 def churn_requested(options: Mapping[str, object]) -> bool:

@@ -119,6 +119,7 @@ def summarise(spec: PointSpec, options: PgOptions, population: Population, utili
     row["ipis_per_txn"] = stats.ipis / n
     row["migrations_per_txn"] = stats.migrations / n
     row["private_flushes_per_txn"] = stats.private_flushes / n
+    row["refill_us_per_txn"] = stats.refill_ns / 1e3 / n
     row.update(_per_transaction(active))
     connects, disconnects = churn.log.rates_per_s(start, end)
     row["connects_per_s"] = connects

@@ -21,10 +21,11 @@ exit latencies and IPIs, SMT throughput sharing, migrations (the ``on_migrate`` 
 per-task accounting (:attr:`Task.scheduling_ns`, :attr:`CpuScheduler.stats`). With
 ``trace=True`` it records the ``scheduler`` and ``idle`` tables of ``env.recorder``.
 
-Left out: the scheduling domains' own balance intervals and imbalance rules, cache-hotness in
-balancing, ``wake_wide``, priorities, CPU affinity, NUMA balancing, interrupts, the scheduler's
-own code beyond the configured costs, turbo frequencies, steal time, and SimPy ``Interrupt``
-inside ``run``/``block_until``.
+Balancing leaves a cache-hot task with a working set in its queue (``task_hot``: it left a CPU
+less than the migration cost ago). Left out: the scheduling domains' own balance intervals and
+imbalance rules, the cache-hotness of tasks without a working set, ``wake_wide``, priorities, CPU
+affinity, NUMA balancing, interrupts, the scheduler's own code beyond the configured costs, turbo
+frequencies, steal time, and SimPy ``Interrupt`` inside ``run``/``block_until``.
 
 The model, rule by rule (placement, queues, slices, idle states, SMT, accounting, the trace
 tables' columns) with the Linux functions it follows: ``docs/scheduler.md``.
@@ -66,6 +67,7 @@ from simulator.runtime.task import (
     MigrateHook,
     Task,
 )
+from simulator.runtime.working_set import WorkingSets
 
 __all__ = ["CpuScheduler", "FlushHook"]
 
@@ -89,6 +91,8 @@ class CpuScheduler:
             on another core than the one it last ran on.
         on_private_flush: optional ``hook(core)`` called when a core enters a core-level idle
             state, which flushes its private caches.
+        working_sets: the tasks' private working sets (:meth:`Task.set_working_set`); built by
+            :meth:`from_machine`, ``None`` otherwise (no task may then have one).
         wakeup_cost_ns: cost of waking a task on an idle thread, before the idle state's exit.
         stats: machine-wide idle-exit, IPI, flush and migration counts since the start.
     """
@@ -112,6 +116,7 @@ class CpuScheduler:
         self.idle = idle
         self.wakeup_cost_ns = config.wakeup_ns
         self.on_private_flush: FlushHook | None = None
+        self.working_sets: WorkingSets | None = None
         self.stats = SchedulerStats()
         self._smt_rate = config.smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
@@ -153,8 +158,11 @@ class CpuScheduler:
         cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
     ) -> CpuScheduler:
         """The scheduler of a machine: topology, scheduler costs, virtualization, idle states."""
-        return cls(env, Topology.from_config(machine), machine.scheduler, machine.virtualized,
-                   idle=machine.idle, trace=trace)
+        topology = Topology.from_config(machine)
+        scheduler = cls(env, topology, machine.scheduler, machine.virtualized, idle=machine.idle,
+                        trace=trace)
+        scheduler.working_sets = WorkingSets(machine, topology)
+        return scheduler
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -387,9 +395,25 @@ class CpuScheduler:
             source = busiest_queue(self._layout, self._rq, thread)
             if source is None:
                 return
+            if self._cache_hot(source):
+                self._schedule_balance()  # the next tick tries again
+                continue
             self.stats.balance_pulls += 1
             self._occupy(thread, None)
             self._dispatch(thread, self._rq[source], self._idle.leave(thread))
+
+    def _cache_hot(self, source: int) -> bool:
+        """``task_hot``: whether balancing must leave the head of ``source``'s queue there.
+
+        It is hot when it left a CPU less than ``migration_cost_ns`` ago and has a working set
+        to lose (:meth:`Task.set_working_set`). Linux tests every task (``can_migrate_task``),
+        here only those with a working set (a task without one loses nothing by moving, and
+        results without working sets stay as they were), and only the head of the queue (Linux
+        tries the others).
+        """
+        head = self._rq[source][0][2]
+        return (head._working_set is not None
+                and self.env.now - head._left_ns < self.config.migration_cost_ns)
 
     def _occupy(self, thread: int, task: Task | None) -> None:
         """An idle thread becomes held by ``task`` (``None``: by a task dispatched next)."""
@@ -415,7 +439,7 @@ class CpuScheduler:
         if self._queued and self._per_cpu:
             if self._avg_idle_ns[thread] >= self.config.migration_cost_ns:
                 source = busiest_queue(self._layout, self._rq, thread)
-                if source is not None:
+                if source is not None and not self._cache_hot(source):
                     self.stats.newidle_pulls += 1
                     self._dispatch(thread, self._rq[source])
                     return
@@ -430,9 +454,17 @@ class CpuScheduler:
             bisect.insort(self._idle_cores[self._core_domain[core]], core)
 
     def _enter_idle(self, thread: int) -> None:
-        """``thread`` goes idle; if its core enters a core-level state, ``on_private_flush``."""
-        if self._idle.enter(thread) and self.on_private_flush is not None:
-            self.on_private_flush(self._thread_core[thread])
+        """``thread`` goes idle; a core entering a core-level state has its caches flushed.
+
+        The tasks' working sets leave the core's private caches and ``on_private_flush`` is
+        called.
+        """
+        if self._idle.enter(thread):
+            core = self._thread_core[thread]
+            if self.working_sets is not None:
+                self.working_sets.flush(core)
+            if self.on_private_flush is not None:
+                self.on_private_flush(core)
 
     def _assign(self, thread: int, task: Task) -> None:
         """``task`` now holds ``thread``."""

@@ -1,7 +1,7 @@
 """What the CPU scheduler counts and traces: its machine-wide counters and its trace tables.
 
-:class:`SchedulerStats` counts idle exits, IPIs, cache flushes, migrations, wake-up preemptions
-and balancing pulls (:attr:`simulator.runtime.scheduler.CpuScheduler.stats`);
+:class:`SchedulerStats` counts idle exits, IPIs, cache flushes, migrations, wake-up preemptions,
+balancing pulls and working-set refills (:attr:`simulator.runtime.scheduler.CpuScheduler.stats`);
 :class:`BusySnapshot` is the hardware threads' busy time at an instant, to measure utilisation
 over a window. With tracing on, the scheduler writes the :data:`TRACE_TABLE` and
 :data:`IDLE_TRACE_TABLE` tables of ``env.recorder``; their columns are described in
@@ -32,6 +32,9 @@ class SchedulerStats:
         wakeup_preemptions: waking tasks that preempted a thread's running task.
         newidle_pulls: tasks a thread pulled from another run queue as it went idle.
         balance_pulls: tasks an idle thread pulled at the periodic balancing.
+        refills: tasks that started on a CPU with part of their private working set missing
+            (:mod:`simulator.runtime.working_set`).
+        refill_ns: the time those refills took, summed.
     """
 
     idle_exits: int = 0
@@ -43,6 +46,8 @@ class SchedulerStats:
     wakeup_preemptions: int = 0
     newidle_pulls: int = 0
     balance_pulls: int = 0
+    refills: int = 0
+    refill_ns: float = 0.0
 
     def copy(self) -> SchedulerStats:
         """An independent copy (to difference a window's counts)."""

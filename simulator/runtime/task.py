@@ -23,6 +23,7 @@ import simpy
 from simulator.config.machine import SchedulerConfig
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler_stats import SchedulerStats
+from simulator.runtime.working_set import WorkingSet, WorkingSets
 
 __all__ = ["IN_RUN_QUEUE", "ON_IDLE_THREAD", "ON_WAKER_THREAD", "MigrateHook", "Task",
            "TaskScheduler"]
@@ -50,6 +51,7 @@ class TaskScheduler(Protocol):
     trace: bool
     stats: SchedulerStats
     on_migrate: MigrateHook | None
+    working_sets: WorkingSets | None
     _holder: list[Task | None]
     _slice_ns: float
     _smt_rate: float
@@ -88,6 +90,9 @@ class Task:
         preemptions: times its slice ended with tasks waiting.
         migrations: times it started running on a different core than the previous one.
         context_switches: times it was dispatched from the run queue.
+        refill_ns: time spent refilling its private working set before running (a cold start
+            after a migration, a flush of its core or other tasks' lines: ``set_working_set``).
+        refills: cold starts that paid a refill.
     """
 
     __slots__ = (
@@ -97,6 +102,7 @@ class Task:
         "_grant_extra",
         "_granted_at",
         "_last_thread",
+        "_left_ns",
         "_recent_thread",
         "_resched",
         "_reserved",
@@ -107,6 +113,7 @@ class Task:
         "_sync_target",
         "_vruntime_offset",
         "_waker_thread",
+        "_working_set",
         "context_switch_ns",
         "context_switches",
         "core",
@@ -115,6 +122,8 @@ class Task:
         "migrations",
         "name",
         "preemptions",
+        "refill_ns",
+        "refills",
         "runqueue_wait_ns",
         "stall_ns",
         "thread",
@@ -152,23 +161,67 @@ class Task:
         self.preemptions = 0
         self.migrations = 0
         self.context_switches = 0
+        self._working_set: WorkingSet | None = None
+        self._left_ns = -1e18  # when it last left a CPU (balancing's cache-hotness test)
+        self.refill_ns = 0.0
+        self.refills = 0
 
     def __repr__(self) -> str:
         return f"Task({self.name!r}, thread={self.thread})"
 
     @property
     def scheduling_ns(self) -> float:
-        """Time spent on scheduling so far: run-queue waits, wake-ups and context switches.
+        """Time spent on scheduling so far: run-queue waits, wake-ups, switches, refills.
 
-        The part of the task's elapsed time that is neither running nor blocked; a model charges
-        its growth over a step to the step's scheduling cost.
+        Refills of the private working set are the indirect cost of a switch or a migration.
+        The part of the task's elapsed time that is neither running its work nor blocked; a
+        model charges its growth over a step to the step's scheduling cost.
         """
-        return self.runqueue_wait_ns + self.wakeup_ns + self.context_switch_ns
+        return self.runqueue_wait_ns + self.wakeup_ns + self.context_switch_ns + self.refill_ns
 
     @property
     def vruntime_ns(self) -> float:
         """Virtual runtime: on-CPU time used, shifted by sleeper placement (``cfs`` policy)."""
-        return self.cpu_ns + self.stall_ns + self._vruntime_offset
+        return self.cpu_ns + self.stall_ns + self.refill_ns + self._vruntime_offset
+
+    @property
+    def working_set_lines(self) -> int:
+        """Size of the task's working set in lines, its program's code included (0: none)."""
+        block = self._working_set
+        if block is None:
+            return 0
+        return block.lines + (0 if block.code is None else block.code.lines)
+
+    def set_working_set(self, lines: int, *, program: str | None = None,
+                        code_lines: int = 0) -> None:
+        """Give the task a private working set of ``lines`` cache lines and its program's code.
+
+        Each time the task starts running on a CPU it first refills the lines its core's
+        private caches lost since it last ran (:mod:`simulator.runtime.working_set`), as
+        on-CPU time counted in :attr:`refill_ns`. ``program`` names the read-only code of
+        ``code_lines`` lines that every task of the same program shares (none: no code block).
+        Nothing (the default) is no working set. Set it before the task first runs.
+
+        Raises:
+            ValueError: a negative or non-integer size, or a program's code with another size.
+            RuntimeError: the task has already run, or its scheduler models no working sets.
+        """
+        for name, value in (("lines", lines), ("code_lines", code_lines)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"task {self.name!r}: {name} must be a non-negative number of "
+                                 f"lines, got {value!r}")
+        if self.last_core is not None:
+            raise RuntimeError(f"task {self.name!r}: set its working set before it first runs")
+        program = program if code_lines else None
+        if not (lines or program):
+            self._working_set = None
+            return
+        working_sets = self._sched.working_sets
+        if working_sets is None:
+            raise RuntimeError(f"task {self.name!r}: its scheduler models no working sets (build "
+                               "it with CpuScheduler.from_machine)")
+        code = None if program is None else working_sets.shared(program, code_lines)
+        self._working_set = working_sets.new(lines, code)
 
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.
@@ -548,7 +601,9 @@ class Task:
             self.context_switch_ns += cost
         else:
             self.wakeup_ns += cost
-        self._start_on_cpu()
+        refill = self._start_on_cpu()
+        if refill > 0.0:
+            yield from self._refill(refill)
 
     def _wait_in_queue(self, thread: int) -> ProcessGenerator:
         """Wait in ``thread``'s run queue for a thread, then pay the context switch on it.
@@ -568,12 +623,32 @@ class Task:
         self.context_switch_ns += sched.config.context_switch_ns
         self.wakeup_ns += self._grant_extra
         self._grant_extra = 0.0
-        self._start_on_cpu()
+        refill = self._start_on_cpu()
+        if refill > 0.0:
+            yield from self._refill(refill)
+
+    def _refill(self, refill_ns: float) -> ProcessGenerator:
+        """Refill the private working set on the thread just taken: on-CPU time before work.
+
+        Counted in the slice (a slice end inside it is noticed at the next run segment).
+        """
+        sched = self._sched
+        self.refills += 1
+        self.refill_ns += refill_ns
+        self._slice_used += refill_ns
+        stats = sched.stats
+        stats.refills += 1
+        stats.refill_ns += refill_ns
+        if not sched.env.fast_forward(refill_ns):
+            yield sched.env.wait(refill_ns)
 
     # -- thread bookkeeping -------------------------------------------------------------------
 
-    def _start_on_cpu(self) -> None:
-        """The task begins executing on its (already held) thread: new slice, migration check."""
+    def _start_on_cpu(self) -> float:
+        """The task begins executing on its (already held) thread: new slice, migration check.
+
+        Returns the refill its working set needs first (ns; 0 without one).
+        """
         sched = self._sched
         thread, core = self.location()
         self._slice_used = 0.0
@@ -588,6 +663,12 @@ class Task:
             sched.stats.migrations += 1
             if sched.on_migrate is not None:
                 sched.on_migrate(self, old_core, core)
+        working_set = self._working_set
+        if working_set is None:
+            return 0.0
+        working_sets = sched.working_sets
+        assert working_sets is not None  # set_working_set checked it
+        return working_sets.start(working_set, core)
 
     def _leave_cpu(self, event: str) -> None:
         """Give the thread to the run-queue head, or make it idle."""
@@ -599,4 +680,5 @@ class Task:
             sched._record(self, event)
         self.thread = None
         self.core = None
+        self._left_ns = sched.env.now
         sched._free(thread)

@@ -13,8 +13,10 @@ from snapsim_models.costs import (
     DEFAULT_COSTS_FILE,
     ConnectionCosts,
     PgCosts,
+    ProcessWorkingSet,
     ScanCosts,
     StatementCosts,
+    WorkingSetCosts,
     costs_from_dict,
     load_costs,
     read_costs_document,
@@ -47,6 +49,29 @@ def test_shipped_model() -> None:
     assert costs.connection == ConnectionCosts(postmaster=250000.0, backend_startup=500000.0,
                                                backend_exit=100000.0, client=20000.0)
     assert costs.pgbench_loop_per_connection_cycles == 100.0
+    assert costs.working_set == WorkingSetCosts(
+        backend=ProcessWorkingSet(private=64 * 1024, code=128 * 1024),
+        client=ProcessWorkingSet(private=32 * 1024, code=32 * 1024))
+
+
+def test_a_cost_file_without_the_working_set_section_takes_the_shipped_one(
+        tmp_path: Path) -> None:
+    data = document()
+    del data["working_set"]
+    assert costs_from_dict(data).working_set == load_costs().working_set
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert read_costs_document(path)["working_set"] == document()["working_set"]
+    with pytest.raises(ConfigError, match="missing") as info:
+        costs_from_dict(with_value("working_set.backend", {"private": "1 KiB"}))
+    assert info.value.key == "working_set.backend.code"
+
+
+def test_a_working_set_of_zero_switches_it_off() -> None:
+    none = {"private": 0, "code": "0 KiB"}
+    data = with_value("working_set", {"backend": none, "client": none})
+    assert costs_from_dict(data).working_set == WorkingSetCosts(ProcessWorkingSet(0, 0),
+                                                                ProcessWorkingSet(0, 0))
 
 
 def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
@@ -100,6 +125,13 @@ def test_sizes_and_times_may_be_bare_numbers_cycles_may_not() -> None:
     ("footprint", 5, "expected a mapping"),
     ("connection.backend_startup", "-1 cycles", "non-negative number of cycles"),
     ("connection.postmaster", 250000, "number of cycles such as"),
+    ("working_set.backend.private", "-192 KiB", "is negative"),
+    ("working_set.client.code", "64 cycles", "unknown size unit"),
+    ("working_set.client.private", True, "expected a size"),
+    ("working_set.server", "1 KiB", "unknown key"),
+    ("working_set.backend.text", "1 KiB", "unknown key"),
+    ("working_set.client", "64 KiB", "expected a mapping"),
+    ("working_set", [1], "expected a mapping"),
 ])
 def test_bad_values_name_their_dotted_key_and_file(path: str, value: object,
                                                    message: str) -> None:
@@ -133,6 +165,7 @@ def test_scaled_multiplies_the_base_work_only() -> None:
     assert scaled.statements.tpcb == 2 * costs.statements.tpcb
     assert scaled.client_cycles == 2 * costs.client_cycles
     assert (scaled.scan, scaled.footprint_l3_bytes) == (costs.scan, costs.footprint_l3_bytes)
+    assert scaled.working_set == costs.working_set
     assert costs.scaled(1.0) is costs
 
 

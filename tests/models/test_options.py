@@ -1,5 +1,5 @@
-"""The ``options.atomics`` switch, ``options.pgbench_scale`` and ``options.layout``: defaults,
-parsing, and bad values named by key."""
+"""The ``options.atomics`` switch, ``options.pgbench_scale``, ``options.layout`` and
+``options.working_sets``: defaults, parsing, and bad values named by key."""
 
 from __future__ import annotations
 
@@ -91,3 +91,18 @@ def test_bad_layouts_name_the_key(layout: object, key: str, message: str) -> Non
     assert raised.value.key == key
     assert message in raised.value.message
     assert raised.value.source == "exp.yaml"
+
+
+def test_working_sets_default_to_off_and_are_parsed() -> None:
+    assert resolve_options({})["working_sets"] is False
+    assert parse_options(resolve_options({})).working_sets is False
+    resolved = resolve_options({"working_sets": True})
+    assert parse_options(resolved).working_sets is True
+    assert resolve_options(resolved) == resolved
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_bad_working_sets_name_the_key(value: object) -> None:
+    with pytest.raises(ConfigError, match="expected true or false") as raised:
+        resolve_options({"working_sets": value}, "experiment.yaml")
+    assert (raised.value.key, raised.value.source) == ("options.working_sets", "experiment.yaml")

@@ -61,6 +61,7 @@ SCHEDULER_FLOORS = {
     "simulator.runtime.scheduler_stats": 1,  # counters and trace tables
     "simulator.runtime.placement": 1,  # the searches for a thread, over plain state
     "simulator.runtime.idle": 1,  # the idle governor
+    "simulator.runtime.working_set": 1,  # private working sets: LRU stacks and refills
     "simulator.runtime.idle_threads": 2,
     "simulator.runtime.task": 2,  # sees its scheduler through the TaskScheduler protocol
     "simulator.runtime.scheduler": 3,

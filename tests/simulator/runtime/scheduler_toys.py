@@ -70,5 +70,5 @@ def hold(env: SimEnvironment, task: Task, start: float, stop: float) -> ProcessG
 
 def accounted(task: Task) -> float:
     return (task.cpu_ns + task.stall_ns + task.runqueue_wait_ns + task.wakeup_ns
-            + task.context_switch_ns)
+            + task.context_switch_ns + task.refill_ns)
 
