@@ -13,7 +13,7 @@ again; delete the folder to rerun it). The script then writes
 ``docs/validation/ablations.csv`` (variant, dataset, series, median and max absolute relative
 error) and prints the Markdown tables docs/validation.md shows: each series' median / max error
 under each variant, one table per group (scheduling and power; hot lines; invalidation
-fan-out; contended-line service; pgbench's loop), each with the ``shipped`` column. Exit
+fan-out; contended-line service; the background's work), each with the ``shipped`` column. Exit
 code: 2 if a run failed on bad input, else 0 (a series failing its thresholds is what an
 ablation is expected to show).
 """
@@ -87,7 +87,7 @@ GROUPS: dict[str, list[str]] = {
     "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
     "line-service": ["fifo", "no-owner-window", "no-read-modified-service", "shipped",
                      "read-shared-300ns", "read-shared-600ns"],
-    "pgbench-loop": ["no-pgbench-loop", "shipped", "pgbench-loop-300"],
+    "background-work": ["no-pgbench-loop", "shipped", "pgbench-loop-300", "working-sets"],
 }
 """The tables docs/validation.md shows, each a list of variants in column order."""
 

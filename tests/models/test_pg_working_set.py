@@ -1,4 +1,4 @@
-"""The processes' private working sets in whole runs: refills on, and off reproducing the baseline."""
+"""Private working sets in whole runs: refills on, and off reproducing the baseline."""
 
 from __future__ import annotations
 
