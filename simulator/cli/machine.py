@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
-from simulator.config.probe import probe_host
+from simulator.config.probe import host_facts, probe_host
+from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
+from simulator.measure.wakeup import DEFAULT_REPEATS, DEFAULT_ROUND_TRIPS, measure_wakeup
 
 ACTIONS = ("probe",)
 
@@ -24,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "closest by vendor, distances and core count)")
     parser.add_argument("--name", default="host", help="the machine's name in the file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing FILE")
+    parser.add_argument("--measure-wakeup", action="store_true",
+                        help="on a virtual machine, measure what waking an idle vCPU costs (a "
+                             "pipe ping-pong on one vCPU and across two, about 10-60 s; run it "
+                             "on a quiet machine) and write it as scheduler.ipi_exit")
+    parser.add_argument("--round-trips", type=int, default=DEFAULT_ROUND_TRIPS,
+                        help=f"round trips per run of --measure-wakeup (default "
+                             f"{DEFAULT_ROUND_TRIPS})")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)  # a copied tree (tests)
 
 
@@ -32,7 +41,19 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise ConfigError("--out", f"{out} exists (pass --overwrite to replace it)")
-    like = probe_host(out, like=args.like, root=Path(args.root), name=args.name)
+    wakeup = None
+    if args.measure_wakeup:
+        if host_facts(Path(args.root)).guest_idle is None:
+            raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
+                              "CPUs do not halt into a hypervisor, and it has no ipi_exit")
+        log(f"measuring the wake-up of an idle vCPU ({DEFAULT_REPEATS} x 2 runs of "
+            f"{args.round_trips:,} round trips)")
+        measured = measure_wakeup(round_trips=args.round_trips)
+        wakeup = MeasuredWakeup(wakeup_us=measured.wakeup_us, same_cpu_us=measured.same_cpu_us,
+                                cross_cpu_us=measured.cross_cpu_us)
+        log(f"round trip {measured.same_cpu_us:.1f} us on one vCPU, {measured.cross_cpu_us:.1f} us "
+            f"across two: ipi_exit {measured.wakeup_us:.1f} us")
+    like = probe_host(out, like=args.like, root=Path(args.root), name=args.name, wakeup=wakeup)
     log(f"wrote {out}: topology, caches and NUMA nodes of this host; latencies from {like} "
         "(edit them where you have measurements)")
     print(out)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.config.machine_file import machines_dir, shipped_machines
-from simulator.config.probe_idle import GuestIdle, guest_idle, guest_idle_lines
+from simulator.config.probe_idle import GuestIdle, MeasuredWakeup, guest_idle, guest_idle_lines
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
@@ -236,8 +236,12 @@ def _flow(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
-    """The machine file of the host, latencies from the shipped machine ``like``, as YAML text."""
+def machine_file_text(facts: HostFacts, like: str, name: str = "host",
+                      wakeup: MeasuredWakeup | None = None) -> str:
+    """The machine file of the host, latencies from the shipped machine ``like``, as YAML text.
+
+    A guest's ``scheduler.ipi_exit`` comes from ``wakeup`` when it was measured.
+    """
     source = read_yaml(machines_dir() / f"{like}.yaml")
     if not isinstance(source, Mapping):
         raise ConfigError("like", f"{like} is not a machine file")
@@ -299,7 +303,7 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
         lines.append(f"scheduler:   # {borrowed}, but ipi_exit (this host is a guest)")
         lines += [f"  {key}: {_flow(value)}" for key, value in scheduler.items()
                   if key != "ipi_exit"]
-        lines += guest_idle_lines(facts.guest_idle)
+        lines += guest_idle_lines(facts.guest_idle, wakeup)
     else:
         lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
         if "idle" in source:  # a bare-metal host's own idle states are not read yet
@@ -311,12 +315,15 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host") -> str:
 
 
 def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
-               name: str = "host") -> str:
+               name: str = "host", wakeup: MeasuredWakeup | None = None) -> str:
     """Write the host's machine file to ``out`` and check it loads; return the machine borrowed.
 
+    ``wakeup``: a guest's measured wake-up of an idle vCPU, written as its ``ipi_exit``.
+
     Raises:
-        ConfigError: the host cannot be read, ``like`` is not a shipped machine, or the written
-            file does not load (then it is removed).
+        ConfigError: the host cannot be read, ``like`` is not a shipped machine, a wake-up was
+            measured on a host that is no guest, or the written file does not load (then it is
+            removed).
     """
     from simulator.config.machine_file import load_machine
 
@@ -324,8 +331,11 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     if like is not None and like not in shipped_machines():
         raise ConfigError("--like", f"unknown machine {like!r} (choose from "
                           f"{', '.join(shipped_machines())})")
+    if wakeup is not None and facts.guest_idle is None:
+        raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
+                          "CPUs do not halt into a hypervisor, and it has no ipi_exit")
     chosen = like or closest_machine(facts)
-    text = machine_file_text(facts, chosen, name)
+    text = machine_file_text(facts, chosen, name, wakeup)
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

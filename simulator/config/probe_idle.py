@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GuestIdle", "guest_idle", "guest_idle_lines"]
+__all__ = ["GuestIdle", "MeasuredWakeup", "guest_idle", "guest_idle_lines"]
 
 IPI_EXIT_US = 5.0
 """Extra cost of waking a halted vCPU (µs): see the comment written with it."""
@@ -38,6 +38,21 @@ class GuestIdle:
     """``guest_halt_poll_ns`` of the ``haltpoll`` driver; 0 when the vCPU never polls."""
     halt_latency_us: float
     """The halt state's declared exit latency (µs; 1 for ``haltpoll``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredWakeup:
+    """A wake-up of an idle vCPU measured on the host.
+
+    ``snapsim machine probe --measure-wakeup``: a pipe ping-pong, :mod:`simulator.measure.wakeup`.
+    """
+
+    wakeup_us: float
+    """Half the difference of the two round trips: the extra cost of one wake-up (µs)."""
+    same_cpu_us: float
+    """The ping-pong's round trip with both processes on one vCPU (µs)."""
+    cross_cpu_us: float
+    """Its round trip with one process on each of two vCPUs (µs)."""
 
 
 def _text(path: Path) -> str | None:
@@ -68,11 +83,14 @@ def guest_idle(root: Path, cpu: int) -> GuestIdle:
     return GuestIdle(driver=driver, halt_poll_ns=max(poll_ns, 0), halt_latency_us=halt_latency_us)
 
 
-def guest_idle_lines(idle: GuestIdle) -> list[str]:
-    """The machine file's ``scheduler.ipi_exit`` (indented) and ``idle:`` lines for a guest."""
+def guest_idle_lines(idle: GuestIdle, wakeup: MeasuredWakeup | None = None) -> list[str]:
+    """The machine file's ``scheduler.ipi_exit`` (indented) and ``idle:`` lines for a guest.
+
+    ``ipi_exit`` is the measured one when ``wakeup`` is given, else the assumption.
+    """
     host = "measured on this host"
     polls = idle.halt_poll_ns > 0
-    lines = [
+    lines = _measured_ipi_exit(wakeup) if wakeup is not None else [
         "  # ASSUMPTION, range 1.5-15 us: waking a halted vCPU is an IPI that exits to the",
         "  # hypervisor (VM exit on the sender), which wakes and re-enters the target vCPU.",
         "  # Published KVM figures: an IPI to a running (not halted) vCPU takes 4,338 cycles",
@@ -83,8 +101,11 @@ def guest_idle_lines(idle: GuestIdle) -> list[str]:
         "  # (TonsnakeLin/CppProgramming README on GitHub, unknown host: low quality). KVM's host",
         "  # halt polling (halt_poll_ns, 200,000 ns by default: KVM_HALT_POLL_NS_DEFAULT in Linux",
         "  # arch/x86/include/asm/kvm_host.h) shortens the re-entry when the host CPU is free.",
-        "  # 5 us: the middle, as the shipped virtual machines use; replace it with a measurement.",
+        "  # 5 us: the middle, as the shipped virtual machines use; measure it instead with",
+        "  # snapsim machine probe --measure-wakeup.",
         f"  ipi_exit: {IPI_EXIT_US:g} us",
+    ]
+    lines += [
         "idle:",
         f"  # {host}: cpuidle driver {idle.driver}"
         + (f", guest_halt_poll_ns = {idle.halt_poll_ns}" if idle.driver == "haltpoll" else "")
@@ -122,3 +143,16 @@ def guest_idle_lines(idle: GuestIdle) -> list[str]:
         f"{residency_ns} ns, wake_latency: 0 us}}",
     ]
     return lines
+
+
+def _measured_ipi_exit(wakeup: MeasuredWakeup) -> list[str]:
+    """``scheduler.ipi_exit`` from the host's ping-pong, with how it was measured."""
+    return [
+        "  # measured on this host (snapsim machine probe --measure-wakeup): a pipe ping-pong",
+        f"  # between two processes took {wakeup.same_cpu_us:.1f} us per round trip on one vCPU",
+        f"  # (two context switches) and {wakeup.cross_cpu_us:.1f} us on two (two wake-ups of an",
+        "  # idle vCPU by the other: IPI, halt exit, re-entry); half the difference is the",
+        "  # extra cost of one wake-up of a halted vCPU. Measure on a quiet machine: a busy",
+        "  # vCPU does not halt.",
+        f"  ipi_exit: {wakeup.wakeup_us:.1f} us",
+    ]
