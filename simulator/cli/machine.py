@@ -7,7 +7,6 @@ from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
 from simulator.config.probe import host_facts, probe_host
-from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
 from simulator.measure.wakeup import DEFAULT_REPEATS, DEFAULT_ROUND_TRIPS, measure_wakeup
 
@@ -49,10 +48,8 @@ def main(args: argparse.Namespace) -> int:
         log(f"measuring the wake-up of an idle vCPU ({DEFAULT_REPEATS} x 2 runs of "
             f"{args.round_trips:,} round trips)")
         measured = measure_wakeup(round_trips=args.round_trips)
-        wakeup = MeasuredWakeup(wakeup_us=measured.wakeup_us, same_cpu_us=measured.same_cpu_us,
-                                cross_cpu_us=measured.cross_cpu_us)
-        log(f"round trip {measured.same_cpu_us:.1f} us on one vCPU, {measured.cross_cpu_us:.1f} us "
-            f"across two: ipi_exit {measured.wakeup_us:.1f} us")
+        wakeup = measured.for_machine_file()
+        log(measured.line())
     like = probe_host(out, like=args.like, root=Path(args.root), name=args.name, wakeup=wakeup)
     log(f"wrote {out}: topology, caches and NUMA nodes of this host; latencies from {like} "
         "(edit them where you have measurements)")

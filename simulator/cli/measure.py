@@ -19,6 +19,8 @@ from pathlib import Path
 from types import FrameType
 
 from simulator.cli.common import EXIT_OK, log, warn, writable_directory
+from simulator.config.probe import host_facts
+from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
 from simulator.measure.cluster import check_port_free
 from simulator.measure.installations import LABELS, find_pgbench, installations
@@ -36,6 +38,7 @@ from simulator.measure.plan import (
 from simulator.measure.processes import RunAs
 from simulator.measure.results import manifest_path, write_results
 from simulator.measure.session import Outcome, Setup, measure
+from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_wakeup
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
 
@@ -82,6 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "directory in the system's temporary directory)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an earlier measurement in --out")
+    parser.add_argument("--wakeup-round-trips", type=int, default=DEFAULT_ROUND_TRIPS,
+                        metavar="N",
+                        help="on a virtual machine, before the servers start: round trips per "
+                             "run of the wake-up ping-pong whose result is host.yaml's "
+                             f"scheduler.ipi_exit (snapsim machine probe --measure-wakeup; "
+                             f"default {DEFAULT_ROUND_TRIPS}; 0: not measured, ipi_exit assumed)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the inputs, print the plan and its estimate, start nothing")
 
@@ -135,6 +144,9 @@ def main(args: argparse.Namespace) -> int:
     if not _NAME.match(args.name):
         raise ConfigError("--name", f"expected letters, digits, '.', '_' or '-', got "
                           f"{args.name!r}")
+    if args.wakeup_round_trips < 0:
+        raise ConfigError("--wakeup-round-trips",
+                          f"must not be negative, got {args.wakeup_round_trips}")
     found = installations(args.install)
     pgbench, pgbench_version = find_pgbench(args.pgbench, found)
     plan = _plan(args, len(found))
@@ -173,6 +185,11 @@ def main(args: argparse.Namespace) -> int:
     extra = {"pgbench_version": pgbench_version, "open_files": open_files,
              "estimate_min": round(plan.estimate_s() / 60, 1),
              "estimate_memory_gib": round(need / 2**30, 2)}
+    wakeup = _wakeup(args.wakeup_round_trips)
+    if wakeup is not None:
+        extra["wakeup_us"] = {"same_cpu": round(wakeup.same_cpu_us, 2),
+                              "cross_cpu": round(wakeup.cross_cpu_us, 2),
+                              "ipi_exit": round(wakeup.wakeup_us, 2)}
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         measure(setup, plan, outcome, log)
@@ -182,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
             (log if outcome.status == "complete" else warn)(
                 f"stopped: {', '.join(outcome.stopped)}")
         written = write_results(setup, plan, outcome, args.name, getattr(args, "argv", None),
-                                extra)
+                                extra, wakeup)
         if outcome.status != "complete":
             warn(f"partial measurement kept in {out}/ ({len(outcome.table.rows)} of "
                  f"{plan.points} runs; metadata.yaml says why)")
@@ -192,6 +209,19 @@ def main(args: argparse.Namespace) -> int:
     log(f"next: snapsim validate --manifest {out} --out {out}/validation")
     print(out)
     return EXIT_OK
+
+
+def _wakeup(round_trips: int) -> MeasuredWakeup | None:
+    """On a virtual machine, the wake-up of a halted vCPU, measured before any server starts.
+
+    ``None`` on bare metal or with 0 round trips.
+    """
+    if round_trips == 0 or host_facts().guest_idle is None:
+        return None
+    log(f"measuring the wake-up of a halted vCPU (ping-pong, {round_trips:,} round trips a run)")
+    measured = measure_wakeup(round_trips=round_trips)
+    log(measured.line())
+    return measured.for_machine_file()
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -148,7 +148,7 @@ def guest_idle_lines(idle: GuestIdle, wakeup: MeasuredWakeup | None = None) -> l
 def _measured_ipi_exit(wakeup: MeasuredWakeup) -> list[str]:
     """``scheduler.ipi_exit`` from the host's ping-pong, with how it was measured."""
     return [
-        "  # measured on this host (snapsim machine probe --measure-wakeup): a pipe ping-pong",
+        "  # measured on this host (machine probe --measure-wakeup, or measure): a pipe ping-pong",
         f"  # between two processes took {wakeup.same_cpu_us:.1f} us per round trip on one vCPU",
         f"  # (two context switches) and {wakeup.cross_cpu_us:.1f} us on two (two wake-ups of an",
         "  # idle vCPU by the other: IPI, halt exit, re-entry); half the difference is the",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from simulator.config.probe import probe_host
+from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
 from simulator.measure.host import host_facts
 from simulator.measure.outputs import (
@@ -34,8 +35,13 @@ _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
 
 
 def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
-                  argv: Sequence[str] | None, extra: dict[str, object]) -> list[Path]:
-    """Write the datasets, manifest, machine file and metadata; return the files written."""
+                  argv: Sequence[str] | None, extra: dict[str, object],
+                  wakeup: MeasuredWakeup | None = None) -> list[Path]:
+    """Write the datasets, manifest, machine file and metadata; return the files written.
+
+    ``wakeup``: the guest's wake-up of a halted vCPU measured before the runs, the machine file's
+    ``scheduler.ipi_exit``.
+    """
     out = setup.out
     written: list[Path] = []
     series = [f"tps_{inst.label}" for inst in setup.installations]
@@ -59,8 +65,9 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                                  + ("" if outcome.status == "complete" else " (PARTIAL)"))
     machine_note = ""
     try:
-        like = probe_host(out / MACHINE_FILE, name=name)
-        machine_note = f"snapsim machine probe; latencies from {like}"
+        like = probe_host(out / MACHINE_FILE, name=name, wakeup=wakeup)
+        machine_note = (f"snapsim machine probe; latencies from {like}"
+                        + ("; ipi_exit measured" if wakeup is not None else ""))
         written.append(out / MACHINE_FILE)
     except ConfigError as exc:
         machine_note = f"the probe failed: {exc}"

@@ -22,6 +22,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
 
 __all__ = ["WakeupMeasurement", "measure_wakeup", "pipe_round_trip_us"]
@@ -50,6 +51,16 @@ class WakeupMeasurement:
     def wakeup_us(self) -> float:
         """The extra cost of one wake-up of an idle CPU over a context switch (µs, >= 0)."""
         return max(0.0, (self.cross_cpu_us - self.same_cpu_us) / 2.0)
+
+    def for_machine_file(self) -> MeasuredWakeup:
+        """What a machine file's ``scheduler.ipi_exit`` is written from."""
+        return MeasuredWakeup(wakeup_us=self.wakeup_us, same_cpu_us=self.same_cpu_us,
+                              cross_cpu_us=self.cross_cpu_us)
+
+    def line(self) -> str:
+        """One log line: the two round trips and the wake-up."""
+        return (f"round trip {self.same_cpu_us:.1f} us on one vCPU, {self.cross_cpu_us:.1f} us "
+                f"across two: ipi_exit {self.wakeup_us:.1f} us")
 
 
 def pipe_round_trip_us(cpu_a: int, cpu_b: int, round_trips: int = DEFAULT_ROUND_TRIPS) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -17,6 +18,11 @@ import pytest
 import yaml
 
 from simulator.cli import main
+from simulator.cli import measure as measure_cli
+from simulator.config import probe
+from simulator.config.machine_file import load_machine
+from simulator.config.probe_idle import GuestIdle
+from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
 from tests.paths import REPO_ROOT
@@ -52,13 +58,13 @@ def free_port() -> int:
 
 
 def arguments(shared: Path, out: Path, *extra: str, pre14: str = "13.4",
-              post14: str = "15.4") -> list[str]:
+              post14: str = "15.4", wakeup_round_trips: int = 0) -> list[str]:
     return ["measure", "--install", f"pre14={fake_bindir(shared, pre14)}",
             "--install", f"post14={fake_bindir(shared, post14)}",
             "--pgbench", str(fake_pgbench(shared)), "--idle", "0,3", "--duration-s", "1",
             "--repetitions", "2", "--warmup-s", "0", "--settle-s", "0", "--scale", "1",
             "--port", str(free_port()), "--work-dir", str(shared / "work"), "--out", str(out),
-            *extra]
+            "--wakeup-round-trips", str(wakeup_round_trips), *extra]
 
 
 def no_process_left(shared: Path, pids_file: Path) -> None:
@@ -275,3 +281,38 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
     assert figure is not None
     assert (figure.algorithm, figure.workload) == ("pre14", "select-only")
     assert 10_000 < figure.tps < 30_000
+
+
+def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_exit(
+        shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before any server starts the ping-pong runs (here a stand-in result); host.yaml and
+    metadata.yaml carry what it measured."""
+    facts = dataclasses.replace(probe.host_facts(), virtualized=True,
+                                guest_idle=GuestIdle(driver="haltpoll", halt_poll_ns=0,
+                                                     halt_latency_us=1.0))
+    monkeypatch.setattr(probe, "host_facts", lambda root=Path("/"): facts)
+    monkeypatch.setattr(measure_cli, "host_facts", lambda root=Path("/"): facts)
+    calls: list[int] = []
+
+    def fake_wakeup(round_trips: int = 0, repeats: int = 0) -> WakeupMeasurement:
+        calls.append(round_trips)
+        assert processes_mentioning(str(shared)) == []  # no server started yet
+        return WakeupMeasurement(same_cpu_us=6.0, cross_cpu_us=30.0, cpus=(0, 1),
+                                 round_trips=round_trips, repeats=5)
+
+    monkeypatch.setattr(measure_cli, "measure_wakeup", fake_wakeup)
+    out = tmp_path / "m"
+    assert main(arguments(shared, out, "--idle", "0", wakeup_round_trips=500)) == 0
+    no_process_left(shared, pids_file)
+    assert calls == [500]
+    assert load_machine(out / "host.yaml").scheduler.ipi_exit_ns == pytest.approx(12_000.0)
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["wakeup_us"] == {"same_cpu": 6.0, "cross_cpu": 30.0, "ipi_exit": 12.0}
+    assert "ipi_exit measured" in metadata["machine_file"]
+
+
+def test_a_negative_wake_up_count_is_refused_before_anything_starts(
+        shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*arguments(shared, tmp_path / "m"), "--wakeup-round-trips", "-1"]) == 2
+    assert "--wakeup-round-trips: must not be negative" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
