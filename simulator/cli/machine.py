@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
-from simulator.config.probe import host_facts, probe_host
+from simulator.config.probe import host_facts, probe_host, require_guest
 from simulator.errors import ConfigError
-from simulator.measure.wakeup import DEFAULT_REPEATS, DEFAULT_ROUND_TRIPS, measure_wakeup
+from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 
 ACTIONS = ("probe",)
 
@@ -42,14 +42,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--out", f"{out} exists (pass --overwrite to replace it)")
     wakeup = None
     if args.measure_wakeup:
-        if host_facts(Path(args.root)).guest_idle is None:
-            raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
-                              "CPUs do not halt into a hypervisor, and it has no ipi_exit")
-        log(f"measuring the wake-up of an idle vCPU ({DEFAULT_REPEATS} x 2 runs of "
-            f"{args.round_trips:,} round trips)")
-        measured = measure_wakeup(round_trips=args.round_trips)
-        wakeup = measured.for_machine_file()
-        log(measured.line())
+        require_guest(host_facts(Path(args.root)))
+        wakeup = measure_for_machine_file(args.round_trips, log)
     like = probe_host(out, like=args.like, root=Path(args.root), name=args.name, wakeup=wakeup)
     log(f"wrote {out}: topology, caches and NUMA nodes of this host; latencies from {like} "
         "(edit them where you have measurements)")

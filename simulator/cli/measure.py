@@ -38,7 +38,7 @@ from simulator.measure.plan import (
 from simulator.measure.processes import RunAs
 from simulator.measure.results import manifest_path, write_results
 from simulator.measure.session import Outcome, Setup, measure
-from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_wakeup
+from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
 
@@ -218,10 +218,7 @@ def _wakeup(round_trips: int) -> MeasuredWakeup | None:
     """
     if round_trips == 0 or host_facts().guest_idle is None:
         return None
-    log(f"measuring the wake-up of a halted vCPU (ping-pong, {round_trips:,} round trips a run)")
-    measured = measure_wakeup(round_trips=round_trips)
-    log(measured.line())
-    return measured.for_machine_file()
+    return measure_for_machine_file(round_trips, log)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -36,7 +36,8 @@ from simulator.config.probe_idle import GuestIdle, MeasuredWakeup, guest_idle, g
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 
-__all__ = ["HostFacts", "closest_machine", "host_facts", "machine_file_text", "probe_host"]
+__all__ = ["HostFacts", "closest_machine", "host_facts", "machine_file_text", "probe_host",
+           "require_guest"]
 
 VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
 PROTOCOLS = {"intel": "MESIF", "amd": "MOESI", "arm": "MESI"}
@@ -314,6 +315,17 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
     return "\n".join(lines) + "\n"
 
 
+def require_guest(facts: HostFacts) -> None:
+    """Refuse a wake-up measurement on a host whose idle CPUs do not halt into a hypervisor.
+
+    Raises:
+        ConfigError: the host is not a virtual machine (``--measure-wakeup``).
+    """
+    if facts.guest_idle is None:
+        raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
+                          "CPUs do not halt into a hypervisor, and it has no ipi_exit")
+
+
 def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
                name: str = "host", wakeup: MeasuredWakeup | None = None) -> str:
     """Write the host's machine file to ``out`` and check it loads; return the machine borrowed.
@@ -331,9 +343,8 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     if like is not None and like not in shipped_machines():
         raise ConfigError("--like", f"unknown machine {like!r} (choose from "
                           f"{', '.join(shipped_machines())})")
-    if wakeup is not None and facts.guest_idle is None:
-        raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
-                          "CPUs do not halt into a hypervisor, and it has no ipi_exit")
+    if wakeup is not None:
+        require_guest(facts)
     chosen = like or closest_machine(facts)
     text = machine_file_text(facts, chosen, name, wakeup)
     tmp = out.with_name(out.name + ".tmp")

@@ -22,6 +22,7 @@ from simulator.cli import measure as measure_cli
 from simulator.config import probe
 from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
+from simulator.measure import wakeup
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
@@ -300,7 +301,7 @@ def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_ex
         return WakeupMeasurement(same_cpu_us=6.0, cross_cpu_us=30.0, cpus=(0, 1),
                                  round_trips=round_trips, repeats=5)
 
-    monkeypatch.setattr(measure_cli, "measure_wakeup", fake_wakeup)
+    monkeypatch.setattr(wakeup, "measure_wakeup", fake_wakeup)
     out = tmp_path / "m"
     assert main(arguments(shared, out, "--idle", "0", wakeup_round_trips=500)) == 0
     no_process_left(shared, pids_file)

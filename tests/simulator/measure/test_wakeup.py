@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.cli import machine as machine_cli
 from simulator.cli import main
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
+from simulator.measure import wakeup
 from simulator.measure.wakeup import WakeupMeasurement, measure_wakeup, pipe_round_trip_us
 from tests.simulator.config.test_probe import make_guest, make_host
 
@@ -62,7 +62,7 @@ def fake_measurement(round_trips: int = 0, repeats: int = 0) -> WakeupMeasuremen
 def test_probe_of_a_guest_writes_the_measured_wake_up_as_its_ipi_exit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(machine_cli, "measure_wakeup", fake_measurement)
+    monkeypatch.setattr(wakeup, "measure_wakeup", fake_measurement)
     root = make_guest(tmp_path / "host", driver="haltpoll", poll_ns=0)
     out = tmp_path / "guest.yaml"
     assert main(["machine", "probe", "--measure-wakeup", "--out", str(out),
@@ -81,7 +81,7 @@ def test_bare_metal_has_no_wake_up_to_measure(tmp_path: Path, monkeypatch: pytes
     def must_not_run(round_trips: int = 0, repeats: int = 0) -> WakeupMeasurement:
         raise AssertionError("measured on bare metal")
 
-    monkeypatch.setattr(machine_cli, "measure_wakeup", must_not_run)
+    monkeypatch.setattr(wakeup, "measure_wakeup", must_not_run)
     out = tmp_path / "metal.yaml"
     assert main(["machine", "probe", "--measure-wakeup", "--out", str(out),
                  "--root", str(make_host(tmp_path / "host"))]) == 2
