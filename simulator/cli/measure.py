@@ -22,9 +22,11 @@ from simulator.cli.common import EXIT_OK, log, warn, writable_directory
 from simulator.config.probe import host_facts
 from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
+from simulator.measure.clock import DEFAULT_REPEATS as CLOCK_REPEATS
+from simulator.measure.clock import measure_clock
 from simulator.measure.cluster import check_port_free
 from simulator.measure.installations import LABELS, find_pgbench, installations
-from simulator.measure.outputs import RepetitionTable
+from simulator.measure.outputs import PINNED_COLUMNS, RepetitionTable
 from simulator.measure.pgbench import IDLE_KINDS
 from simulator.measure.plan import (
     Plan,
@@ -91,6 +93,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "run of the wake-up ping-pong whose result is host.yaml's "
                              f"scheduler.ipi_exit (snapsim machine probe --measure-wakeup; "
                              f"default {DEFAULT_ROUND_TRIPS}; 0: not measured, ipi_exit assumed)")
+    parser.add_argument("--pinned-repetitions", type=int, default=3, metavar="N",
+                        help="before any connection is held, N runs per installation of one "
+                             "client running -S and one running SELECT 1, each with its pgbench "
+                             "and backend pinned to one CPU: the software's own CPU per "
+                             "transaction, without wake-ups or idle states (pinned.csv; "
+                             "default 3; 0: none)")
+    parser.add_argument("--clock-repeats", type=int, default=CLOCK_REPEATS, metavar="N",
+                        help="on a virtual machine, before the servers start: runs of the clock "
+                             "measurement whose fastest is host.yaml's clock (snapsim machine "
+                             f"probe --measure-clock; default {CLOCK_REPEATS}; 0: not measured, "
+                             "Linux's nominal figure kept)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the inputs, print the plan and its estimate, start nothing")
 
@@ -124,7 +137,8 @@ def _run_as(user: str | None) -> RunAs:
 
 
 def _plan(args: argparse.Namespace, servers: int) -> Plan:
-    for flag, value, low in (("--repetitions", args.repetitions, 1), ("--scale", args.scale, 1)):
+    for flag, value, low in (("--repetitions", args.repetitions, 1), ("--scale", args.scale, 1),
+                             ("--pinned-repetitions", args.pinned_repetitions, 0)):
         if value < low:
             raise ConfigError(flag, f"must be at least {low}, got {value}")
     for flag, seconds, least in (("--duration-s", args.duration_s, 1.0),
@@ -136,7 +150,7 @@ def _plan(args: argparse.Namespace, servers: int) -> Plan:
                 idle=_counts(args.idle, "--idle", 0),
                 idle_kinds=tuple(dict.fromkeys(args.idle_kind or ["idle"])),
                 repetitions=args.repetitions, duration_s=args.duration_s, scale=args.scale,
-                settle_s=args.settle_s)
+                settle_s=args.settle_s, pinned_repetitions=args.pinned_repetitions)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -144,6 +158,8 @@ def main(args: argparse.Namespace) -> int:
     if not _NAME.match(args.name):
         raise ConfigError("--name", f"expected letters, digits, '.', '_' or '-', got "
                           f"{args.name!r}")
+    if args.clock_repeats < 0:
+        raise ConfigError("--clock-repeats", f"must not be negative, got {args.clock_repeats}")
     if args.wakeup_round_trips < 0:
         raise ConfigError("--wakeup-round-trips",
                           f"must not be negative, got {args.wakeup_round_trips}")
@@ -162,7 +178,9 @@ def main(args: argparse.Namespace) -> int:
     log(f"plan: {plan.points} runs of {plan.duration_s:g} s ({len(found)} servers x clients "
         f"{','.join(map(str, plan.clients))} x idle {','.join(map(str, plan.idle))} x "
         f"{'/'.join(plan.idle_kinds)} x {plan.repetitions} repetitions), scale {plan.scale}, "
-        f"shared_buffers {shared_buffers}, max_connections {plan.max_connections}")
+        f"shared_buffers {shared_buffers}, max_connections {plan.max_connections}"
+        + (f"; first {plan.pinned_points} pinned runs ({plan.pinned_repetitions} x -S and "
+           "SELECT 1 per server, pgbench and backend on one CPU)" if plan.pinned_points else ""))
     log(f"estimate: about {plan.estimate_s() / 60:.0f} min; about {need / 2**30:.1f} GiB of "
         f"{available_bytes / 2**30:.1f} GiB available at the largest count; {plan.processes()} "
         f"processes (pid_max {pid_max}); open files {open_files}"
@@ -181,11 +199,16 @@ def main(args: argparse.Namespace) -> int:
     setup = Setup(installations=tuple(found), pgbench=pgbench, shared_buffers=shared_buffers,
                   first_port=args.port, run_as=run_as, out=out, work_root=work_root,
                   warmup_s=args.warmup_s, holder_chunk=holder_chunk(open_files, max(plan.idle)))
-    outcome = Outcome(RepetitionTable(out / "repetitions.csv"))
+    outcome = Outcome(RepetitionTable(out / "repetitions.csv"),
+                      pinned=RepetitionTable(out / "pinned.csv", PINNED_COLUMNS)
+                      if plan.pinned_points else None)
     extra = {"pgbench_version": pgbench_version, "open_files": open_files,
              "estimate_min": round(plan.estimate_s() / 60, 1),
              "estimate_memory_gib": round(need / 2**30, 2)}
     wakeup = _wakeup(args.wakeup_round_trips)
+    clock_ghz = _clock(args.clock_repeats)
+    if clock_ghz is not None:
+        extra["clock_ghz"] = round(clock_ghz, 2)
     if wakeup is not None:
         extra["wakeup_us"] = {"same_cpu": round(wakeup.same_cpu_us, 2),
                               "cross_cpu": round(wakeup.cross_cpu_us, 2),
@@ -199,13 +222,14 @@ def main(args: argparse.Namespace) -> int:
             (log if outcome.status == "complete" else warn)(
                 f"stopped: {', '.join(outcome.stopped)}")
         written = write_results(setup, plan, outcome, args.name, getattr(args, "argv", None),
-                                extra, wakeup)
+                                extra, wakeup, clock_ghz)
         if outcome.status != "complete":
             warn(f"partial measurement kept in {out}/ ({len(outcome.table.rows)} of "
                  f"{plan.points} runs; metadata.yaml says why)")
     manifest = load_manifest(manifest_path(out))
     check_datasets(manifest)  # what was written reads back as snapsim validate reads it
-    log(f"wrote {out}/: {', '.join(path.name for path in written)}, repetitions.csv")
+    log(f"wrote {out}/: {', '.join(path.name for path in written)}, repetitions.csv"
+        + (", pinned.csv" if outcome.pinned is not None else ""))
     log(f"next: snapsim validate --manifest {out} --out {out}/validation")
     print(out)
     return EXIT_OK
@@ -219,6 +243,25 @@ def _wakeup(round_trips: int) -> MeasuredWakeup | None:
     if round_trips == 0 or host_facts().guest_idle is None:
         return None
     return measure_for_machine_file(round_trips, log)
+
+
+def _clock(repeats: int) -> float | None:
+    """On a virtual machine, the clock measured before any server starts.
+
+    A guest has no cpufreq, and the "cpu MHz" Linux gives it is the nominal clock, not the one
+    its vCPUs run at. ``None`` on bare metal (cpufreq gives the maximum), with 0 repeats, or
+    where the measurement does not apply (then said).
+    """
+    if repeats == 0 or host_facts().guest_idle is None:
+        return None
+    log("measuring the clock (a chain of dependent integer operations on one vCPU)")
+    try:
+        measured = measure_clock(repeats=repeats)
+    except ConfigError as exc:
+        warn(f"{exc}; host.yaml keeps Linux's clock")
+        return None
+    log(measured.line())
+    return measured.ghz
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

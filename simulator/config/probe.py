@@ -9,7 +9,8 @@
 * ``/sys/devices/system/node/node*/cpulist``: the NUMA nodes (memory home nodes) and the L3
   domains near each;
 * ``/proc/cpuinfo``: the vendor, the model name and whether a hypervisor is present;
-  ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``) for the clock;
+  ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``, a guest's nominal figure) for the clock, unless
+  it was measured (:mod:`simulator.measure.clock`, ``--measure-clock``);
 * ``/sys/devices/system/cpu/cpuidle/current_driver`` and, under KVM's guest halt polling (driver
   ``haltpoll``, Linux ``drivers/cpuidle/cpuidle-haltpoll.c``),
   ``/sys/module/haltpoll/parameters/guest_halt_poll_ns``: how an idle vCPU waits.
@@ -238,10 +239,12 @@ def _flow(value: object) -> str:
 
 
 def machine_file_text(facts: HostFacts, like: str, name: str = "host",
-                      wakeup: MeasuredWakeup | None = None) -> str:
+                      wakeup: MeasuredWakeup | None = None,
+                      clock_ghz: float | None = None) -> str:
     """The machine file of the host, latencies from the shipped machine ``like``, as YAML text.
 
-    A guest's ``scheduler.ipi_exit`` comes from ``wakeup`` when it was measured.
+    A guest's ``scheduler.ipi_exit`` comes from ``wakeup`` when it was measured, the clock from
+    ``clock_ghz`` when it was (:mod:`simulator.measure.clock`), else from Linux.
     """
     source = read_yaml(machines_dir() / f"{like}.yaml")
     if not isinstance(source, Mapping):
@@ -253,16 +256,17 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
     host = "measured on this host"
     lines = [
         f"# Machine file written by `snapsim machine probe` for {facts.model_name}.",
-        "# Topology, cache geometry, NUMA nodes and clock are read from Linux (sysfs,",
-        "# /proc/cpuinfo) on the host; Linux publishes no latency, so every latency, the MLP",
-        f"# and the scheduler costs are those of the shipped machine {like}, said so on each line.",
+        "# Topology, cache geometry and NUMA nodes are read from Linux (sysfs, /proc/cpuinfo)",
+        "# on the host, the clock as its line says; Linux publishes no latency, so every",
+        f"# latency, the MLP and the scheduler costs are those of the shipped machine {like},",
+        "# said so on each line.",
         "# Replace them with measurements of this host where you have them (for example",
         "# core-to-core CAS ping-pong for local_hitm / remote_hitm, Intel MLC for DRAM).",
         f"name: {name}",
         f'description: "{facts.model_name}, probed ({facts.sockets} socket(s), '
         f'{facts.sockets * facts.domains_per_socket * facts.cores_per_domain} cores)"',
         f"virtualized: {str(facts.virtualized).lower()}   # {host}: the hypervisor cpu flag",
-        f"clock: {facts.clock_mhz / 1000:.2f} GHz   # {host}: cpufreq maximum, else cpu MHz",
+        _clock_line(facts, host, clock_ghz),
         "topology:",
         f"  sockets: {facts.sockets}   # {host}: physical packages",
         f"  domains_per_socket: {facts.domains_per_socket}   # {host}: distinct L3s per socket",
@@ -327,10 +331,12 @@ def require_guest(facts: HostFacts) -> None:
 
 
 def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
-               name: str = "host", wakeup: MeasuredWakeup | None = None) -> str:
+               name: str = "host", wakeup: MeasuredWakeup | None = None,
+               clock_ghz: float | None = None) -> str:
     """Write the host's machine file to ``out`` and check it loads; return the machine borrowed.
 
-    ``wakeup``: a guest's measured wake-up of an idle vCPU, written as its ``ipi_exit``.
+    ``wakeup``: a guest's measured wake-up of an idle vCPU, written as its ``ipi_exit``;
+    ``clock_ghz``: the measured clock, written instead of the one Linux gives.
 
     Raises:
         ConfigError: the host cannot be read, ``like`` is not a shipped machine, a wake-up was
@@ -346,7 +352,7 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     if wakeup is not None:
         require_guest(facts)
     chosen = like or closest_machine(facts)
-    text = machine_file_text(facts, chosen, name, wakeup)
+    text = machine_file_text(facts, chosen, name, wakeup, clock_ghz)
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -357,3 +363,14 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     finally:
         tmp.unlink(missing_ok=True)
     return chosen
+
+
+def _clock_line(facts: HostFacts, host: str, clock_ghz: float | None) -> str:
+    """The machine file's clock: measured, else Linux's figure, said which."""
+    linux = f"{facts.clock_mhz / 1000:.2f} GHz"
+    if clock_ghz is None:
+        return f"clock: {linux}   # {host}: cpufreq maximum, else cpu MHz"
+    if not clock_ghz > 0:
+        raise ConfigError("clock", f"a measured clock must be positive, got {clock_ghz}")
+    return (f"clock: {clock_ghz:.2f} GHz   # {host}: a chain of dependent integer operations "
+            f"(snapsim machine probe --measure-clock); Linux gives {linux}")

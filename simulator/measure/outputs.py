@@ -3,6 +3,9 @@
 - ``repetitions.csv``: every pgbench run (one row per installation, idle kind, repetition, idle
   count and active clients: :data:`REPETITION_COLUMNS`), appended as each run ends, so a
   measurement that stops early keeps what it measured;
+- ``pinned.csv``: every pinned run (:data:`PINNED_COLUMNS`), when the plan has them: one client
+  whose pgbench and backend share one CPU, so that its CPU per transaction is the software's own
+  work and two context switches, without wake-ups or idle states;
 - ``NAME_idle.csv`` / ``NAME_mostly_idle.csv``: the measurement files ``snapsim validate``
   reads, one row per active-client and idle count, with per installation the median over the
   repetitions of the TPS (``tps_pre14``, ``tps_post14``) and of the CPU per transaction;
@@ -34,6 +37,11 @@ start to its end; CPU of the window in CPU seconds: ``holders_cpu_s`` (the holde
 pgbench processes), ``kdamond_cpu_s`` (the kernel's DAMON threads), ``machine_busy_cpu_s``
 (``/proc/stat``: everything but idle and iowait) and ``rest_cpu_s`` (busy minus the active
 backends, the pgbench client, the holders and kdamond: everything else on the machine)."""
+PINNED_COLUMNS = (
+    "algorithm", "version", "script", "repetition", "cpu", "tps", "transactions", "window_s",
+    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "finished_at")
+"""``script``: ``select-only`` (``-M prepared -S``) or ``select1`` (``SELECT 1;``); ``cpu``: the
+CPU pgbench and the backend were pinned to."""
 MEDIAN_COLUMNS = ("tps", "backend_cpu_us_per_txn", "client_cpu_us_per_txn")
 WORKLOAD = "select-only"
 MACHINE_FILE = "host.yaml"
@@ -53,21 +61,21 @@ def write_text(path: Path, text: str) -> None:
 
 
 class RepetitionTable:
-    """``repetitions.csv``, one row appended (and flushed) per run."""
+    """``repetitions.csv`` (or ``pinned.csv``), one row appended (and flushed) per run."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, columns: Sequence[str] = REPETITION_COLUMNS) -> None:
         """Create the file with its header."""
         self.path = path
+        self.columns = tuple(columns)
         self.rows: list[dict[str, object]] = []
         with open(path, "w", encoding="utf-8", newline="") as handle:
-            csv.writer(handle).writerow(REPETITION_COLUMNS)
+            csv.writer(handle).writerow(self.columns)
 
     def append(self, row: Mapping[str, object]) -> None:
         """Add one run."""
         self.rows.append(dict(row))
         with open(self.path, "a", encoding="utf-8", newline="") as handle:
-            csv.writer(handle).writerow([_cell(row.get(column)) for column in
-                                         REPETITION_COLUMNS])
+            csv.writer(handle).writerow([_cell(row.get(column)) for column in self.columns])
             handle.flush()
 
 

@@ -1,7 +1,9 @@
 r"""The pgbench commands a measurement runs and the report it prints.
 
 Active clients run the publications' form, ``pgbench -n -M prepared -S -c N -j N -T SECONDS``
-(read-only, prepared statements, one thread per client). Idle connections are pgbench clients
+(read-only, prepared statements, one thread per client). A pinned run is one such client, or one
+running ``SELECT 1;`` (the mostly idle connections' query), whose pgbench and backend the
+measurement then pins to one CPU. Idle connections are pgbench clients
 whose script is ``\sleep 1s`` (established, never sending a query); mostly idle ones run
 ``\sleep 100ms`` then ``SELECT 1;`` in a loop. The report's TPS is the one that excludes
 connection set-up (pgbench 13: ``excluding connections establishing``; 14 and later: ``without
@@ -21,6 +23,10 @@ DB_USER = "postgres"
 IDLE_KINDS = ("idle", "mostly-idle")
 SCRIPTS = {"idle": "\\sleep 1s\n", "mostly-idle": "\\sleep 100ms\nSELECT 1;\n"}
 """The holders' scripts by idle kind (as the publications)."""
+PINNED_SCRIPTS = ("select-only", "select1")
+"""What a pinned run executes: ``-M prepared -S`` (the active clients' transaction) or
+``SELECT 1;`` (the mostly idle connections' query, simple protocol)."""
+SELECT1_SCRIPT = "SELECT 1;\n"
 _TPS = re.compile(r"^tps = ([0-9.]+) \((?:excluding connections establishing|without initial "
                   r"connection time)\)", re.MULTILINE)
 _TRANSACTIONS = re.compile(r"^number of transactions actually processed: (\d+)", re.MULTILINE)
@@ -61,6 +67,21 @@ def active_command(pgbench: Path, server: Server, clients: int, duration_s: floa
     """The measured run: ``clients`` active read-only clients for ``duration_s``."""
     return [str(pgbench), "-n", "-M", "prepared", "-S", "-c", str(clients), "-j", str(clients),
             "-T", str(max(1, round(duration_s))), *server.connection(), DATABASE]
+
+
+def pinned_command(pgbench: Path, server: Server, script: str, select1: Path,
+                   duration_s: float) -> list[str]:
+    """One client for ``duration_s`` running ``script`` (``select1``'s file for ``select1``)."""
+    what = ["-M", "prepared", "-S"] if script == "select-only" else ["-f", str(select1)]
+    return [str(pgbench), "-n", *what, "-c", "1", "-j", "1", "-T",
+            str(max(1, round(duration_s))), *server.connection(), DATABASE]
+
+
+def write_select1(directory: Path) -> Path:
+    """The pinned runs' ``SELECT 1;`` script, written into ``directory``."""
+    path = directory / "select1.sql"
+    path.write_text(SELECT1_SCRIPT, encoding="utf-8")
+    return path
 
 
 def holder_command(pgbench: Path, server: Server, connections: int, script: Path,

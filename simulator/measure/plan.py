@@ -21,6 +21,7 @@ from pathlib import Path
 
 from simulator.errors import ConfigError
 from simulator.measure import procfs
+from simulator.measure.pgbench import PINNED_SCRIPTS
 
 BYTES_PER_CONNECTION = 1.5 * 2**20
 CONNECTIONS_PER_S = 60.0
@@ -60,6 +61,14 @@ class Plan:
     duration_s: float
     scale: int
     settle_s: float
+    pinned_repetitions: int = 0
+    """Runs of each pinned script (:data:`~simulator.measure.pgbench.PINNED_SCRIPTS`) per
+    installation, before any connection is held."""
+
+    @property
+    def pinned_points(self) -> int:
+        """Pinned runs of pgbench: one client with its backend on one CPU."""
+        return self.pinned_repetitions * len(PINNED_SCRIPTS) * self.installations
 
     def steps(self) -> list[Step]:
         """Every count of every repetition, in order."""
@@ -100,7 +109,8 @@ class Plan:
         setup = self.installations * (SERVER_SETUP_S + LOAD_S_PER_SCALE * self.scale)
         connecting = self.installations * self.connections_opened() / CONNECTIONS_PER_S
         settling = len(self.steps()) * self.settle_s
-        return setup + connecting + settling + self.points * (self.duration_s + POINT_OVERHEAD_S)
+        runs = self.points + self.pinned_points
+        return setup + connecting + settling + runs * (self.duration_s + POINT_OVERHEAD_S)
 
     def memory_bytes(self, shared_buffers_bytes: int) -> float:
         """Memory the servers and their connections need at the largest count."""

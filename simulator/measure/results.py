@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from simulator.config import probe
 from simulator.config.probe import probe_host
 from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
@@ -36,11 +38,12 @@ _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
 
 def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                   argv: Sequence[str] | None, extra: dict[str, object],
-                  wakeup: MeasuredWakeup | None = None) -> list[Path]:
+                  wakeup: MeasuredWakeup | None = None,
+                  clock_ghz: float | None = None) -> list[Path]:
     """Write the datasets, manifest, machine file and metadata; return the files written.
 
     ``wakeup``: the guest's wake-up of a halted vCPU measured before the runs, the machine file's
-    ``scheduler.ipi_exit``.
+    ``scheduler.ipi_exit``; ``clock_ghz``: the guest's clock measured before the runs.
     """
     out = setup.out
     written: list[Path] = []
@@ -65,9 +68,10 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                                  + ("" if outcome.status == "complete" else " (PARTIAL)"))
     machine_note = ""
     try:
-        like = probe_host(out / MACHINE_FILE, name=name, wakeup=wakeup)
+        like = probe_host(out / MACHINE_FILE, name=name, wakeup=wakeup, clock_ghz=clock_ghz)
         machine_note = (f"snapsim machine probe; latencies from {like}"
-                        + ("; ipi_exit measured" if wakeup is not None else ""))
+                        + ("; ipi_exit measured" if wakeup is not None else "")
+                        + ("; clock measured" if clock_ghz is not None else ""))
         written.append(out / MACHINE_FILE)
     except ConfigError as exc:
         machine_note = f"the probe failed: {exc}"
@@ -95,11 +99,48 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
         "memory_per_connection_mb": None if outcome.memory_per_connection_bytes is None
         else round(outcome.memory_per_connection_bytes / 2**20, 3),
         "machine_file": machine_note, "host": host_facts(), **extra,
+        "pinned": None if outcome.pinned is None else pinned_summary(
+            outcome.pinned.rows, clock_ghz or _linux_clock_ghz()),
         "stopped_on_exit": outcome.stopped,
     }
     write_yaml(out / METADATA, metadata, "snapsim measure: how this measurement was made")
     written.append(out / METADATA)
     return written
+
+
+def _linux_clock_ghz() -> float | None:
+    """The clock Linux gives (cpufreq maximum, else "cpu MHz"); ``None`` if unreadable."""
+    try:
+        return probe.host_facts().clock_mhz / 1000
+    except ConfigError:
+        return None
+
+
+def pinned_summary(rows: Sequence[Mapping[str, object]],
+                   clock_ghz: float | None) -> list[dict[str, object]]:
+    """Per installation and script, the medians of the pinned runs and their cycles.
+
+    The cycles are the CPU time per transaction at ``clock_ghz`` (left out when it is not
+    known), each side's context switch included (the cost file's figures are net of it:
+    docs/validation.md, "Work scales").
+    """
+    summary: list[dict[str, object]] = []
+    keys = dict.fromkeys((str(row["algorithm"]), str(row["script"])) for row in rows)
+    for algorithm, script in keys:
+        runs = [row for row in rows if (row["algorithm"], row["script"]) == (algorithm, script)]
+        backend = statistics.median(float(str(row["backend_cpu_us_per_txn"])) for row in runs)
+        client = statistics.median(float(str(row["client_cpu_us_per_txn"])) for row in runs)
+        tps = statistics.median(float(str(row["tps"])) for row in runs)
+        entry: dict[str, object] = {
+            "algorithm": algorithm, "script": script, "runs": len(runs), "tps": round(tps),
+            "backend_cpu_us_per_txn": round(backend, 3),
+            "client_cpu_us_per_txn": round(client, 3)}
+        if clock_ghz is not None:
+            entry.update(clock_ghz=round(clock_ghz, 2),
+                         backend_cycles_per_txn=round(backend * clock_ghz * 1000),
+                         client_cycles_per_txn=round(client * clock_ghz * 1000))
+        summary.append(entry)
+    return summary
 
 
 def manifest_path(out: Path) -> Path:

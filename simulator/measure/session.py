@@ -1,6 +1,8 @@
 """A measurement: servers set up, connections held, pgbench run at every point, all stopped.
 
-:func:`measure` sets up one cluster per installation, walks the plan's steps (holding the idle
+:func:`measure` sets up one cluster per installation, runs the plan's pinned runs if it has any
+(one client whose pgbench and backend share one CPU, before any connection is held), walks the
+plan's steps (holding the idle
 or mostly idle connections on every server, then running each installation's active clients in
 turn, the other servers' holders paused by SIGSTOP meanwhile: their connections stay open and
 their mostly idle clients send nothing), records every run as it ends, and on every way out
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import shutil
 import signal
 import tempfile
@@ -32,10 +35,13 @@ from simulator.measure.holders import Holders
 from simulator.measure.installations import Installation
 from simulator.measure.outputs import RepetitionTable
 from simulator.measure.pgbench import (
+    PINNED_SCRIPTS,
     active_command,
     init_command,
     parse_report,
+    pinned_command,
     write_script,
+    write_select1,
 )
 from simulator.measure.plan import Plan
 from simulator.measure.processes import Registry, RunAs, log_tail, wait_with_usage
@@ -67,6 +73,8 @@ class Outcome:
     """What happened: the runs recorded, the status and the servers' settings."""
 
     table: RepetitionTable
+    pinned: RepetitionTable | None = None
+    """``pinned.csv``, when the plan has pinned runs."""
     status: str = "partial"
     cause: str = ""
     settings: dict[str, Mapping[str, str]] = field(default_factory=dict)
@@ -154,6 +162,8 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
                                              setup.warmup_s),
                     work / f"warmup-{inst.label}.log", f"warm-up of {inst.label}",
                     timeout_s=setup.warmup_s + 120.0)
+    if plan.pinned_repetitions > 0:
+        _pinned_runs(setup, plan, outcome, log, registry, work, clusters)
     scripts = {kind: write_script(work, kind) for kind in plan.idle_kinds}
     for path in scripts.values():
         chown_to(path, RunAs())
@@ -186,6 +196,57 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
     for holder in holders:
         holder.pause(False)
         holder.release()
+
+
+def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registry,
+                 work: Path, clusters: list[Cluster]) -> None:
+    """One client with its pgbench and its backend on one CPU, per script and installation.
+
+    No connection is held yet. On one CPU no round trip waits for a wake-up or an idle state:
+    the run's CPU per transaction is the software's own work and two context switches.
+    """
+    if outcome.pinned is None:
+        raise ValueError("a plan with pinned runs needs outcome.pinned")
+    select1 = write_select1(work)
+    chown_to(select1, RunAs())
+    cpu = min(os.sched_getaffinity(0))
+    total = plan.pinned_points
+    for repetition in range(plan.pinned_repetitions):
+        for cluster in clusters:
+            for script in PINNED_SCRIPTS:
+                argv = pinned_command(setup.pgbench, cluster.server, script, select1,
+                                      plan.duration_s)
+                row = _point(setup, cluster, None, registry, work, [], "pinned", repetition,
+                             0, 1, plan.duration_s, argv=argv, pin_cpu=cpu)
+                pinned = {"algorithm": row["algorithm"], "version": row["version"],
+                          "script": script, "repetition": repetition + 1, "cpu": cpu,
+                          **{key: row[key] for key in ("tps", "transactions", "window_s",
+                                                       "backend_cpu_us_per_txn",
+                                                       "client_cpu_us_per_txn",
+                                                       "finished_at")}}
+                outcome.pinned.append(pinned)
+                done = len(outcome.pinned.rows)
+                log(f"[pinned {done}/{total}] {cluster.installation.label} {script} on CPU "
+                    f"{cpu}, rep {repetition + 1}: {row['tps']:.0f} TPS, backend "
+                    f"{row['backend_cpu_us_per_txn']:.2f} us/txn, client "
+                    f"{row['client_cpu_us_per_txn']:.2f} us/txn")
+
+
+def _pin(pids: list[int], cpu: int, what: str) -> None:
+    """Pin each of ``pids`` to ``cpu``.
+
+    Raises:
+        ConfigError: a process cannot be pinned (not permitted; one that already ended is
+            skipped).
+    """
+    for pid in pids:
+        try:
+            os.sched_setaffinity(pid, {cpu})
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            raise ConfigError("pinned runs", f"cannot pin {what} (PID {pid}) to CPU {cpu}: "
+                              "not permitted (run as root or as the servers' user)") from None
 
 
 def _per_connection(memory: Mapping[int, int], servers: int) -> float | None:
@@ -240,21 +301,30 @@ def _wait_reaped(cluster: Cluster, active: list[int], before: set[int]) -> None:
         time.sleep(0.005)
 
 
-def _point(setup: Setup, cluster: Cluster, holder: Holders, registry: Registry, work: Path,
-           kdamond: list[int], idle_kind: str, repetition: int, idle: int, clients: int,
-           duration_s: float) -> dict[str, object]:
-    """One pgbench run of ``clients`` active clients, with where the CPU went."""
+def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Registry,
+           work: Path, kdamond: list[int], idle_kind: str, repetition: int, idle: int,
+           clients: int, duration_s: float, *, argv: list[str] | None = None,
+           pin_cpu: int | None = None) -> dict[str, object]:
+    """One pgbench run of ``clients`` active clients, with where the CPU went.
+
+    ``argv``: another pgbench command than the active clients' (a pinned run's); ``pin_cpu``:
+    pin pgbench and the run's backends to this CPU as soon as they exist.
+    """
     inst = cluster.installation
     before = set(procfs.children_of(cluster.pid))
-    held = [*cluster.backends(), *holder.processes()]
+    held = [*cluster.backends(), *(holder.processes() if holder is not None else [])]
     reaped0, held0 = cluster.reaped_ticks(), procfs.ticks_of(held)
     kdamond0, machine0 = procfs.ticks_of(kdamond), procfs.machine_ticks()
     wall0 = time.monotonic()
     log_path = work / f"run-{inst.label}.log"
     log_path.unlink(missing_ok=True)
-    tracked = registry.start(active_command(setup.pgbench, cluster.server, clients, duration_s),
-                             f"pgbench of {inst.label}", log_path=log_path)
+    command = argv or active_command(setup.pgbench, cluster.server, clients, duration_s)
+    tracked = registry.start(command, f"pgbench of {inst.label}", log_path=log_path)
+    if pin_cpu is not None:
+        _pin([tracked.process.pid], pin_cpu, f"pgbench of {inst.label}")
     active = _active_backends(cluster, before, clients, wait_s=min(5.0, duration_s / 2))
+    if pin_cpu is not None:
+        _pin(active, pin_cpu, f"a backend of {inst.label}")
     code, client_cpu_s = wait_with_usage(tracked, duration_s + 120.0)
     wall1 = time.monotonic()
     machine1, kdamond1 = procfs.machine_ticks(), procfs.ticks_of(kdamond)

@@ -181,3 +181,32 @@ def test_bare_metal_keeps_the_borrowed_idle_states(tmp_path: Path) -> None:
     config, borrowed = load_machine(out), load_machine("gold5215-2s")
     assert config.idle == borrowed.idle
     assert config.scheduler.ipi_exit_ns == borrowed.scheduler.ipi_exit_ns
+
+
+def test_a_measured_clock_replaces_linux_s_and_says_both(tmp_path: Path) -> None:
+    out = tmp_path / "clocked.yaml"
+    probe_host(out, root=make_host(tmp_path / "host"), clock_ghz=4.4)
+    assert load_machine(out).clock_ghz == pytest.approx(4.4)
+    line = next(line for line in out.read_text().splitlines() if line.startswith("clock:"))
+    assert "--measure-clock" in line
+    assert "Linux gives 2.10 GHz" in line
+
+
+def test_a_non_positive_measured_clock_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    out = tmp_path / "clocked.yaml"
+    with pytest.raises(ConfigError, match="clock: a measured clock must be positive"):
+        probe_host(out, root=make_host(tmp_path / "host"), clock_ghz=0.0)
+    assert not out.exists()
+
+
+def test_machine_probe_measure_clock_writes_the_measurement(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import machine as machine_cli
+    from simulator.measure.clock import MeasuredClock
+
+    monkeypatch.setattr(machine_cli, "measure_clock",
+                        lambda: MeasuredClock(ghz=3.7, runs_ghz=(3.6, 3.7), cpu=0))
+    out = tmp_path / "host.yaml"
+    assert main(["-q", "machine", "probe", "--out", str(out), "--root",
+                 str(make_host(tmp_path / "host")), "--measure-clock"]) == 0
+    assert load_machine(out).clock_ghz == pytest.approx(3.7)

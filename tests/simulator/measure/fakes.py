@@ -93,13 +93,17 @@ for _ in range(clients):
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(path)
     conns.append(conn)
-if "-f" in args:  # a holder: until -T or a signal
+if "-f" in args and not value("-f").endswith("select1.sql"):  # a holder: until -T or a signal
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     time.sleep(seconds)
     sys.exit(0)
 end = time.monotonic() + seconds
 while time.monotonic() < end:  # busy, as a client is
     pass
+if os.environ.get("FAKE_PGBENCH_AFFINITY"):  # where a measured run ran, for the tests
+    with open(os.environ["FAKE_PGBENCH_AFFINITY"], "a") as record:
+        cpus = " ".join(map(str, sorted(os.sched_getaffinity(0))))
+        record.write(("select1" if "-f" in args else "select-only") + " " + cpus + "\n")
 count = int(20000 * clients * seconds)  # a plausible rate, for the model to be calibrated to
 for conn in conns:
     conn.close()

@@ -23,6 +23,7 @@ from simulator.config import probe
 from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
 from simulator.measure import wakeup
+from simulator.measure.clock import MeasuredClock
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
@@ -59,13 +60,15 @@ def free_port() -> int:
 
 
 def arguments(shared: Path, out: Path, *extra: str, pre14: str = "13.4",
-              post14: str = "15.4", wakeup_round_trips: int = 0) -> list[str]:
+              post14: str = "15.4", wakeup_round_trips: int = 0,
+              clock_repeats: int = 0, pinned_repetitions: int = 0) -> list[str]:
     return ["measure", "--install", f"pre14={fake_bindir(shared, pre14)}",
             "--install", f"post14={fake_bindir(shared, post14)}",
             "--pgbench", str(fake_pgbench(shared)), "--idle", "0,3", "--duration-s", "1",
             "--repetitions", "2", "--warmup-s", "0", "--settle-s", "0", "--scale", "1",
             "--port", str(free_port()), "--work-dir", str(shared / "work"), "--out", str(out),
-            "--wakeup-round-trips", str(wakeup_round_trips), *extra]
+            "--wakeup-round-trips", str(wakeup_round_trips), "--clock-repeats",
+            str(clock_repeats), "--pinned-repetitions", str(pinned_repetitions), *extra]
 
 
 def no_process_left(shared: Path, pids_file: Path) -> None:
@@ -310,6 +313,75 @@ def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_ex
     metadata = yaml.safe_load((out / "metadata.yaml").read_text())
     assert metadata["wakeup_us"] == {"same_cpu": 6.0, "cross_cpu": 30.0, "ipi_exit": 12.0}
     assert "ipi_exit measured" in metadata["machine_file"]
+
+
+def test_on_a_guest_the_clock_is_measured_first_and_becomes_host_yaml_s_clock(
+        shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guest's Linux clock is its nominal one: the measured one (a stand-in) is written."""
+    facts = dataclasses.replace(probe.host_facts(), virtualized=True,
+                                guest_idle=GuestIdle(driver="haltpoll", halt_poll_ns=0,
+                                                     halt_latency_us=1.0))
+    monkeypatch.setattr(probe, "host_facts", lambda root=Path("/"): facts)
+    monkeypatch.setattr(measure_cli, "host_facts", lambda root=Path("/"): facts)
+    calls: list[int] = []
+
+    def fake_clock(repeats: int = 0) -> MeasuredClock:
+        calls.append(repeats)
+        assert processes_mentioning(str(shared)) == []  # no server started yet
+        return MeasuredClock(ghz=4.4, runs_ghz=(4.3, 4.4), cpu=0)
+
+    monkeypatch.setattr(measure_cli, "measure_clock", fake_clock)
+    out = tmp_path / "m"
+    assert main(arguments(shared, out, "--idle", "0", clock_repeats=2)) == 0
+    no_process_left(shared, pids_file)
+    assert calls == [2]
+    assert load_machine(out / "host.yaml").clock_ghz == pytest.approx(4.4)
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    assert metadata["clock_ghz"] == 4.4
+    assert "clock measured" in metadata["machine_file"]
+
+
+def test_pinned_runs_put_pgbench_on_one_cpu_first_and_are_summarised(
+        shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before any connection is held: -S and SELECT 1 per server, each pgbench (and its
+    backend) pinned to the first CPU; pinned.csv has every run, metadata.yaml the medians and
+    their cycles at the clock."""
+    affinity = shared / "affinity"
+    affinity.touch()
+    affinity.chmod(0o666)
+    monkeypatch.setenv("FAKE_PGBENCH_AFFINITY", str(affinity))
+    out = tmp_path / "m"
+    assert main(arguments(shared, out, "--idle", "0", pinned_repetitions=1)) == 0
+    no_process_left(shared, pids_file)
+    cpu = min(os.sched_getaffinity(0))
+    recorded = affinity.read_text().splitlines()
+    # the 2 x 2 pinned runs come first, on one CPU; then the 2 x 2 measured points, unpinned
+    assert recorded[:4] == [f"{script} {cpu}" for script in ("select-only", "select1") * 2]
+    assert len(recorded) == 8
+    pinned = pd.read_csv(out / "pinned.csv")
+    assert list(pinned["script"]) == ["select-only", "select1"] * 2
+    assert set(pinned["algorithm"]) == {"pre14", "post14"}
+    assert (pinned["cpu"] == cpu).all()
+    assert (pinned["tps"] > 0).all()
+    assert (pinned["client_cpu_us_per_txn"] > 0).all()
+    metadata = yaml.safe_load((out / "metadata.yaml").read_text())
+    summary = {(entry["algorithm"], entry["script"]): entry for entry in metadata["pinned"]}
+    assert set(summary) == {(label, script) for label in ("pre14", "post14")
+                            for script in ("select-only", "select1")}
+    entry = summary[("post14", "select-only")]
+    assert entry["runs"] == 1
+    assert entry["client_cycles_per_txn"] == pytest.approx(
+        entry["client_cpu_us_per_txn"] * entry["clock_ghz"] * 1000, rel=5e-3)  # rounded clock
+    # the datasets hold the measured points only
+    long = pd.read_csv(out / "repetitions.csv")
+    assert set(long["idle_kind"]) == {"idle"}
+
+
+def test_a_negative_clock_count_is_refused_before_anything_starts(
+        shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*arguments(shared, tmp_path / "m"), "--clock-repeats", "-1"]) == 2
+    assert "--clock-repeats: must not be negative" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 def test_a_negative_wake_up_count_is_refused_before_anything_starts(

@@ -11,6 +11,7 @@ fetch PostgreSQL 13).
 from __future__ import annotations
 
 import os
+import platform
 import pwd
 import shutil
 import subprocess
@@ -80,12 +81,16 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
     code = main(["measure", *installs, "--pgbench", pgbench, "--idle", "0,30",
                  "--duration-s", "2", "--repetitions", "1", "--scale", "1", "--warmup-s", "0",
                  "--settle-s", "0", "--port", str(free_port()), "--work-dir",
-                 str(shared / "work"), "--out", str(out), "--wakeup-round-trips", "2000"])
+                 str(shared / "work"), "--out", str(out), "--wakeup-round-trips", "2000",
+                 "--pinned-repetitions", "1"])
     assert code == 0
     metadata = yaml.safe_load((out / "metadata.yaml").read_text())
     if metadata["host"].get("virtualized"):  # a guest: its wake-up was measured, host.yaml has it
         assert metadata["wakeup_us"]["cross_cpu"] > 0
         assert "ipi_exit measured" in metadata["machine_file"]
+        if platform.machine().lower() in ("x86_64", "amd64"):  # and its clock
+            assert metadata["clock_ghz"] > 0
+            assert "clock measured" in metadata["machine_file"]
     assert metadata["status"] == "complete"
     # nothing left running or listening: the servers and clients are gone, their sockets too
     stopped = [int(text.rpartition("PID ")[2].rstrip(")")) for text in
@@ -100,6 +105,13 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
     assert (long["backend_cpu_us_per_txn"] > 0).all()
     assert (long["client_cpu_us_per_txn"] > 0).all()
     assert (long["transactions"] > 0).all()
+    # the pinned runs: -S and SELECT 1 per server, the real backend's and pgbench's CPU
+    pinned = pd.read_csv(out / "pinned.csv")
+    assert len(pinned) == 2 * len(installs) // 2
+    assert (pinned["backend_cpu_us_per_txn"] > 0).all()
+    assert (pinned["client_cpu_us_per_txn"] > 0).all()
+    assert (pinned["tps"] > 0).all()
+    assert len(metadata["pinned"]) == len(pinned)
     manifest = load_manifest(out)
     check_datasets(manifest)
     assert set(manifest.dataset("host_idle").table()["idle_clients"]) == {0, 30}
