@@ -287,15 +287,20 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
     assert 10_000 < figure.tps < 30_000
 
 
-def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_exit(
-        shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before any server starts the ping-pong runs (here a stand-in result); host.yaml and
-    metadata.yaml carry what it measured."""
+def pretend_guest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This host's facts, as a KVM guest whose idle vCPUs halt."""
     facts = dataclasses.replace(probe.host_facts(), virtualized=True,
                                 guest_idle=GuestIdle(driver="haltpoll", halt_poll_ns=0,
                                                      halt_latency_us=1.0))
     monkeypatch.setattr(probe, "host_facts", lambda root=Path("/"): facts)
     monkeypatch.setattr(measure_cli, "host_facts", lambda root=Path("/"): facts)
+
+
+def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_exit(
+        shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before any server starts the ping-pong runs (here a stand-in result); host.yaml and
+    metadata.yaml carry what it measured."""
+    pretend_guest(monkeypatch)
     calls: list[int] = []
 
     def fake_wakeup(round_trips: int = 0, repeats: int = 0) -> WakeupMeasurement:
@@ -318,11 +323,7 @@ def test_on_a_guest_the_wake_up_is_measured_first_and_becomes_host_yaml_s_ipi_ex
 def test_on_a_guest_the_clock_is_measured_first_and_becomes_host_yaml_s_clock(
         shared: Path, pids_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A guest's Linux clock is its nominal one: the measured one (a stand-in) is written."""
-    facts = dataclasses.replace(probe.host_facts(), virtualized=True,
-                                guest_idle=GuestIdle(driver="haltpoll", halt_poll_ns=0,
-                                                     halt_latency_us=1.0))
-    monkeypatch.setattr(probe, "host_facts", lambda root=Path("/"): facts)
-    monkeypatch.setattr(measure_cli, "host_facts", lambda root=Path("/"): facts)
+    pretend_guest(monkeypatch)
     calls: list[int] = []
 
     def fake_clock(repeats: int = 0) -> MeasuredClock:
