@@ -13,7 +13,8 @@ again; delete the folder to rerun it). The script then writes
 ``docs/validation/ablations.csv`` (variant, dataset, series, median and max absolute relative
 error) and prints the Markdown tables docs/validation.md shows: each series' median / max error
 under each variant, one table per group (scheduling and power; hot lines; invalidation
-fan-out; contended-line service; the background's work), each with the ``shipped`` column. Exit
+fan-out; contended-line service; the background's work; the client's cost and the wake
+path), each with the ``shipped`` column. Exit
 code: 2 if a run failed on bad input, else 0 (a series failing its thresholds is what an
 ablation is expected to show).
 """
@@ -79,6 +80,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                         ["--set", "options.costs.pgbench_loop.per_connection=0 cycles"]),
     "pgbench-loop-300": ("300 cycles per connection per pass (the top of the assumed range)",
                          ["--set", "options.costs.pgbench_loop.per_connection=300 cycles"]),
+    "client-fitted": ("pgbench's client at 1,625 cycles per transaction, the former fit, "
+                      "instead of the 14,300 measured",
+                      ["--set", "options.costs.client=1625 cycles"]),
+    "wakeup-1us": ("the wake path apart from idle exits 1 us (the bottom of its assumed range)",
+                   ["--machine-set", "scheduler.wakeup=1 us"]),
+    "wakeup-3us": ("the wake path 3 us (the top of its assumed range)",
+                   ["--machine-set", "scheduler.wakeup=3 us"]),
 }
 GROUPS: dict[str, list[str]] = {
     "scheduling": ["shipped", "no-idle-states", "shallowest", "no-wakeup-cost", "no-ipi-exit",
@@ -88,6 +96,7 @@ GROUPS: dict[str, list[str]] = {
     "line-service": ["fifo", "no-owner-window", "no-read-modified-service", "shipped",
                      "read-shared-300ns", "read-shared-600ns"],
     "background-work": ["no-pgbench-loop", "shipped", "pgbench-loop-300", "working-sets"],
+    "client-and-wake": ["client-fitted", "shipped", "wakeup-1us", "wakeup-3us"],
 }
 """The tables docs/validation.md shows, each a list of variants in column order."""
 

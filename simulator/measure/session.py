@@ -203,7 +203,10 @@ def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry:
     """One client with its pgbench and its backend on one CPU, per script and installation.
 
     No connection is held yet. On one CPU no round trip waits for a wake-up or an idle state:
-    the run's CPU per transaction is the software's own work and two context switches.
+    the run's CPU per transaction is the software's own work and two context switches. The
+    postmaster is pinned while its runs last, so that every backend it forks starts pinned
+    (pgbench's scale check opens a connection of its own before the client's); its own
+    affinity is given back after.
     """
     if outcome.pinned is None:
         raise ValueError("a plan with pinned runs needs outcome.pinned")
@@ -216,8 +219,9 @@ def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry:
             for script in PINNED_SCRIPTS:
                 argv = pinned_command(setup.pgbench, cluster.server, script, select1,
                                       plan.duration_s)
-                row = _point(setup, cluster, None, registry, work, [], "pinned", repetition,
-                             0, 1, plan.duration_s, argv=argv, pin_cpu=cpu)
+                with _pinned(cluster.pid, cpu, f"the postmaster of {cluster.installation.label}"):
+                    row = _point(setup, cluster, None, registry, work, [], "pinned",
+                                 repetition, 0, 1, plan.duration_s, argv=argv, pin_cpu=cpu)
                 pinned = {"algorithm": row["algorithm"], "version": row["version"],
                           "script": script, "repetition": repetition + 1, "cpu": cpu,
                           **{key: row[key] for key in ("tps", "transactions", "window_s",
@@ -230,6 +234,18 @@ def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry:
                     f"{cpu}, rep {repetition + 1}: {row['tps']:.0f} TPS, backend "
                     f"{row['backend_cpu_us_per_txn']:.2f} us/txn, client "
                     f"{row['client_cpu_us_per_txn']:.2f} us/txn")
+
+
+@contextlib.contextmanager
+def _pinned(pid: int, cpu: int, what: str) -> Iterator[None]:
+    """``pid`` pinned to ``cpu`` inside the block, its former affinity restored after."""
+    former = os.sched_getaffinity(pid)
+    _pin([pid], cpu, what)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(pid, former)
 
 
 def _pin(pids: list[int], cpu: int, what: str) -> None:
@@ -308,7 +324,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     """One pgbench run of ``clients`` active clients, with where the CPU went.
 
     ``argv``: another pgbench command than the active clients' (a pinned run's); ``pin_cpu``:
-    pin pgbench and the run's backends to this CPU as soon as they exist.
+    pin pgbench to this CPU as soon as it exists (its backends are pinned by the caller).
     """
     inst = cluster.installation
     before = set(procfs.children_of(cluster.pid))
@@ -323,8 +339,6 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     if pin_cpu is not None:
         _pin([tracked.process.pid], pin_cpu, f"pgbench of {inst.label}")
     active = _active_backends(cluster, before, clients, wait_s=min(5.0, duration_s / 2))
-    if pin_cpu is not None:
-        _pin(active, pin_cpu, f"a backend of {inst.label}")
     code, client_cpu_s = wait_with_usage(tracked, duration_s + 120.0)
     wall1 = time.monotonic()
     machine1, kdamond1 = procfs.machine_ticks(), procfs.ticks_of(kdamond)

@@ -42,7 +42,7 @@ def with_value(path: str, value: object) -> dict[str, object]:
 def test_shipped_model() -> None:
     costs = load_costs()
     assert costs.statements == StatementCosts(30000.0, 18000.0, 120000.0, 20000.0)
-    assert costs.client_cycles == 1625.0
+    assert costs.client_cycles == 14300.0
     assert costs.scan == ScanCosts(pg91=6.0, pre14=3.32, dense=1.5)
     assert (costs.footprint_private_bytes, costs.footprint_l3_bytes) == (64 * 1024, 16 * 1024)
     assert costs.mostly_idle_sleep_ns == 100e6

@@ -13,7 +13,7 @@ import pytest
 
 from simulator.cli import main
 
-GRID = ["--no-progress", "--jobs", "1", "--idle-clients", "0,300", "--duration-ms", "1.0",
+GRID = ["--no-progress", "--jobs", "1", "--idle-clients", "0,300", "--duration-ms", "3.0",
         "--warmup-ms", "2.0"]
 
 
