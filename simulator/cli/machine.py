@@ -8,7 +8,7 @@ from pathlib import Path
 from simulator.cli.common import EXIT_OK, log
 from simulator.config.probe import host_facts, probe_host, require_guest
 from simulator.errors import ConfigError
-from simulator.measure.clock import measure_clock
+from simulator.measure import clock
 from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 
 ACTIONS = ("probe",)
@@ -49,12 +49,7 @@ def main(args: argparse.Namespace) -> int:
     if args.measure_wakeup:
         require_guest(host_facts(Path(args.root)))
         wakeup = measure_for_machine_file(args.round_trips, log)
-    clock_ghz = None
-    if args.measure_clock:
-        log("measuring the clock (a chain of dependent integer operations on one CPU)")
-        measured = measure_clock()
-        log(measured.line())
-        clock_ghz = measured.ghz
+    clock_ghz = clock.measure_for_machine_file(log) if args.measure_clock else None
     like = probe_host(out, like=args.like, root=Path(args.root), name=args.name, wakeup=wakeup,
                       clock_ghz=clock_ghz)
     log(f"wrote {out}: topology, caches and NUMA nodes of this host; latencies from {like} "

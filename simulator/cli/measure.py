@@ -22,8 +22,7 @@ from simulator.cli.common import EXIT_OK, log, warn, writable_directory
 from simulator.config.probe import host_facts
 from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
-from simulator.measure.clock import DEFAULT_REPEATS as CLOCK_REPEATS
-from simulator.measure.clock import measure_clock
+from simulator.measure import clock
 from simulator.measure.cluster import check_port_free
 from simulator.measure.installations import LABELS, find_pgbench, installations
 from simulator.measure.outputs import PINNED_COLUMNS, RepetitionTable
@@ -99,11 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "and backend pinned to one CPU: the software's own CPU per "
                              "transaction, without wake-ups or idle states (pinned.csv; "
                              "default 3; 0: none)")
-    parser.add_argument("--clock-repeats", type=int, default=CLOCK_REPEATS, metavar="N",
+    parser.add_argument("--clock-repeats", type=int, default=clock.DEFAULT_REPEATS, metavar="N",
                         help="on a virtual machine, before the servers start: runs of the clock "
                              "measurement whose fastest is host.yaml's clock (snapsim machine "
-                             f"probe --measure-clock; default {CLOCK_REPEATS}; 0: not measured, "
-                             "Linux's nominal figure kept)")
+                             f"probe --measure-clock; default {clock.DEFAULT_REPEATS}; 0: not "
+                             "measured, Linux's nominal figure kept)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the inputs, print the plan and its estimate, start nothing")
 
@@ -254,14 +253,11 @@ def _clock(repeats: int) -> float | None:
     """
     if repeats == 0 or host_facts().guest_idle is None:
         return None
-    log("measuring the clock (a chain of dependent integer operations on one vCPU)")
     try:
-        measured = measure_clock(repeats=repeats)
+        return clock.measure_for_machine_file(log, repeats)
     except ConfigError as exc:
         warn(f"{exc}; host.yaml keeps Linux's clock")
         return None
-    log(measured.line())
-    return measured.ghz
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from simulator.errors import ConfigError
 
-__all__ = ["MeasuredClock", "chain_reference", "measure_clock"]
+__all__ = ["MeasuredClock", "chain_reference", "measure_clock", "measure_for_machine_file"]
 
 CYCLES_PER_STEP = 3
 """A shift, an exclusive or and an add, dependent, one cycle each on x86-64."""
@@ -102,3 +102,16 @@ def measure_clock(steps: int = DEFAULT_STEPS, repeats: int = DEFAULT_REPEATS) ->
     finally:
         os.sched_setaffinity(0, allowed)
     return MeasuredClock(ghz=max(runs), runs_ghz=tuple(runs), cpu=cpu)
+
+
+def measure_for_machine_file(log: Callable[[str], None],
+                             repeats: int = DEFAULT_REPEATS) -> float:
+    """:func:`measure_clock`, said in two log lines, as a machine file's clock (GHz).
+
+    Raises:
+        ConfigError: as :func:`measure_clock`.
+    """
+    log("measuring the clock (a chain of dependent integer operations on one CPU)")
+    measured = measure_clock(repeats=repeats)
+    log(measured.line())
+    return measured.ghz

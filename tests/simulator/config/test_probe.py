@@ -201,11 +201,11 @@ def test_a_non_positive_measured_clock_is_refused_and_nothing_written(tmp_path: 
 
 def test_machine_probe_measure_clock_writes_the_measurement(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simulator.cli import machine as machine_cli
+    from simulator.measure import clock
     from simulator.measure.clock import MeasuredClock
 
-    monkeypatch.setattr(machine_cli, "measure_clock",
-                        lambda: MeasuredClock(ghz=3.7, runs_ghz=(3.6, 3.7), cpu=0))
+    monkeypatch.setattr(clock, "measure_clock",
+                        lambda repeats=5: MeasuredClock(ghz=3.7, runs_ghz=(3.6, 3.7), cpu=0))
     out = tmp_path / "host.yaml"
     assert main(["-q", "machine", "probe", "--out", str(out), "--root",
                  str(make_host(tmp_path / "host")), "--measure-clock"]) == 0

@@ -22,7 +22,7 @@ from simulator.cli import measure as measure_cli
 from simulator.config import probe
 from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
-from simulator.measure import wakeup
+from simulator.measure import clock, wakeup
 from simulator.measure.clock import MeasuredClock
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
@@ -331,7 +331,7 @@ def test_on_a_guest_the_clock_is_measured_first_and_becomes_host_yaml_s_clock(
         assert processes_mentioning(str(shared)) == []  # no server started yet
         return MeasuredClock(ghz=4.4, runs_ghz=(4.3, 4.4), cpu=0)
 
-    monkeypatch.setattr(measure_cli, "measure_clock", fake_clock)
+    monkeypatch.setattr(clock, "measure_clock", fake_clock)
     out = tmp_path / "m"
     assert main(arguments(shared, out, "--idle", "0", clock_repeats=2)) == 0
     no_process_left(shared, pids_file)
