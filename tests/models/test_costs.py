@@ -54,17 +54,23 @@ def test_shipped_model() -> None:
         client=ProcessWorkingSet(private=32 * 1024, code=32 * 1024))
 
 
-def test_a_cost_file_without_the_working_set_section_takes_the_shipped_one(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize(("section", "partial", "missing"), [
+    ("working_set", ("working_set.backend", {"private": "1 KiB"}), "working_set.backend.code"),
+    ("connection", ("connection", {"postmaster": "1 cycles"}), "connection.backend_startup"),
+])
+def test_a_cost_file_without_a_later_section_takes_the_shipped_one(
+        tmp_path: Path, section: str, partial: tuple[str, object], missing: str) -> None:
+    """Cost files written before the section still load: the section is the shipped file's,
+    and the resolved document carries it; a section given in part names what it misses."""
     data = document()
-    del data["working_set"]
-    assert costs_from_dict(data).working_set == load_costs().working_set
+    del data[section]
+    assert getattr(costs_from_dict(data), section) == getattr(load_costs(), section)
     path = tmp_path / "old.yaml"
     path.write_text(yaml.safe_dump(data))
-    assert read_costs_document(path)["working_set"] == document()["working_set"]
+    assert read_costs_document(path)[section] == document()[section]
     with pytest.raises(ConfigError, match="missing") as info:
-        costs_from_dict(with_value("working_set.backend", {"private": "1 KiB"}))
-    assert info.value.key == "working_set.backend.code"
+        costs_from_dict(with_value(*partial))
+    assert info.value.key == missing
 
 
 def test_a_working_set_of_zero_switches_it_off() -> None:
@@ -72,21 +78,6 @@ def test_a_working_set_of_zero_switches_it_off() -> None:
     data = with_value("working_set", {"backend": none, "client": none})
     assert costs_from_dict(data).working_set == WorkingSetCosts(ProcessWorkingSet(0, 0),
                                                                 ProcessWorkingSet(0, 0))
-
-
-def test_a_cost_file_without_the_connection_section_takes_the_shipped_one(
-        tmp_path: Path) -> None:
-    """Cost files written before the ``connection`` section still load: the section is the
-    shipped file's, and the resolved document carries it."""
-    data = document()
-    del data["connection"]
-    assert costs_from_dict(data).connection == load_costs().connection
-    path = tmp_path / "old.yaml"
-    path.write_text(yaml.safe_dump(data))
-    assert read_costs_document(path)["connection"] == document()["connection"]
-    with pytest.raises(ConfigError, match="missing") as info:
-        costs_from_dict(with_value("connection", {"postmaster": "1 cycles"}))
-    assert info.value.key == "connection.backend_startup"
 
 
 def test_a_cost_file_without_the_pgbench_loop_takes_the_shipped_one(tmp_path: Path) -> None:
