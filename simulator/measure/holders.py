@@ -5,7 +5,8 @@ connections (at most ``chunk`` each, so that one process stays within the open-f
 moving to another count starts holders for the difference or stops the newest ones by PID.
 Readiness is counted from the server's side: its client backends in ``/proc``. While another
 server is measured, a server's holders are paused (SIGSTOP): its connections stay open but its
-mostly idle clients send nothing, so only the measured server's background runs.
+mostly idle clients send nothing, so only the measured server's background runs. The
+transactions the holders ran in a window are counted from their progress lines.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from pathlib import Path
 
 from simulator.errors import ConfigError
 from simulator.measure.cluster import Cluster
-from simulator.measure.pgbench import holder_command
+from simulator.measure.pgbench import (
+    PROGRESS_INTERVAL_S,
+    holder_command,
+    parse_progress,
+    transactions_between,
+)
 from simulator.measure.processes import Tracked, log_tail, pause
 
 HOLD_S = 30 * 24 * 3600.0
 """A holder's ``-T``: longer than any measurement (it is stopped by PID)."""
 CONNECT_RATE_PER_S = 20.0
 """The slowest connection rate waited for before giving up (45-150 per second were seen)."""
+PROGRESS_WAIT_S = 2.0 * PROGRESS_INTERVAL_S + 1.0
+"""How long after a window its holders' progress lines are waited for."""
 
 
 @dataclass(slots=True)
@@ -36,6 +44,8 @@ class Holders:
     chunk: int
     held: list[tuple[int, Tracked]] = field(default_factory=list)
     kind: str = ""
+    log_starts: dict[int, int] = field(default_factory=dict)
+    """Per holder PID, where its output starts in its log (a log name is reused)."""
 
     @property
     def count(self) -> int:
@@ -59,16 +69,18 @@ class Holders:
             self.release()
             self.kind = kind
         while self.held and self.count > target:
-            registry.stop(self.held.pop()[1])
+            self._stop_newest()
         started = time.monotonic()
         before = self.count
         while self.count < target:
             size = min(self.chunk, target - self.count)
             log_path = self.log_dir / f"holder-{self.cluster.installation.label}-" \
                                       f"{len(self.held)}.log"
+            start = log_path.stat().st_size if log_path.exists() else 0
             tracked = registry.start(
                 holder_command(self.pgbench, self.cluster.server, size, script, HOLD_S),
                 f"{self.cluster.installation.label} holder of {size}", log_path=log_path)
+            self.log_starts[tracked.process.pid] = start
             self.held.append((size, tracked))
         self._wait(target, target - before, started, progress)
 
@@ -105,7 +117,39 @@ class Holders:
         for _, tracked in self.held:
             pause(tracked, paused)
 
+    def transactions_between(self, start_s: float, end_s: float,
+                             wait_s: float = PROGRESS_WAIT_S) -> float | None:
+        """Transactions the holders ran between two Unix times, from their progress lines.
+
+        Waits up to ``wait_s`` for every holder to report past ``end_s``; ``None`` if one has
+        not (or if its log is unreadable).
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            counts = [self._transactions(tracked, start_s, end_s) for _, tracked in self.held]
+            if all(count is not None for count in counts):
+                return sum(count for count in counts if count is not None)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
+
+    def _transactions(self, tracked: Tracked, start_s: float, end_s: float) -> float | None:
+        if tracked.log_path is None:
+            return None
+        try:
+            with open(tracked.log_path, "rb") as log:
+                log.seek(self.log_starts.get(tracked.process.pid, 0))
+                text = log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        return transactions_between(parse_progress(text), start_s, end_s)
+
     def release(self) -> None:
         """Stop every holder, newest first."""
         while self.held:
-            self.cluster.registry.stop(self.held.pop()[1])
+            self._stop_newest()
+
+    def _stop_newest(self) -> None:
+        _, tracked = self.held.pop()
+        self.cluster.registry.stop(tracked)
+        self.log_starts.pop(tracked.process.pid, None)

@@ -30,13 +30,22 @@ import yaml
 REPETITION_COLUMNS = (
     "series", "algorithm", "version", "idle_kind", "repetition", "idle_connections",
     "active_connections", "tps", "latency_ms", "connection_ms", "transactions", "window_s",
-    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "holders_cpu_s", "kdamond_cpu_s",
+    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "backend_voluntary_switches_per_txn",
+    "backend_involuntary_switches_per_txn", "client_voluntary_switches_per_txn",
+    "client_involuntary_switches_per_txn", "holders_tps", "holders_cpu_s", "kdamond_cpu_s",
     "machine_busy_cpu_s", "rest_cpu_s", "load_1min", "mem_available_gib", "finished_at")
 """``series``: the TPS column of the installation (``tps_pre14``); ``window_s``: from pgbench's
-start to its end; CPU of the window in CPU seconds: ``holders_cpu_s`` (the holders' backends and
-pgbench processes), ``kdamond_cpu_s`` (the kernel's DAMON threads), ``machine_busy_cpu_s``
-(``/proc/stat``: everything but idle and iowait) and ``rest_cpu_s`` (busy minus the active
-backends, the pgbench client, the holders and kdamond: everything else on the machine)."""
+start to its end; context switches per transaction (``voluntary``: the process blocked or slept;
+``involuntary``: it was preempted while runnable), of the active backends over the run's middle
+(``/proc/PID/status``, read 1 s after the run starts and 0.5 s before it ends; empty
+if the run was too short) and of the pgbench client over the whole run (its ``rusage``);
+``holders_tps``: the mostly idle holders' transactions (each one ``SELECT 1``) per second in
+the window, from their progress lines (0 without holders; empty for idle holders, whose
+transactions send nothing, or if their lines did not cover the window); CPU of the window in CPU
+seconds: ``holders_cpu_s`` (the holders' backends and pgbench processes), ``kdamond_cpu_s`` (the
+kernel's DAMON threads), ``machine_busy_cpu_s`` (``/proc/stat``: everything but idle and
+iowait) and ``rest_cpu_s`` (busy minus the active backends, the pgbench client, the holders and
+kdamond: everything else on the machine)."""
 PINNED_COLUMNS = (
     "algorithm", "version", "script", "repetition", "cpu", "tps", "transactions", "window_s",
     "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "finished_at")

@@ -5,9 +5,11 @@ Active clients run the publications' form, ``pgbench -n -M prepared -S -c N -j N
 running ``SELECT 1;`` (the mostly idle connections' query), whose pgbench and backend the
 measurement then pins to one CPU. Idle connections are pgbench clients
 whose script is ``\sleep 1s`` (established, never sending a query); mostly idle ones run
-``\sleep 100ms`` then ``SELECT 1;`` in a loop. The report's TPS is the one that excludes
-connection set-up (pgbench 13: ``excluding connections establishing``; 14 and later: ``without
-initial connection time``).
+``\sleep 100ms`` then ``SELECT 1;`` in a loop; a holder reports its progress every second
+with Unix timestamps (``-P 1 --progress-timestamp``: each line the mean rate since the previous
+one), from which the transactions it ran in a measured window are counted. The report's TPS is
+the one that excludes connection set-up (pgbench 13: ``excluding connections establishing``; 14
+and later: ``without initial connection time``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ _TPS = re.compile(r"^tps = ([0-9.]+) \((?:excluding connections establishing|wit
 _TRANSACTIONS = re.compile(r"^number of transactions actually processed: (\d+)", re.MULTILINE)
 _LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.MULTILINE)
 _CONNECTION = re.compile(r"^initial connection time = ([0-9.]+) ms", re.MULTILINE)
+_PROGRESS = re.compile(r"^progress: ([0-9]+(?:\.[0-9]*)?) s, ([0-9]+(?:\.[0-9]*)?) tps",
+                       re.MULTILINE)
+PROGRESS_INTERVAL_S = 1
+"""A holder's ``-P``: seconds between its progress lines."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +92,13 @@ def write_select1(directory: Path) -> Path:
 
 def holder_command(pgbench: Path, server: Server, connections: int, script: Path,
                    duration_s: float) -> list[str]:
-    """A holder: ``connections`` idle or mostly idle clients in one thread for ``duration_s``."""
+    """A holder: ``connections`` idle or mostly idle clients in one thread for ``duration_s``.
+
+    It reports its progress every ``PROGRESS_INTERVAL_S`` with Unix timestamps.
+    """
     return [str(pgbench), "-n", "-c", str(connections), "-j", "1",
-            "-T", str(max(1, round(duration_s))), "-f", str(script), *server.connection(),
-            DATABASE]
+            "-T", str(max(1, round(duration_s))), "-P", str(PROGRESS_INTERVAL_S),
+            "--progress-timestamp", "-f", str(script), *server.connection(), DATABASE]
 
 
 def write_script(directory: Path, idle_kind: str) -> Path:
@@ -116,3 +125,32 @@ def parse_report(text: str) -> Report:
                   tps=float(found["tps"].group(1)),  # type: ignore[union-attr]
                   latency_ms=float(found["latency"].group(1)),  # type: ignore[union-attr]
                   connection_ms=float(connection.group(1)) if connection else None)
+
+
+def parse_progress(text: str) -> list[tuple[float, float]]:
+    """The progress lines of a pgbench run with ``--progress-timestamp``, in order.
+
+    Each is ``(Unix time, TPS since the previous line)``.
+    """
+    return [(float(at), float(tps)) for at, tps in _PROGRESS.findall(text)]
+
+
+def transactions_between(progress: list[tuple[float, float]], start_s: float, end_s: float,
+                         interval_s: float = PROGRESS_INTERVAL_S) -> float | None:
+    """Transactions a pgbench run reported between two Unix times.
+
+    Each progress line gives the mean rate since the previous line (the first: over one
+    interval); a window that cuts a line's interval takes the share it overlaps, as if the
+    rate were even within it. ``None`` if the lines do not reach ``end_s`` (or start after
+    ``start_s``): the window is not covered.
+    """
+    if not progress or progress[-1][0] < end_s or progress[0][0] - interval_s > start_s:
+        return None
+    total = 0.0
+    previous = progress[0][0] - interval_s
+    for at, tps in progress:
+        overlap = min(at, end_s) - max(previous, start_s)
+        if overlap > 0.0:
+            total += tps * overlap
+        previous = at
+    return total

@@ -107,8 +107,24 @@ def pause(tracked: Tracked, paused: bool) -> None:
         os.kill(tracked.process.pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
 
-def wait_with_usage(tracked: Tracked, timeout_s: float) -> tuple[int | None, float]:
-    """Wait for a process to end; return its exit code and its own CPU seconds (``rusage``).
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What an ended process used (its ``rusage``)."""
+
+    cpu_s: float
+    """User and system CPU time."""
+    voluntary_switches: int
+    """Times it gave up its CPU (blocked or slept)."""
+    involuntary_switches: int
+    """Times it was preempted while runnable."""
+
+
+NO_USAGE = Usage(0.0, 0, 0)
+"""The usage of a process reaped elsewhere, or not ended."""
+
+
+def wait_with_usage(tracked: Tracked, timeout_s: float) -> tuple[int | None, Usage]:
+    """Wait for a process to end; return its exit code and what it used (``rusage``).
 
     The exit code is ``None`` if it did not end within ``timeout_s`` (it is then still running).
     """
@@ -118,12 +134,13 @@ def wait_with_usage(tracked: Tracked, timeout_s: float) -> tuple[int | None, flo
         try:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
         except ChildProcessError:  # reaped already
-            return process.returncode, 0.0
+            return process.returncode, NO_USAGE
         if pid == process.pid:
             process.returncode = os.waitstatus_to_exitcode(status)
-            return process.returncode, usage.ru_utime + usage.ru_stime
+            return process.returncode, Usage(usage.ru_utime + usage.ru_stime, usage.ru_nvcsw,
+                                             usage.ru_nivcsw)
         if time.monotonic() >= deadline:
-            return None, 0.0
+            return None, NO_USAGE
         time.sleep(0.01)
 
 

@@ -2,7 +2,9 @@
 
 A process's ``/proc/PID/stat`` gives its own CPU time (``utime``, ``stime``) and that of its
 children it has reaped (``cutime``, ``cstime``), in clock ticks (``SC_CLK_TCK``, usually 100 per
-second); ``/proc/stat``'s first line the machine's time by kind since boot. Nothing here starts or
+second); its ``/proc/PID/status`` the context switches it made (``voluntary_ctxt_switches``: it
+blocked; ``nonvoluntary_ctxt_switches``: it was preempted); ``/proc/stat``'s first line the
+machine's time by kind since boot. Nothing here starts or
 stops a process: names are read only to find processes to account for (the kernel's ``kdamond``
 threads), never to signal them.
 """
@@ -107,6 +109,33 @@ def ticks_of(pids: list[int]) -> int:
         if stat is not None:
             total += stat.own_ticks
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """Context switches of a process since it started (``/proc/PID/status``)."""
+
+    voluntary: int
+    """It gave up its CPU: it blocked or slept."""
+    involuntary: int
+    """It was preempted while runnable."""
+
+
+def switches_of(pids: list[int]) -> dict[int, Switches]:
+    """Context switches of each process still alive among ``pids``."""
+    found = {}
+    for pid in pids:
+        try:
+            text = (PROC / str(pid) / "status").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            found[pid] = Switches(int(fields["voluntary_ctxt_switches"]),
+                                  int(fields["nonvoluntary_ctxt_switches"]))
+        except (KeyError, ValueError):
+            continue
+    return found
 
 
 def kernel_threads_named(prefix: str) -> list[int]:

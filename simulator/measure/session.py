@@ -48,6 +48,12 @@ from simulator.measure.processes import Registry, RunAs, log_tail, wait_with_usa
 
 KDAMOND = "kdamond"
 REAP_TIMEOUT_S = 30.0
+SWITCH_FIRST_READ_S = 1.0
+"""The active backends' switches are read first this long after their run starts."""
+SWITCH_SAMPLE_MARGIN_S = 0.5
+"""The active backends' switches are read last this long before their run ends."""
+SWITCH_SAMPLE_MIN_S = 0.2
+"""The shortest time between the two reads of the switches (else none is given)."""
 WARMUP_CLIENTS = 1
 
 Log = Callable[[str], None]
@@ -317,6 +323,66 @@ def _wait_reaped(cluster: Cluster, active: list[int], before: set[int]) -> None:
         time.sleep(0.005)
 
 
+@dataclass(frozen=True, slots=True)
+class _SwitchSample:
+    """The active backends' context switches over the middle of a run.
+
+    A backend's switches are read from ``/proc`` while it lives (its exit takes them along):
+    ``SWITCH_FIRST_READ_S`` after the run starts (a quarter of it if shorter), when the run's
+    backends have connected and pgbench's own check of the tables' scale (one connection of
+    its own) has ended, and again ``SWITCH_SAMPLE_MARGIN_S`` before the run's end; the
+    backends alive at both reads count, per transaction divided by the run's TPS times the
+    time between.
+    """
+
+    first: dict[int, procfs.Switches]
+    last: dict[int, procfs.Switches]
+    span_s: float
+
+    @classmethod
+    def take(cls, backends: Callable[[], list[int]], started_at: float, duration_s: float,
+             running: Callable[[], bool]) -> _SwitchSample:
+        """Read the switches of ``backends()`` twice in a run started at ``started_at``.
+
+        ``started_at`` is a ``time.monotonic``; if the run ends first (``running`` turns
+        false) a read is missing.
+        """
+        first_at = started_at + min(SWITCH_FIRST_READ_S, duration_s / 4)
+        last_at = started_at + duration_s - SWITCH_SAMPLE_MARGIN_S
+        if last_at - first_at < SWITCH_SAMPLE_MIN_S or not _sleep_until(first_at, running):
+            return cls({}, {}, 0.0)
+        pids = backends()
+        first, read_at = procfs.switches_of(pids), time.monotonic()
+        if not _sleep_until(last_at, running):
+            return cls(first, {}, 0.0)
+        return cls(first, procfs.switches_of(pids), time.monotonic() - read_at)
+
+    def per_transaction(self, tps: float) -> dict[str, float | None]:
+        """The backends' switches per transaction of a run at ``tps``, voluntary and not.
+
+        ``None`` when the run was too short or its backends vanished.
+        """
+        both = [pid for pid in self.first if pid in self.last]
+        if not both or tps <= 0.0 or self.span_s <= 0.0:
+            return {"backend_voluntary_switches_per_txn": None,
+                    "backend_involuntary_switches_per_txn": None}
+        transactions = tps * self.span_s
+        voluntary = sum(self.last[pid].voluntary - self.first[pid].voluntary for pid in both)
+        involuntary = sum(self.last[pid].involuntary - self.first[pid].involuntary
+                          for pid in both)
+        return {"backend_voluntary_switches_per_txn": voluntary / transactions,
+                "backend_involuntary_switches_per_txn": involuntary / transactions}
+
+
+def _sleep_until(at: float, running: Callable[[], bool]) -> bool:
+    """Sleep until ``at`` (``time.monotonic``); ``False`` as soon as ``running()`` is not."""
+    while time.monotonic() < at:
+        if not running():
+            return False
+        time.sleep(min(0.05, max(at - time.monotonic(), 0.0)))
+    return True
+
+
 def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Registry,
            work: Path, kdamond: list[int], idle_kind: str, repetition: int, idle: int,
            clients: int, duration_s: float, *, argv: list[str] | None = None,
@@ -331,7 +397,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     held = [*cluster.backends(), *(holder.processes() if holder is not None else [])]
     reaped0, held0 = cluster.reaped_ticks(), procfs.ticks_of(held)
     kdamond0, machine0 = procfs.ticks_of(kdamond), procfs.machine_ticks()
-    wall0 = time.monotonic()
+    wall0, unix0 = time.monotonic(), time.time()
     log_path = work / f"run-{inst.label}.log"
     log_path.unlink(missing_ok=True)
     command = argv or active_command(setup.pgbench, cluster.server, clients, duration_s)
@@ -339,8 +405,11 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     if pin_cpu is not None:
         _pin([tracked.process.pid], pin_cpu, f"pgbench of {inst.label}")
     active = _active_backends(cluster, before, clients, wait_s=min(5.0, duration_s / 2))
-    code, client_cpu_s = wait_with_usage(tracked, duration_s + 120.0)
-    wall1 = time.monotonic()
+    switches = _SwitchSample.take(
+        lambda: [pid for pid in procfs.children_of(cluster.pid) if pid not in before],
+        wall0, duration_s, lambda: tracked.process.poll() is None)
+    code, client = wait_with_usage(tracked, duration_s + 120.0)
+    wall1, unix1 = time.monotonic(), time.time()
     machine1, kdamond1 = procfs.machine_ticks(), procfs.ticks_of(kdamond)
     held1 = procfs.ticks_of(held)
     if code is None:
@@ -359,15 +428,26 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     holders_s, kdamond_s = (held1 - held0) * tick, (kdamond1 - kdamond0) * tick
     busy_s = (machine1.busy - machine0.busy) * tick
     per_txn = 1e6 / max(report.transactions, 1)
+    background: float | None = 0.0
+    if holder is not None and holder.count > 0:
+        background = (holder.transactions_between(unix0, unix1)
+                      if idle_kind == "mostly-idle" else None)
     return {
         "series": f"tps_{inst.label}", "algorithm": inst.label, "version": inst.version,
         "idle_kind": idle_kind, "repetition": repetition + 1, "idle_connections": idle,
         "active_connections": clients, "tps": report.tps, "latency_ms": report.latency_ms,
         "connection_ms": report.connection_ms, "transactions": report.transactions,
         "window_s": wall1 - wall0, "backend_cpu_us_per_txn": backend_s * per_txn,
-        "client_cpu_us_per_txn": client_cpu_s * per_txn, "holders_cpu_s": holders_s,
+        "client_cpu_us_per_txn": client.cpu_s * per_txn,
+        **switches.per_transaction(report.tps),
+        "client_voluntary_switches_per_txn": client.voluntary_switches / max(
+            report.transactions, 1),
+        "client_involuntary_switches_per_txn": client.involuntary_switches / max(
+            report.transactions, 1),
+        "holders_tps": None if background is None else background / (unix1 - unix0),
+        "holders_cpu_s": holders_s,
         "kdamond_cpu_s": kdamond_s, "machine_busy_cpu_s": busy_s,
-        "rest_cpu_s": busy_s - backend_s - client_cpu_s - holders_s - kdamond_s,
+        "rest_cpu_s": busy_s - backend_s - client.cpu_s - holders_s - kdamond_s,
         "load_1min": procfs.load_average()[0],
         "mem_available_gib": procfs.meminfo_bytes("MemAvailable") / 2**30,
         "finished_at": now(),

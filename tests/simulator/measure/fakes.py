@@ -4,9 +4,10 @@
 with ``ready`` and starts one child per connection whose title holds ``[local]`` (a ``cat`` of
 the connection: it ends when the client disconnects, and the fake postmaster reaps it); it writes
 every child's PID into ``$FAKE_PG_PIDS`` so a test can check they are gone. ``initdb`` makes the
-data directory; ``pgbench`` loads nothing, holds connections (``-f``) until stopped, or spins for
-``-T`` seconds and prints a pgbench 15 report of 20,000 TPS per client. Every program says its
-version with ``--version``.
+data directory; ``pgbench`` loads nothing, holds connections (``-f``; under ``-P`` it prints
+progress lines of 10 transactions a second per mostly idle connection, 1 per idle one) until
+stopped, or spins for ``-T`` seconds and prints a pgbench 15 report of 20,000 TPS per client.
+Every program says its version with ``--version``.
 """
 
 from __future__ import annotations
@@ -95,7 +96,16 @@ for _ in range(clients):
     conns.append(conn)
 if "-f" in args and not value("-f").endswith("select1.sql"):  # a holder: until -T or a signal
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    time.sleep(seconds)
+    # progress lines as pgbench's -P N --progress-timestamp: each connection of a mostly idle
+    # holder runs 10 transactions a second, of an idle one 1
+    interval = float(value("-P", "0"))
+    rate = clients * (10.0 if value("-f").endswith("mostly-idle.sql") else 1.0)
+    end = time.time() + seconds
+    while interval > 0 and time.time() + interval < end:
+        time.sleep(interval)
+        print(f"progress: {time.time():.3f} s, {rate:.1f} tps, lat 100.000 ms stddev 0.000, "
+              "0 failed", file=sys.stderr, flush=True)
+    time.sleep(max(end - time.time(), 0.0))
     sys.exit(0)
 end = time.monotonic() + seconds
 while time.monotonic() < end:  # busy, as a client is

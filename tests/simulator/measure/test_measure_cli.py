@@ -89,6 +89,21 @@ def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
     assert len(long) == 16
     assert set(long["series"]) == {"tps_pre14", "tps_post14"}
     assert (long["tps"] > 0).all()
+    # the background's rate from the holders' progress lines: the fake's 10 a second per mostly
+    # idle connection, none without holders, none counted for idle ones
+    mostly = long[long["idle_kind"] == "mostly-idle"]
+    assert (mostly.loc[mostly["idle_connections"] == 0, "holders_tps"] == 0).all()
+    assert mostly.loc[mostly["idle_connections"] == 3, "holders_tps"].tolist() == \
+        pytest.approx([30.0] * 4, rel=0.02)
+    assert long.loc[(long["idle_kind"] == "idle") & (long["idle_connections"] == 3),
+                    "holders_tps"].isna().all()
+    # context switches per transaction: the backends' over the run's middle, the client's whole
+    switches = long.filter(like="switches_per_txn")
+    assert list(switches) == ["backend_voluntary_switches_per_txn",
+                              "backend_involuntary_switches_per_txn",
+                              "client_voluntary_switches_per_txn",
+                              "client_involuntary_switches_per_txn"]
+    assert (switches.notna() & (switches >= 0)).all().all()
     # the first repetition goes up, the second down; installations take turns
     idle_kind = long[long["idle_kind"] == "idle"]
     assert list(idle_kind["idle_connections"]) == [0, 0, 3, 3, 3, 3, 0, 0]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from simulator.errors import ConfigError
@@ -9,7 +12,7 @@ from simulator.measure import plan as plan_module
 from simulator.measure import procfs
 from simulator.measure.installations import label_for, major_of
 from simulator.measure.outputs import wide_table
-from simulator.measure.pgbench import parse_report
+from simulator.measure.pgbench import parse_progress, parse_report, transactions_between
 from simulator.measure.plan import Plan, check_memory, holder_chunk, size_bytes
 
 PGBENCH_13 = """transaction type: <builtin: select only>
@@ -44,6 +47,51 @@ def test_reports_of_pgbench_13_and_15_give_the_tps_without_connection_set_up() -
 def test_a_report_without_its_figures_is_an_error_naming_them() -> None:
     with pytest.raises(ConfigError, match="no transactions, tps, latency"):
         parse_report("pgbench: error: connection to server failed\n")
+
+
+PROGRESS_15 = """progress: 1795782150.949 s, 500.0 tps, lat 100.221 ms stddev 0.093, 0 failed
+progress: 1795782151.949 s, 400.0 tps, lat 100.209 ms stddev 0.107, 0 failed
+pgbench: warning: something else
+progress: 1795782153.949 s, 300.5 tps, lat 100.301 ms stddev 0.101, 0 failed
+"""
+"""A holder's progress lines (pgbench 15, ``-P 1 --progress-timestamp``), the third two seconds
+after the second (as after a pause)."""
+
+
+def test_progress_lines_give_their_unix_time_and_rate() -> None:
+    assert parse_progress(PROGRESS_15) == [(1795782150.949, 500.0), (1795782151.949, 400.0),
+                                           (1795782153.949, 300.5)]
+    assert parse_progress("progress: 5.0 s, 12.5 tps, lat 1.0 ms stddev 0.1\n") == [(5.0, 12.5)]
+
+
+@pytest.mark.parametrize(("start", "end", "expected"), [
+    (1795782150.449, 1795782150.949, 250.0),  # half the first line's interval (one second)
+    (1795782150.949, 1795782151.949, 400.0),  # exactly the second line's
+    (1795782150.449, 1795782152.949, 250.0 + 400.0 + 300.5),  # half, whole, half of two s
+    (1795782149.949, 1795782153.949, 500.0 + 400.0 + 2 * 300.5),  # everything
+])
+def test_transactions_between_two_times_take_the_share_of_each_line_they_overlap(
+        start: float, end: float, expected: float) -> None:
+    progress = parse_progress(PROGRESS_15)
+    assert transactions_between(progress, start, end) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(("start", "end"), [
+    (1795782151.0, 1795782154.0),  # past the last line: not reported yet
+    (1795782149.0, 1795782151.0),  # before the first line's interval
+])
+def test_a_window_the_progress_lines_do_not_cover_has_no_count(start: float, end: float) -> None:
+    assert transactions_between(parse_progress(PROGRESS_15), start, end) is None
+    assert transactions_between([], start, end) is None
+
+
+def test_context_switches_are_read_for_live_processes_only() -> None:
+    before = procfs.switches_of([os.getpid(), 2**22 + 1])  # the second PID exceeds pid_max
+    assert list(before) == [os.getpid()]
+    time.sleep(0.01)  # gives the CPU up: a voluntary switch
+    after = procfs.switches_of([os.getpid()])[os.getpid()]
+    assert after.voluntary > before[os.getpid()].voluntary
+    assert after.involuntary >= before[os.getpid()].involuntary
 
 
 @pytest.mark.parametrize(("line", "major", "label"), [

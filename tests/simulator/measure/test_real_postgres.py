@@ -79,10 +79,10 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
         installs += ["--install", f"pre14={pre14}"]
     out = tmp_path / "m"
     code = main(["measure", *installs, "--pgbench", pgbench, "--idle", "0,30",
-                 "--duration-s", "2", "--repetitions", "1", "--scale", "1", "--warmup-s", "0",
-                 "--settle-s", "0", "--port", str(free_port()), "--work-dir",
-                 str(shared / "work"), "--out", str(out), "--wakeup-round-trips", "2000",
-                 "--pinned-repetitions", "1"])
+                 "--idle-kind", "idle", "--idle-kind", "mostly-idle", "--duration-s", "2",
+                 "--repetitions", "1", "--scale", "1", "--warmup-s", "0", "--settle-s", "0",
+                 "--port", str(free_port()), "--work-dir", str(shared / "work"), "--out",
+                 str(out), "--wakeup-round-trips", "2000", "--pinned-repetitions", "1"])
     assert code == 0
     metadata = yaml.safe_load((out / "metadata.yaml").read_text())
     if metadata["host"].get("virtualized"):  # a guest: its wake-up was measured, host.yaml has it
@@ -100,11 +100,19 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
     assert processes_mentioning(str(shared)) == []
     assert list((shared / "work").glob("**/.s.PGSQL.*")) == []
     long = pd.read_csv(out / "repetitions.csv")
-    assert len(long) == metadata["runs_planned"] == 2 * len(installs) // 2
+    assert len(long) == metadata["runs_planned"] == 2 * 2 * len(installs) // 2
     # the plumbing of the CPU accounting: every run's backends and client took some CPU
     assert (long["backend_cpu_us_per_txn"] > 0).all()
     assert (long["client_cpu_us_per_txn"] > 0).all()
     assert (long["transactions"] > 0).all()
+    # one client's backend blocks once per transaction for its next query (more if it waits
+    # for anything else); pgbench's client as often
+    assert long["backend_voluntary_switches_per_txn"].between(0.5, 3.0).all()
+    assert long["client_voluntary_switches_per_txn"].between(0.5, 3.0).all()
+    # 30 mostly idle connections each run SELECT 1 every 100 ms and a little more (a window
+    # that cuts a one-second progress line counts its share of the line's mean rate: +-5 %)
+    mostly = long[(long["idle_kind"] == "mostly-idle") & (long["idle_connections"] == 30)]
+    assert mostly["holders_tps"].between(0.8 * 300, 1.05 * 300).all()
     # the pinned runs: -S and SELECT 1 per server, the real backend's and pgbench's CPU
     pinned = pd.read_csv(out / "pinned.csv")
     assert len(pinned) == 2 * len(installs) // 2
@@ -115,3 +123,4 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
     manifest = load_manifest(out)
     check_datasets(manifest)
     assert set(manifest.dataset("host_idle").table()["idle_clients"]) == {0, 30}
+    assert set(manifest.dataset("host_mostly_idle").table()["idle_clients"]) == {0, 30}
