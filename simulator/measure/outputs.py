@@ -134,11 +134,14 @@ def write_dataset(directory: Path, name: str, table: pd.DataFrame) -> Path:
 
 def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]]],
                       work_scale_point: tuple[str, str] | None,
-                      descriptions: Mapping[str, str]) -> dict[str, object]:
+                      descriptions: Mapping[str, str],
+                      background_threads: int = 1) -> dict[str, object]:
     """The manifest of a measurement's datasets.
 
     ``datasets`` maps a dataset to its idle kind and series; ``work_scale_point`` is the dataset and
-    series of the single-client point, if measured.
+    series of the single-client point, if measured; ``background_threads``: the pgbench threads
+    that drove the mostly idle connections at the largest count, which the mostly idle dataset's
+    ``set:`` gives the model (``options.background_threads``).
     """
     entries: dict[str, object] = {}
     for dataset, (idle_kind, series) in datasets.items():
@@ -150,6 +153,7 @@ def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]
         }
         if idle_kind == "mostly-idle":
             entry["run"] = dict(MOSTLY_IDLE_RUN)
+            entry["set"] = {"options.background_threads": background_threads}
         entries[dataset] = entry
     document: dict[str, object] = {"version": 1}
     if work_scale_point is not None:

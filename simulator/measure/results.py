@@ -9,6 +9,7 @@ metadata says whether the measurement is complete and, if not, why it stopped.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 import statistics
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,11 @@ MANIFEST = "manifest.yaml"
 METADATA = "metadata.yaml"
 _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
                  "mostly-idle": "N mostly idle connections (\\sleep 100ms; SELECT 1;)"}
+
+
+def holder_threads(connections: int, chunk: int) -> int:
+    """The pgbench threads that hold ``connections`` (one per holder of at most ``chunk``)."""
+    return max(1, math.ceil(connections / chunk))
 
 
 def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
@@ -62,8 +68,12 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
         if single is None and ((table["active_connections"] == 1)
                                & (table["idle_connections"] == 0)).any():
             single = dataset
+        driven = ""
+        if kind == "mostly-idle":
+            driven = (f", driven by pgbench processes of one thread and at most "
+                      f"{setup.holder_chunk} connections each")
         descriptions[dataset] = (f"pgbench -M prepared -S -c N -j N on this host with "
-                                 f"{_DESCRIPTIONS[kind]}; medians of {plan.repetitions} "
+                                 f"{_DESCRIPTIONS[kind]}{driven}; medians of {plan.repetitions} "
                                  f"repetitions of {plan.duration_s:g} s; {versions}"
                                  + ("" if outcome.status == "complete" else " (PARTIAL)"))
     machine_note = ""
@@ -79,7 +89,8 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
         # the oldest code calibrates, as in the shipped manifest
         label = "tps_pre14" if "tps_pre14" in series else series[0]
         document = manifest_document(name, datasets, None if single is None
-                                     else (single, label), descriptions)
+                                     else (single, label), descriptions,
+                                     holder_threads(max(plan.idle), setup.holder_chunk))
         header = (f"Measured by snapsim measure on {outcome.started_at} "
                   f"({outcome.status}{': ' + outcome.cause if outcome.cause else ''}).\n"
                   f"Validate the model against it: snapsim validate --manifest {out}\n"

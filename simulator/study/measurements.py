@@ -56,7 +56,7 @@ MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets", "ratios")
 """Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
-                 "idle_clients", "series", "run")
+                 "idle_clients", "series", "run", "set")
 _DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", "max_clients")
 _RATIO_RUN_KEYS = ("duration_ms", "warmup_ms")
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
@@ -67,9 +67,9 @@ _RATIO_KEYS = ("machine", "stand_in", "workload", "batch", "clients", "idle_clie
                "reason", "run")
 _RATIO_OPTIONAL = ("stand_in", "batch", "idle_clients", "idle_kind", "expected", "reason", "run")
 _SIDE_KEYS = ("algorithm", "set")
-RATIO_SET_PREFIX = "options"
-"""The experiment key a ratio side's ``set:`` overrides may change (and nothing else: the
-machine, workload and clients are the ratio's own)."""
+SET_PREFIX = "options"
+"""The experiment key a dataset's or a ratio side's ``set:`` may change (and nothing else: the
+machine, workload and counts are the dataset's or the ratio's own)."""
 EXPECTED = ("pass", "fail")
 """Values of a series' or a ratio's ``expected``: ``fail`` marks a known gap of the model."""
 
@@ -98,6 +98,9 @@ class Dataset:
     run: Mapping[str, float] = field(default_factory=dict)
     """The dataset's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``, for its
     points of at most ``max_clients`` active clients (every point without it)."""
+    sets: tuple[tuple[str, object], ...] = ()
+    """The dataset's ``set:``: ``(options.KEY, value)`` pairs of how it was measured (e.g. the
+    threads of the pgbench that drove its mostly idle connections), over ``--set``."""
 
     def window_applies(self, clients: int) -> bool:
         """Whether the dataset's own ``run`` sets the window of a point of ``clients``."""
@@ -430,7 +433,7 @@ def _known_gap(key: str, data: Mapping[str, object], what: str) -> str:
 def _dataset(name: str, value: object, base: Path) -> Dataset:
     key = f"datasets.{name}"
     data = expect_mapping(key, value)
-    check_keys(data, key, _DATASET_KEYS, optional=("description", "run"))
+    check_keys(data, key, _DATASET_KEYS, optional=("description", "run", "set"))
     run = _run_window(f"{key}.run", data.get("run"), _DATASET_RUN_KEYS)
     series = {}
     known_gaps = {}
@@ -457,6 +460,8 @@ def _dataset(name: str, value: object, base: Path) -> Dataset:
         series=series,
         known_gaps=known_gaps,
         run=run,
+        sets=_option_sets(f"{key}.set", data.get("set"), "the machine, workload and counts are "
+                          "the dataset's own"),
     )
 
 
@@ -510,16 +515,22 @@ def _ratio_side(key: str, value: object) -> RatioSide:
     algorithm = expect_str(f"{key}.algorithm", value["algorithm"]).strip()
     if not algorithm:
         raise ConfigError(f"{key}.algorithm", "must name an algorithm")
+    sets = _option_sets(f"{key}.set", value.get("set"),
+                        "the machine, workload and clients are the ratio's own")
+    return RatioSide(algorithm, sets)
+
+
+def _option_sets(key: str, value: object, whose: str) -> tuple[tuple[str, object], ...]:
+    """A ``set:`` mapping of ``options.KEY: VALUE`` overrides, in order (none if absent)."""
     sets = []
-    for dotted, item in expect_mapping(f"{key}.set", value.get("set") or {}).items():
+    for dotted, item in expect_mapping(key, value or {}).items():
         parts = str(dotted).split(".")
-        if len(parts) < 2 or parts[0] != RATIO_SET_PREFIX or not all(parts):
-            raise ConfigError(join_key(f"{key}.set", str(dotted)),
-                              f"expected a key of the experiment's {RATIO_SET_PREFIX} "
-                              f"(such as {RATIO_SET_PREFIX}.layout); the machine, workload "
-                              "and clients are the ratio's own")
+        if len(parts) < 2 or parts[0] != SET_PREFIX or not all(parts):
+            raise ConfigError(join_key(key, str(dotted)),
+                              f"expected a key of the experiment's {SET_PREFIX} "
+                              f"(such as {SET_PREFIX}.layout); {whose}")
         sets.append((str(dotted), item))
-    return RatioSide(algorithm, tuple(sets))
+    return tuple(sets)
 
 
 def _machine_reference(machine: str, base: Path) -> str:

@@ -187,13 +187,16 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
                                                 seed, overrides, log)
     tasks: dict[TaskKey, PointTask] = {}
     row_keys: dict[object, SeedKeys] = {}
-    for (machine_name, workload, idle_kind, duration_value, warmup_value), group in \
-            measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms"],
-                             sort=False):
+    # datasets measured under other options (their set:) are simulated apart
+    measured["sets"] = [repr(manifest.dataset(name).sets) for name in measured["dataset"]]
+    for (machine_name, workload, idle_kind, duration_value, warmup_value, _), group in \
+            measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms",
+                              "sets"], sort=False):
         machine = machines[str(machine_name)]
         duration, warmup = float(str(duration_value)), float(str(warmup_value))
+        sets = manifest.dataset(str(group["dataset"].iloc[0])).sets
         experiment = _experiment(machine, str(workload), str(idle_kind), group, duration,
-                                 warmup, roots, overrides)
+                                 warmup, roots, overrides, sets)
         wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
         keys = _schedule(tasks, experiment, machine, str(machine_name),
                          scales[str(machine_name)], wanted)
@@ -319,7 +322,13 @@ def _measured(manifest: Manifest, datasets: Sequence[str] | None) -> pd.DataFram
 
 def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd.DataFrame,
                 duration_ms: float, warmup_ms: float, seeds: Sequence[int],
-                overrides: Sequence[str]) -> Experiment:
+                overrides: Sequence[str],
+                sets: Sequence[tuple[str, object]] = ()) -> Experiment:
+    """The experiment of a group of measured points.
+
+    Their dataset's ``set:`` applies first, then ``--set`` over it (so that an ablation's
+    ``--set`` changes every dataset alike).
+    """
     document: dict[str, object] = {
         "algorithms": list(dict.fromkeys(group["algorithm"])),
         "workload": workload, "idle_kind": idle_kind,
@@ -329,6 +338,8 @@ def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd
         # validate finds each machine's work scale from its own manifest and compares itself
         "single_client_tps": None, "measurements": None,
     }
+    for dotted, value in sets:
+        document = set_dotted(document, dotted.split("."), value, "set")
     document = apply_overrides(document, overrides)
     experiment = experiment_from_document(document, "--set", default_name="validation")
     return replace(experiment, machine=machine)
@@ -343,7 +354,7 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
         return 1.0
     group = pd.DataFrame({"algorithm": [figure.algorithm], "clients": [1], "idle_clients": [0]})
     probe = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
-                        warmup_ms, [seed], overrides)
+                        warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
     return single_client_work_scale(probe.prepare(), figure, log)
 
 
@@ -373,13 +384,24 @@ def check_datasets(manifest: Manifest, names: Sequence[str] | None = None,
     """Read the datasets (default: all) and load their machines before any point runs.
 
     Raises:
-        ConfigError: an unknown dataset, an unreadable measurement file, or a machine that does
-            not load (with ``machine_overrides`` applied).
+        ConfigError: an unknown dataset, an unreadable measurement file, a machine that does
+            not load (with ``machine_overrides`` applied), or a ``set:`` the workload model
+            rejects (with the dataset's key, ``datasets.NAME.set``, and the manifest as the
+            source).
     """
     for name in manifest.datasets if names is None else names:
         dataset = manifest.dataset(name)
-        dataset.table()
-        load_machine(dataset.machine, machine_overrides)
+        table = dataset.table()
+        machine = load_machine(dataset.machine, machine_overrides)
+        if not dataset.sets:
+            continue
+        group = table.head(1)[["algorithm"]].assign(clients=1, idle_clients=0)
+        try:
+            _experiment(machine, dataset.workload, dataset.idle_kind, group, 1.0, 0.0, [0], (),
+                        dataset.sets).prepare()
+        except ConfigError as exc:
+            raise ConfigError(join_key(f"datasets.{name}.set", exc.key), exc.message,
+                              str(manifest.path)) from None
 
 
 def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,

@@ -14,6 +14,7 @@ from simulator.measure.installations import label_for, major_of
 from simulator.measure.outputs import wide_table
 from simulator.measure.pgbench import parse_progress, parse_report, transactions_between
 from simulator.measure.plan import Plan, check_memory, holder_chunk, size_bytes
+from simulator.measure.results import holder_threads
 
 PGBENCH_13 = """transaction type: <builtin: select only>
 scaling factor: 100
@@ -143,6 +144,8 @@ def test_sizes_and_holder_chunks() -> None:
     assert size_bytes("1000", "--shared-buffers") == 1000 * 8192
     assert holder_chunk(1024, 5000) == 1024 - plan_module.FILES_PER_PROCESS_SPARE
     assert holder_chunk(20000, 5000) == 5000
+    # one pgbench thread per holder: the threads the model's background gets
+    assert [holder_threads(n, 5000) for n in (0, 1, 5000, 5001, 12000)] == [1, 1, 1, 2, 3]
 
 
 def test_the_measurement_file_holds_medians_of_points_every_series_measured() -> None:

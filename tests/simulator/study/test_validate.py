@@ -18,7 +18,7 @@ from simulator.study.calibrate import (
     worst_series,
 )
 from simulator.study.measurements import load_manifest, shipped_manifest_path
-from simulator.study.validate import run_validation, summarise, validate
+from simulator.study.validate import check_datasets, run_validation, summarise, validate
 
 CSV = """idle_connections,active_connections,tps_pre14,tps_post14
 0,1,33599,33406
@@ -143,6 +143,59 @@ def test_a_dataset_window_with_max_clients_applies_to_its_smaller_points(
     assert not dataset.window_applies(2)
     table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, datasets=["longer"])
     assert dict(zip(table["clients"], table["duration_ms"], strict=True)) == {1: 0.8, 2: 0.4}
+
+
+SLOWER = """  slower:
+    file: m.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    set: {options.think_time: 50 us}
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps_pre14: pre14}
+"""
+"""The tiny dataset's pre14 points, measured (say) with 50 us between a client's transactions."""
+
+
+def test_a_dataset_set_is_how_its_points_are_simulated_and_set_goes_over_it(
+        tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path, extra=SLOWER))
+    assert manifest.dataset("slower").sets == (("options.think_time", "50 us"),)
+    messages: list[str] = []
+    table = validate(manifest, duration_ms=2.0, warmup_ms=0.2, log=messages.append)
+    assert "6 measured points, 6 simulations" in messages[-1]  # same points, other options
+    tiny = table[(table["dataset"] == "tiny") & (table["series"] == "tps_pre14")]
+    slower = table[table["dataset"] == "slower"]
+    # a transaction of about 30 us waits 50 us more: well under 60 % of the throughput
+    assert (slower["predicted_tps"].to_numpy() < 0.6 * tiny["predicted_tps"].to_numpy()).all()
+    # --set goes over a dataset's set: (an ablation changes every dataset alike)
+    same = validate(manifest, duration_ms=2.0, warmup_ms=0.2,
+                    overrides=["options.think_time=0 us"])
+    assert list(same[same["dataset"] == "slower"]["predicted_tps"]) == list(
+        same[(same["dataset"] == "tiny") & (same["series"] == "tps_pre14")]["predicted_tps"])
+
+
+@pytest.mark.parametrize(("entry", "key"), [
+    ("{costs.client: 1}", "datasets.slower.set.costs.client"),
+    ("{options: 1}", "datasets.slower.set.options"),
+    ("[1]", "datasets.slower.set"),
+])
+def test_a_dataset_set_outside_the_options_names_its_key(tmp_path: Path, entry: str,
+                                                          key: str) -> None:
+    extra = SLOWER.replace("{options.think_time: 50 us}", entry)
+    with pytest.raises(ConfigError) as error:
+        load_manifest(write_manifest(tmp_path, extra=extra))
+    assert error.value.key == key
+
+
+def test_a_dataset_set_the_model_rejects_is_named_before_any_point_runs(tmp_path: Path) -> None:
+    extra = SLOWER.replace("{options.think_time: 50 us}", "{options.background_threads: -1}")
+    manifest = load_manifest(write_manifest(tmp_path, extra=extra))
+    with pytest.raises(ConfigError, match="must not be negative") as error:
+        check_datasets(manifest)
+    assert error.value.key == "datasets.slower.set.options.background_threads"
+    assert error.value.source == str(manifest.path)
 
 
 @pytest.mark.parametrize(("run", "key"), [
