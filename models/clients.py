@@ -2,10 +2,12 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
 
 * every active client is a pgbench thread (a scheduler task: it costs CPU on the same machine,
   as in every published run) driving one backend in a closed loop;
-* a ``mostly-idle`` connection loops ``\sleep 100ms; SELECT 1;`` with a random phase, so a short
-  run is in steady state from the start. As in the published runs, the mostly-idle connections
-  belong to a second pgbench process, whose ``background_threads`` threads (scheduler tasks;
-  ASSUMPTION: the published runs do not give its ``-j``, default 4) each serve their share of
+* a ``mostly-idle`` connection loops ``\sleep 100ms; SELECT 1;``, its first query at a random
+  phase (a short run is then in steady state from the start) or, with ``background_start:
+  together``, every connection's at the run's start as pgbench starts them. As in the
+  published runs, the mostly-idle connections belong to a second pgbench process, whose
+  ``background_threads`` threads (scheduler tasks; ASSUMPTION: the published runs do not give
+  its ``-j``, default 4) each serve their share of
   the connections round robin from one ``poll``: a thread sleeps until its next connection's
   sleep ends or an answer arrives, spends the client's cycles per query sent or answer read and
   ``pgbench_loop`` cycles per connection for each of the two walks over its connections in a
@@ -95,9 +97,8 @@ class Clients:
         n_threads = min(options.background_threads, len(background))
         for j in range(n_threads):
             share = background[j::n_threads]
-            phases = [float(rng.uniform(0.0, options.costs.mostly_idle_sleep_ns)) for _ in share]
             self.spawn(self._background_thread(self._client_task(f"pgbench-bg{j}"),
-                                               share, phases))
+                                               share, self._background_phases(len(share))))
         for connection in running:
             backend = connection.backend
             assert backend.task is not None
@@ -111,10 +112,25 @@ class Clients:
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
                 self.spawn(self._active_client(thread, connection, phase))
             elif n_threads == 0:
-                phase = float(rng.uniform(0.0, options.costs.mostly_idle_sleep_ns))
+                (phase,) = self._background_phases(1)
                 self.spawn(self._mostly_idle_client(connection, phase))
         if options.churns:
             self._start_churn()
+
+    def _background_phases(self, connections: int) -> list[float]:
+        """When each of a background thread's connections sends its first query.
+
+        ``random``: uniformly within one sleep period. ``together``: at the run's start, a walk
+        step (half of ``pgbench_loop`` per connection) apart, as pgbench's first pass reads the
+        clock afresh for each connection whose sleep it starts.
+        """
+        options = self.options
+        if options.background_start == "together":
+            step_ns = (0.5 * options.costs.pgbench_loop_per_connection_cycles
+                       / self.spec.machine.clock_ghz)
+            return [index * step_ns for index in range(connections)]
+        return [float(self.env.rng.uniform(0.0, options.costs.mostly_idle_sleep_ns))
+                for _ in range(connections)]
 
     def _start_churn(self) -> None:
         """The postmaster, the connections arriving at the rate and the reconnecting clients."""

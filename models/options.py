@@ -33,6 +33,13 @@ Keys (all optional):
 * ``background_threads``: threads (``-j``) of the pgbench process that drives the
   ``mostly-idle`` connections (default 4; ASSUMPTION: the published runs do not give it; 0
   drops that process, and each connection's client side costs no CPU).
+* ``background_start``: how the ``mostly-idle`` connections' sleeps are phased when a run
+  starts: ``random`` (default: each connection's first query uniformly within one sleep
+  period, a background spread out) or ``together`` (as pgbench starts them: every client
+  begins its script at the same instant after its threads' start barrier, ``threadRun`` in
+  ``pgbench.c``, so every first sleep of 100 ms ends at once, here at the run's start a walk
+  step apart; each later sleep starts when its answer is read, so the connections stay bunched
+  by as long as their queries take to drain: one burst per sleep period).
 * ``layout``: layout what-ifs, a list of edits applied in order to the shared memory of every
   version (default none). Each names a struct or array by its region name, as the per-line table
   labels it (``PGXACT``, ``PGPROC``, ``VariableCache``, ``xids``, ``MainLWLockArray``,
@@ -100,7 +107,7 @@ from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
                "pin", "mix", "run_ahead", "background_threads", "layout", "churn",
-               "lwlock_queue", "working_sets")
+               "lwlock_queue", "working_sets", "background_start")
 CHURN_KEYS = ("rate_per_s", "per_transaction")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
@@ -108,6 +115,8 @@ DEFAULT_THINK_TIME = "0 us"
 DEFAULT_ENTRIES_PER_CHUNK = 2048
 DEFAULT_RUN_AHEAD = "0 us"
 DEFAULT_BACKGROUND_THREADS = 4
+BACKGROUND_STARTS = ("random", "together")
+DEFAULT_BACKGROUND_START = "random"
 DEFAULT_WORKING_SETS = False
 
 
@@ -126,6 +135,8 @@ class PgOptions:
     pin_protocol: str = "atomic"
     mix: tuple[tuple[str, float], ...] = ()
     background_threads: int = DEFAULT_BACKGROUND_THREADS
+    background_start: str = DEFAULT_BACKGROUND_START
+    """``random`` or ``together`` (``options.background_start``)."""
     layout: tuple[LayoutEdit, ...] = ()
     """Layout what-ifs, in order (``options.layout``)."""
     churn_rate_per_s: float = 0.0
@@ -187,6 +198,10 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if background < 0:
         raise ConfigError("options.background_threads", f"must not be negative, got {background}",
                           source)
+    start = options.get("background_start", DEFAULT_BACKGROUND_START)
+    if start not in BACKGROUND_STARTS:
+        raise ConfigError("options.background_start", f"expected "
+                          f"{' or '.join(BACKGROUND_STARTS)}, got {start!r}", source)
     layout = options.get("layout", [])
     try:
         check_layout_edits(parse_layout_edits(layout, "options.layout"))
@@ -204,8 +219,8 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
             "run_ahead": run_ahead, "background_threads": background,
-            "layout": copy.deepcopy(layout), "churn": churn, "lwlock_queue": str(queue),
-            "working_sets": working_sets}
+            "background_start": str(start), "layout": copy.deepcopy(layout), "churn": churn,
+            "lwlock_queue": str(queue), "working_sets": working_sets}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -233,6 +248,7 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                                              if mode == "fused"),
                      pgbench_scale=scale, pin_protocol=str(full["pin"]),
                      mix=_mix_pairs(full["mix"]), background_threads=background,
+                     background_start=str(full["background_start"]),
                      layout=parse_layout_edits(full["layout"], "options.layout"),
                      churn_rate_per_s=float(churn["rate_per_s"]),
                      churn_per_transaction=bool(churn["per_transaction"]),

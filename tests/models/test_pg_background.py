@@ -61,6 +61,29 @@ def test_the_option_is_read_and_checked() -> None:
         resolve_options({"background_threads": -1})
 
 
+@pytest.mark.parametrize(("start", "expected"), [("together", 200 / 0.04),
+                                                 ("random", 0.4 * 200 / 0.04)])
+def test_pgbench_starts_every_connection_at_once_where_random_phases_spread_them(
+        start: str, expected: float) -> None:
+    # 200 connections on 2 threads, the first 40 ms of a run (no warm-up): started together,
+    # every connection's first query is answered in them (pgbench's start); at random phases
+    # 40 % of them (40 of 100 ms)
+    row = simulate(GOLD, "post14", idle_clients=200, idle_kind="mostly-idle",
+                   duration_ns=40e6, warmup_ns=0.0, background_threads=2,
+                   background_start=start).row
+    assert float(row["mostly_idle_tps"]) == pytest.approx(  # type: ignore[arg-type]
+        expected, rel=0.03 if start == "together" else 0.25)
+
+
+def test_the_start_option_is_read_and_checked() -> None:
+    assert parse_options(resolve_options({})).background_start == "random"
+    assert parse_options(resolve_options(
+        {"background_start": "together"})).background_start == "together"
+    with pytest.raises(ConfigError, match=r"options\.background_start: expected random or "
+                                          r"together, got 'aligned'"):
+        resolve_options({"background_start": "aligned"})
+
+
 def loop_costs(per_connection_cycles: float, sleep_ns: float = 100e6) -> object:
     """The shipped cost model with pgbench's per-connection loop cost (and the mostly-idle
     connections' sleep) replaced."""
