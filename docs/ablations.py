@@ -45,6 +45,9 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                      ["--machine-set", "scheduler.run_queues=global"]),
     "no-background-pgbench": ("mostly-idle connections wake on timers; no background pgbench",
                               ["--set", "options.background_threads=0"]),
+    "background-together": ("the mostly-idle connections start together, as pgbench starts "
+                            "them, instead of at random phases",
+                            ["--set", "options.background_start=together"]),
     "working-sets": ("backends and pgbench threads refill their working sets after a "
                      "migration, a C6 flush or other processes on the core (off when shipped)",
                      ["--set", "options.working_sets=true"]),
@@ -95,7 +98,8 @@ GROUPS: dict[str, list[str]] = {
     "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
     "line-service": ["fifo", "no-owner-window", "no-read-modified-service", "shipped",
                      "read-shared-300ns", "read-shared-600ns"],
-    "background-work": ["no-pgbench-loop", "shipped", "pgbench-loop-300", "working-sets"],
+    "background-work": ["no-pgbench-loop", "shipped", "pgbench-loop-300", "working-sets",
+                        "background-together"],
     "client-and-wake": ["client-fitted", "shipped", "wakeup-1us", "wakeup-3us"],
 }
 """The tables docs/validation.md shows, each a list of variants in column order."""

@@ -24,6 +24,7 @@ from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
 from simulator.measure import clock, wakeup
 from simulator.measure.clock import MeasuredClock
+from simulator.measure.outputs import REPETITION_COLUMNS
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
@@ -303,6 +304,14 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
     assert figure is not None
     assert (figure.algorithm, figure.workload) == ("pre14", "select-only")
     assert 10_000 < figure.tps < 30_000
+    # measured with one pgbench thread holding the mostly idle connections, as the model runs it
+    assert manifest.dataset("kvm-epyc-2vcpu_mostly_idle").sets == (
+        ("options.background_threads", 1),)
+    # every run as snapsim measure records it now, the background's real rate among them
+    runs = pd.read_csv(configs_dir() / "measurements" / "kvm-epyc-2vcpu" / "repetitions.csv")
+    assert tuple(runs.columns) == REPETITION_COLUMNS
+    mostly = runs[(runs["idle_kind"] == "mostly-idle") & (runs["idle_connections"] > 0)]
+    assert (mostly["holders_tps"] <= 10.5 * mostly["idle_connections"]).all()
 
 
 def pretend_guest(monkeypatch: pytest.MonkeyPatch) -> None:
