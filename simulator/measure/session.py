@@ -427,7 +427,8 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     backend_s = (reaped1 - reaped0) * tick
     holders_s, kdamond_s = (held1 - held0) * tick, (kdamond1 - kdamond0) * tick
     busy_s = (machine1.busy - machine0.busy) * tick
-    per_txn = 1e6 / max(report.transactions, 1)
+    transactions = max(report.transactions, 1)
+    per_txn = 1e6 / transactions
     background: float | None = 0.0
     if holder is not None and holder.count > 0:
         background = (holder.transactions_between(unix0, unix1)
@@ -440,10 +441,8 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
         "window_s": wall1 - wall0, "backend_cpu_us_per_txn": backend_s * per_txn,
         "client_cpu_us_per_txn": client.cpu_s * per_txn,
         **switches.per_transaction(report.tps),
-        "client_voluntary_switches_per_txn": client.voluntary_switches / max(
-            report.transactions, 1),
-        "client_involuntary_switches_per_txn": client.involuntary_switches / max(
-            report.transactions, 1),
+        "client_voluntary_switches_per_txn": client.voluntary_switches / transactions,
+        "client_involuntary_switches_per_txn": client.involuntary_switches / transactions,
         "holders_tps": None if background is None else background / (unix1 - unix0),
         "holders_cpu_s": holders_s,
         "kdamond_cpu_s": kdamond_s, "machine_busy_cpu_s": busy_s,
