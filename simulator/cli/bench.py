@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="MS", help="simulated time per sweep point (default %(default)s)")
     parser.add_argument("--scale", type=float, default=1.0, metavar="F",
                         help="multiply client and connection counts (smoke tests only)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override a key of the {EXPERIMENT!r} experiment for the "
+                        "end-to-end points (repeatable), e.g. options.working_sets=true to "
+                        "price a mechanism that is off by default; not --full's commands")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,7 +65,9 @@ def main(args: argparse.Namespace) -> int:
     groups = tuple(g for g in wanted if g not in skipped)
     settings = Settings(repeats=args.repeats, duration_ms=args.duration_ms,
                         n15000_duration_ms=args.n15000_duration_ms,
-                        sweep_duration_ms=args.sweep_duration_ms, scale=args.scale)
+                        sweep_duration_ms=args.sweep_duration_ms, scale=args.scale,
+                        overrides=tuple(args.set))
+    settings.base().prepare()  # a bad --set is named before any figure is timed
     figures = run_benchmarks(groups, settings)
     conditions = figures["conditions"]
     assert isinstance(conditions, dict)

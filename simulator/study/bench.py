@@ -35,7 +35,8 @@ Python does around them.
 
 End-to-end figures: whole points of the workload model, run through the experiment API
 (:func:`simulator.run`, the workload model found by :mod:`simulator.study.workload_model`), with
-the bench experiment's workload, no warm-up (every simulated nanosecond is measured) and
+the bench experiment's workload and options (``--set KEY=VALUE`` overrides them, e.g. to price
+a mechanism that is off by default), no warm-up (every simulated nanosecond is measured) and
 ``--duration-ms`` of simulated time (default: the experiment's, 10 ms). A point's wall time is
 that of the whole :func:`simulator.run` call: loading the machine, building shared memory and the
 coherence state, the simulation and the result tables; imports and the kernel's compilation are
@@ -104,7 +105,11 @@ from simulator.hardware.machine import Implementation, Machine, new_counters
 from simulator.hardware.warmup import warm_kernel
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.study.experiment import Experiment
-from simulator.study.experiment_file import experiment_from_document, load_document
+from simulator.study.experiment_file import (
+    apply_overrides,
+    experiment_from_document,
+    load_document,
+)
 from simulator.study.runner import run
 
 N_LINES = 5000
@@ -256,6 +261,12 @@ class Settings:
     n15000_duration_ms: float = N15000_DURATION_MS
     sweep_duration_ms: float = SWEEP_DURATION_MS
     scale: float = 1.0
+    overrides: tuple[str, ...] = ()
+    """``--set KEY=VALUE`` overrides of the experiment (its options, e.g. a mechanism's switch)."""
+
+    def base(self) -> Experiment:
+        """The experiment of the end-to-end points, with the overrides."""
+        return bench_experiment(self.experiment, self.overrides)
 
     def count(self, n: int) -> int:
         """A client or connection count under ``scale`` (at least 1)."""
@@ -287,10 +298,14 @@ class PointRun:
         return self.cpu_s / self.simulated_s
 
 
-def bench_experiment(name_or_path: str = EXPERIMENT) -> Experiment:
-    """The experiment of the end-to-end points (a shipped experiment name or a file)."""
+def bench_experiment(name_or_path: str = EXPERIMENT, overrides: Sequence[str] = ()) -> Experiment:
+    """The experiment of the end-to-end points (a shipped experiment name or a file).
+
+    ``overrides``: ``--set KEY=VALUE`` items applied to its document.
+    """
     document, source = load_document(name_or_path)
-    return experiment_from_document(document, source, default_name=EXPERIMENT)
+    return experiment_from_document(apply_overrides(document, overrides), source,
+                                    default_name=EXPERIMENT)
 
 
 def point(base: Experiment, machine: str | MachineConfig, algorithm: str, clients: int,
@@ -317,8 +332,8 @@ def run_point(experiment: Experiment) -> PointRun:
 _CHILD = """
 import json, resource, sys
 from simulator.study.bench import bench_experiment, point, run_point, warm_model
-experiment_file, *arguments = json.loads(sys.argv[1])
-base = bench_experiment(experiment_file)
+experiment_file, overrides, *arguments = json.loads(sys.argv[1])
+base = bench_experiment(experiment_file, overrides)
 warm_model(base)
 run = run_point(point(base, *arguments))
 print(json.dumps({"wall_s": run.wall_s, "cpu_s": run.cpu_s, "simulated_s": run.simulated_s,
@@ -328,12 +343,14 @@ print(json.dumps({"wall_s": run.wall_s, "cpu_s": run.cpu_s, "simulated_s": run.s
 
 
 def run_point_in_fresh_process(experiment_file: str, machine: str, algorithm: str, clients: int,
-                               idle: int, duration_ms: float) -> tuple[PointRun, float]:
+                               idle: int, duration_ms: float,
+                               overrides: Sequence[str] = ()) -> tuple[PointRun, float]:
     """:func:`run_point` of :func:`point` of an experiment file, in a new Python process.
 
-    Also returns that process's peak RSS (MiB).
+    ``overrides``: ``--set`` items of the experiment. Also returns that process's peak RSS (MiB).
     """
-    argument = json.dumps([experiment_file, machine, algorithm, clients, idle, duration_ms])
+    argument = json.dumps([experiment_file, list(overrides), machine, algorithm, clients, idle,
+                           duration_ms])
     done = subprocess.run([sys.executable, "-c", _CHILD, argument], capture_output=True,
                           text=True, check=False)
     if done.returncode != 0:
@@ -346,7 +363,7 @@ def run_point_in_fresh_process(experiment_file: str, machine: str, algorithm: st
 def e2e_figures(settings: Settings, report: Callable[[str, float, float], None]
                 ) -> dict[str, float]:
     """Slowdowns of the experiment's points and the first algorithm's access and event rates."""
-    base = bench_experiment(settings.experiment)
+    base = settings.base()
     active, idle = base.clients[0], base.idle_clients[0]
     figures: dict[str, float] = {}
     for algorithm in base.algorithms:
@@ -371,11 +388,11 @@ def e2e_figures(settings: Settings, report: Callable[[str, float, float], None]
 def n15000_figures(settings: Settings, report: Callable[[str, float, float], None]
                    ) -> dict[str, float]:
     """Slowdown and peak RSS of 15000 active clients on 128 threads (fresh processes)."""
-    algorithm = bench_experiment(settings.experiment).algorithms[0]
+    algorithm = settings.base().algorithms[0]
     start = time.perf_counter()
     runs = [run_point_in_fresh_process(settings.experiment, MACHINE_128T, algorithm,
                                        settings.count(ACTIVE_128T), 0,
-                                       settings.n15000_duration_ms)
+                                       settings.n15000_duration_ms, settings.overrides)
             for _ in range(settings.repeats)]
     elapsed = time.perf_counter() - start
     name = f"slowdown_{algorithm}_n{ACTIVE_128T}_128t"
@@ -392,7 +409,7 @@ def sweep_experiment(settings: Settings) -> Experiment:
 
     The experiment's algorithms and active clients with :data:`SWEEP_IDLE` idle connections.
     """
-    base = bench_experiment(settings.experiment)
+    base = settings.base()
     idle = tuple(dict.fromkeys(settings.count(i) if i else 0 for i in SWEEP_IDLE))
     return replace(base, name="bench-sweep", clients=(settings.count(base.clients[0]),),
                    idle_clients=idle, duration_ms=settings.sweep_duration_ms)
@@ -433,7 +450,7 @@ def scaling_exponent(connections: Sequence[int], walls: Sequence[float]) -> floa
 def scaling_figures(settings: Settings, report: Callable[[str, float, float], None]
                     ) -> dict[str, float]:
     """Exponent of wall time per point against connections, first algorithm, 48 active clients."""
-    base = bench_experiment(settings.experiment)
+    base = settings.base()
     algorithm = base.algorithms[0]
     start = time.perf_counter()
     active = settings.count(base.clients[0])
@@ -511,7 +528,7 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
                    ) -> dict[str, object]:
     """Measure the figures of ``groups``; return them by name plus a ``conditions`` block."""
     settings = settings or Settings()
-    base = bench_experiment(settings.experiment)
+    base = settings.base()
     load_before = os.getloadavg()[0]
     started, cpu_started = time.perf_counter(), _cpu_seconds()
     figures: dict[str, object] = {}
@@ -557,6 +574,7 @@ def run_benchmarks(groups: Sequence[str] = DEFAULT_GROUPS, settings: Settings | 
         "n15000_duration_ms": settings.n15000_duration_ms,
         "sweep_duration_ms": settings.sweep_duration_ms,
         "scale": settings.scale,
+        "set": list(settings.overrides),
         "groups": list(groups),
     }
     return figures

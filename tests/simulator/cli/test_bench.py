@@ -8,6 +8,7 @@ import math
 import pytest
 
 from simulator.cli import main
+from simulator.study.bench import Settings
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
           "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
@@ -51,11 +52,26 @@ def test_bench_skips_groups(capsys: pytest.CaptureFixture[str]) -> None:
     (["--duration-ms", "0"], "--duration-ms"),
     (["--scale", "-1"], "--scale"),
     (["--skip", "kernel,nope"], "--skip"),
+    (["--set", "options.working_sets=maybe"], "options.working_sets"),
+    (["--set", "options.bogus=1"], "options.bogus"),
 ])
 def test_bench_rejects_bad_options(argv: list[str], key: str,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", *argv]) == 2
     assert key in capsys.readouterr().err
+
+
+def test_set_overrides_the_experiment_of_every_end_to_end_point(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the 15000-client point runs in a fresh process, which gets the overrides too
+    assert main(["bench", "--json", "--repeats", "1", *TINY, "--skip", "kernel,sweep,scaling",
+                 "--set", "options.working_sets=true"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["conditions"]["set"] == ["options.working_sets=true"]
+    assert figures["slowdown_pre14_n15000_128t"] > 0
+    assert Settings(overrides=("options.working_sets=true",)).base().options[
+        "working_sets"] is True
+    assert "working_sets" not in Settings().base().options  # the file's own: none
 
 
 def test_a_failing_group_is_reported_and_the_others_still_measured(
