@@ -38,6 +38,8 @@ _PROGRESS = re.compile(r"^progress: ([0-9]+(?:\.[0-9]*)?) s, ([0-9]+(?:\.[0-9]*)
                        re.MULTILINE)
 PROGRESS_INTERVAL_S = 1
 """A holder's ``-P``: seconds between its progress lines."""
+HOLDER_THREADS = 1
+"""A holder's ``-j``: the pgbench threads that drive its connections."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,7 @@ def holder_command(pgbench: Path, server: Server, connections: int, script: Path
 
     It reports its progress every ``PROGRESS_INTERVAL_S`` with Unix timestamps.
     """
-    return [str(pgbench), "-n", "-c", str(connections), "-j", "1",
+    return [str(pgbench), "-n", "-c", str(connections), "-j", str(HOLDER_THREADS),
             "-T", str(max(1, round(duration_s))), "-P", str(PROGRESS_INTERVAL_S),
             "--progress-timestamp", "-f", str(script), *server.connection(), DATABASE]
 

@@ -14,6 +14,7 @@ tables takes about half a second per unit of scale.
 
 from __future__ import annotations
 
+import math
 import re
 import resource
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from simulator.errors import ConfigError
 from simulator.measure import procfs
-from simulator.measure.pgbench import PINNED_SCRIPTS
+from simulator.measure.pgbench import HOLDER_THREADS, PINNED_SCRIPTS
 
 BYTES_PER_CONNECTION = 1.5 * 2**20
 CONNECTIONS_PER_S = 60.0
@@ -204,3 +205,11 @@ def raise_open_files(largest: int) -> tuple[int, str]:
 def holder_chunk(open_files: int, largest: int) -> int:
     """Connections per holder process under the open-file limit."""
     return max(1, min(max(largest, 1), open_files - FILES_PER_PROCESS_SPARE))
+
+
+def holder_threads(connections: int, chunk: int) -> int:
+    """The pgbench threads that hold ``connections`` (each holder of at most ``chunk``).
+
+    Each holder process runs ``HOLDER_THREADS`` of them.
+    """
+    return HOLDER_THREADS * max(1, math.ceil(connections / chunk))

@@ -9,7 +9,6 @@ metadata says whether the measurement is complete and, if not, why it stopped.
 from __future__ import annotations
 
 import dataclasses
-import math
 import shlex
 import statistics
 from collections.abc import Mapping, Sequence
@@ -28,18 +27,13 @@ from simulator.measure.outputs import (
     write_dataset,
     write_yaml,
 )
-from simulator.measure.plan import Plan
+from simulator.measure.plan import Plan, holder_threads
 from simulator.measure.session import Outcome, Setup
 
 MANIFEST = "manifest.yaml"
 METADATA = "metadata.yaml"
 _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
                  "mostly-idle": "N mostly idle connections (\\sleep 100ms; SELECT 1;)"}
-
-
-def holder_threads(connections: int, chunk: int) -> int:
-    """The pgbench threads that hold ``connections`` (one per holder of at most ``chunk``)."""
-    return max(1, math.ceil(connections / chunk))
 
 
 def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,

@@ -13,8 +13,7 @@ from simulator.measure import procfs
 from simulator.measure.installations import label_for, major_of
 from simulator.measure.outputs import wide_table
 from simulator.measure.pgbench import parse_progress, parse_report, transactions_between
-from simulator.measure.plan import Plan, check_memory, holder_chunk, size_bytes
-from simulator.measure.results import holder_threads
+from simulator.measure.plan import Plan, check_memory, holder_chunk, holder_threads, size_bytes
 
 PGBENCH_13 = """transaction type: <builtin: select only>
 scaling factor: 100
