@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import shutil
 import signal
@@ -163,6 +164,11 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     with blame_overrides(args.set):
         experiment, document, source = load_experiment(args)
         prepared = experiment.prepare(source)
+    for key, measured_as, here in prepared.overlay_differences():
+        shown = json.dumps(measured_as, separators=(",", ":"))
+        warn(f"measurements: {prepared.measurements} was measured with {key}={shown}, this run "
+             f"has {json.dumps(here, separators=(',', ':'))}; add --set {key}={shown} to "
+             "compare like for like")
     jobs = checked_jobs(args.jobs) or default_jobs()
     prepare_kernel(prepared.machine)
     # Before the output directory is touched and before anything is simulated.

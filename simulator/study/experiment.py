@@ -33,10 +33,17 @@ import numpy as np
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
+from simulator.config.overrides import set_dotted
+from simulator.config.units import parse_size_bytes, parse_time_ns
 from simulator.config.values import expect_list, expect_mapping, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.measurements import SingleClientFigure, load_manifest, measurements_for
+from simulator.study.measurements import (
+    SingleClientFigure,
+    dataset_for,
+    load_manifest,
+    measurements_for,
+)
 from simulator.study.store import document_hash
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
@@ -286,12 +293,12 @@ def overlay_dataset(measurements: str | None, machine: str, workload: str, idle_
         return None
     if measurements == MACHINE:
         return load_manifest().dataset_of(machine, workload, idle_kind)
-    measured = measurements_for(measurements, source)
-    others = sorted(set(measured["machine"]) - {machine})
-    if others:
-        raise ConfigError("measurements", f"{measurements} was measured on "
-                          f"{', '.join(others)}, not {machine}: name a dataset of "
-                          f"this machine, {MACHINE!r} or null")
+    measured_on = dataset_for(measurements, source).machine
+    if "/" in measured_on or measured_on.endswith((".yaml", ".yml")):  # a file's own name
+        measured_on = load_machine(measured_on).name
+    if measured_on != machine:
+        raise ConfigError("measurements", f"{measurements} was measured on {measured_on}, "
+                          f"not {machine}: name a dataset of this machine, {MACHINE!r} or null")
     return measurements
 
 
@@ -314,6 +321,27 @@ class Prepared:
     """The measured single-client TPS the work scale is found from (``None``: work scale 1)."""
     measurements: str | None = None
     """The dataset overlaid on the results, resolved (``None``: none)."""
+
+    def overlay_differences(self) -> list[tuple[str, object, object]]:
+        """The keys of the overlaid dataset's ``set:`` that this run resolves otherwise.
+
+        ``(key, the dataset's value, this run's value)`` for each ``options.KEY`` the dataset
+        was measured under (its manifest's ``set:``, which ``snapsim validate`` applies) whose
+        resolved value differs here; empty with no overlay or none differing.
+        """
+        if self.measurements is None:
+            return []
+        differences: list[tuple[str, object, object]] = []
+        for dotted, value in dataset_for(self.measurements, self.source).sets:
+            parts = dotted.split(".")
+            measured_as = set_dotted({parts[0]: dict(self.experiment.options)}, parts, value,
+                                     "set")[parts[0]]
+            assert isinstance(measured_as, Mapping)
+            theirs = _resolved_at(self.model.resolve_options(measured_as, self.source), parts[1:])
+            mine = _resolved_at(self.options, parts[1:])
+            if not _same_setting(mine, theirs):
+                differences.append((dotted, value, mine))
+        return differences
 
     def work_scale_note(self, work_scale: float) -> str:
         """One line: the run's work scale and where it comes from."""
@@ -398,3 +426,26 @@ def settings_hash(prepared: Prepared, work_scale: float) -> str:
         document.pop(key)
     return document_hash(document)
 
+
+def _resolved_at(options: Mapping[str, object], parts: Sequence[str]) -> object:
+    """The resolved option at a dotted path below ``options`` (``None`` where there is none)."""
+    value: object = options
+    for part in parts:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _same_setting(mine: object, theirs: object) -> bool:
+    """Whether two resolved option values mean the same: equal, or one quantity in two units."""
+    if mine == theirs:
+        return True
+    if not (isinstance(mine, str) and isinstance(theirs, str)):
+        return False
+    for parse in (parse_time_ns, parse_size_bytes):
+        try:
+            return parse(mine) == parse(theirs)
+        except ValueError:
+            continue
+    return False

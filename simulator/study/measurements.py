@@ -560,8 +560,8 @@ def _fraction(key: str, value: object) -> float:
     return number
 
 
-def measurements_for(reference: str, source: str | None = None) -> pd.DataFrame:
-    """Measured rows named by an experiment's ``measurements`` value.
+def dataset_for(reference: str, source: str | None = None) -> Dataset:
+    """The dataset named by an experiment's ``measurements`` value.
 
     ``reference`` is a dataset of the shipped manifest (``gold5215_idle``) or
     ``PATH:DATASET`` for a dataset of another manifest (PATH relative to ``source``'s folder).
@@ -573,4 +573,9 @@ def measurements_for(reference: str, source: str | None = None) -> pd.DataFrame:
         manifest_path = Path(file)
         if not manifest_path.is_absolute() and source is not None:
             manifest_path = Path(source).resolve().parent / manifest_path
-    return load_manifest(manifest_path).dataset(name).table()
+    return load_manifest(manifest_path).dataset(name)
+
+
+def measurements_for(reference: str, source: str | None = None) -> pd.DataFrame:
+    """Measured rows named by an experiment's ``measurements`` value (:func:`dataset_for`)."""
+    return dataset_for(reference, source).table()

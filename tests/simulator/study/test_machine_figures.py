@@ -130,3 +130,64 @@ def test_the_api_and_the_command_line_give_one_answer(tmp_path: Path) -> None:
     assert api["work_scale"].tolist() == cli["work_scale"].tolist()
     assert api["measured_tps"].tolist() == cli["measured_tps"].tolist() == [
         33599, 29377, 33406, 33434]  # the Gold's published pre14 then post14, 0 and 1000 idle
+
+
+def _host_dataset(tmp_path: Path) -> tuple[Path, str]:
+    """A probed host's file (``my-host``) and its dataset, measured with 50 us between
+    transactions (the dataset's ``set:``), as ``snapsim measure`` writes one."""
+    document = yaml.safe_load((machines_dir() / "gold5215-2s.yaml").read_text(encoding="utf-8"))
+    document["name"] = "my-host"
+    host = tmp_path / "host.yaml"
+    host.write_text(yaml.safe_dump(document), encoding="utf-8")
+    (tmp_path / "mine.csv").write_text("idle_connections,active_connections,tps\n0,1,30000\n",
+                                       encoding="utf-8")
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text("""\
+version: 1
+thresholds: {median_abs_rel_error: 0.1, max_abs_rel_error: 0.2}
+datasets:
+  mine:
+    file: mine.csv
+    machine: host.yaml
+    workload: select-only
+    idle_kind: idle
+    set: {options.think_time: 50 us}
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps: post14}
+""", encoding="utf-8")
+    return host, f"{manifest}:mine"
+
+
+def test_a_hosts_own_dataset_overlays_and_names_the_settings_it_was_measured_under(
+        tmp_path: Path) -> None:
+    host, reference = _host_dataset(tmp_path)
+    # its machine is given as the host file's path: the file's name is the machine's
+    prepared = Experiment(machine=str(host), measurements=reference,
+                          single_client_tps=None).prepare()
+    assert prepared.measurements == reference
+    assert prepared.overlay_differences() == [("options.think_time", "50 us", "0 us")]
+    for same in ("50 us", "50000 ns", "0.05 ms"):  # one quantity in any unit
+        assert Experiment(machine=str(host), measurements=reference, single_client_tps=None,
+                          options={"think_time": same}).prepare().overlay_differences() == []
+    with pytest.raises(ConfigError, match="mine was measured on my-host, not gold5215-2s"):
+        Experiment(machine="gold5215-2s", measurements=reference).prepare()
+    assert Experiment(machine="gold5215-2s").prepare().overlay_differences() == []
+
+
+def test_snapsim_run_says_how_the_overlaid_dataset_was_measured(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host, reference = _host_dataset(tmp_path)
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text(yaml.safe_dump({
+        "machine": str(host), "algorithms": ["post14"], "clients": [1], "idle_clients": [0],
+        "duration_ms": 0.4, "warmup_ms": 0.1, "seeds": [0], "single_client_tps": None,
+        "measurements": reference}), encoding="utf-8")
+    assert main(["run", str(experiment), "--out", str(tmp_path / "out"), "--no-progress",
+                 "--jobs", "1"]) == 0
+    assert (f"measurements: {reference} was measured with options.think_time=\"50 us\", this "
+            "run has \"0 us\"; add --set options.think_time=\"50 us\" to compare like for like"
+            ) in capsys.readouterr().err
+    assert main(["run", str(experiment), "--out", str(tmp_path / "same"), "--no-progress",
+                 "--jobs", "1", "--set", "options.think_time=50 us"]) == 0
+    assert "was measured with" not in capsys.readouterr().err
