@@ -25,7 +25,9 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
 With ``options.working_sets``, backends and pgbench threads (active clients and background
 threads) get the cost model's working sets (``working_set``: private data, and code shared by
 the processes of a program): the scheduler refills what a process's core lost since it last ran
-(:mod:`simulator.runtime.working_set`); the postmaster has none.
+(:mod:`simulator.runtime.working_set`); the postmaster has none. pgbench threads and the
+backends of active connections start warm (they ran for seconds before a measured window);
+mostly idle and newly forked backends start cold.
 
 Left out: the poll's cost per socket awaiting a result (a few per thread: the queries in
 flight) and the network between client and server (``options.think_time`` stands for it).
@@ -102,7 +104,7 @@ class Clients:
         for connection in running:
             backend = connection.backend
             assert backend.task is not None
-            self._give_backend_working_set(backend.task)
+            self._give_backend_working_set(backend.task, busy=connection.active)
             self.inboxes[backend.connection] = self.env.event()
             self.spawn(self._serve(backend))
             if connection.active:
@@ -150,20 +152,29 @@ class Clients:
                 self.spawn(self._reconnecting_client(thread, client, phase))
 
     def _client_task(self, name: str) -> Task:
-        """A new pgbench thread's task, with the client's working set (``working_sets``)."""
+        """A new pgbench thread's task, with the client's working set (``working_sets``).
+
+        A pgbench thread is busy from pgbench's start: it starts warm (the steady state of the
+        seconds pgbench ran before the window).
+        """
         task = self.scheduler.new_task(name)
         if self.options.working_sets:
             size = self.options.costs.working_set.client
             task.set_working_set(size.private // LINE_BYTES, program="pgbench",
-                                 code_lines=size.code // LINE_BYTES)
+                                 code_lines=size.code // LINE_BYTES, warm_start=True)
         return task
 
-    def _give_backend_working_set(self, task: Task) -> None:
-        """A backend process's task gets the backend's working set (``working_sets``)."""
+    def _give_backend_working_set(self, task: Task, busy: bool = False) -> None:
+        """A backend process's task gets the backend's working set (``working_sets``).
+
+        ``busy``: an active connection's backend, warm from the transactions before the window;
+        a mostly idle one finds its lines evicted after each sleep, and a forked one has
+        never run: both start cold.
+        """
         if self.options.working_sets:
             size = self.options.costs.working_set.backend
             task.set_working_set(size.private // LINE_BYTES, program="postgres",
-                                 code_lines=size.code // LINE_BYTES)
+                                 code_lines=size.code // LINE_BYTES, warm_start=busy)
 
     def spawn(self, generator: ProcessGenerator) -> None:
         """Start a process (and keep it, to tear the run down)."""

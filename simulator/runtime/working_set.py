@@ -47,7 +47,10 @@ busy SMT sibling can lose lines it is touching), shared lines and the models' pe
 footprints in the stacks (they pass through the coherence kernel's caches, not these), writebacks
 and bandwidth. A task's first run finds its whole working set in memory (near the domain it
 runs in): the steady state of a task that runs rarely (a connection idle for 100 ms finds its
-lines evicted from the chip by everything else), paid once in the warm-up by a busy task.
+lines evicted from the chip by everything else). A busy task may instead start warm
+(``warm_start``): its block and its code already whole on the core of its first run, the steady
+state of a process that ran for seconds before the measured window (pgbench measures after its
+connections are set up), whose one cold start a short simulated warm-up could not absorb.
 """
 
 from __future__ import annotations
@@ -70,15 +73,18 @@ class WorkingSet:
         code: the program's shared code block, if any (a block of its own, :meth:`shared`).
         core: the core it last ran on (``None`` before its first run).
         home_domain: the L3 domain of its first run (its memory's NUMA node is near it).
+        warm_start: its first run finds it (and its code) whole on its core: no refill.
     """
 
-    __slots__ = ("code", "core", "home_domain", "lines")
+    __slots__ = ("code", "core", "home_domain", "lines", "warm_start")
 
-    def __init__(self, lines: int, code: WorkingSet | None = None) -> None:
+    def __init__(self, lines: int, code: WorkingSet | None = None,
+                 warm_start: bool = False) -> None:
         self.lines = lines
         self.code = code
         self.core: int | None = None
         self.home_domain = -1
+        self.warm_start = warm_start
 
 
 @dataclass(slots=True)
@@ -178,14 +184,18 @@ class WorkingSets:
             raise ValueError(f"program {program!r} has {block.lines} lines of code, not {lines}")
         return block
 
-    def new(self, lines: int, code: WorkingSet | None = None) -> WorkingSet:
+    def new(self, lines: int, code: WorkingSet | None = None,
+            warm_start: bool = False) -> WorkingSet:
         """A task's working set: ``lines`` private lines and its program's ``code`` block.
+
+        ``warm_start``: the first run pays nothing (the block and the code are taken as already
+        on its core: a busy process that ran before the window).
 
         Raises:
             ValueError: ``lines`` is negative or not an integer, or 0 without ``code``.
         """
         _check_lines(lines, positive=code is None)
-        return WorkingSet(lines, code)
+        return WorkingSet(lines, code, warm_start)
 
     def start(self, block: WorkingSet, core: int) -> float:
         """The task of ``block`` starts running on ``core``: the refill it pays first (ns).
@@ -202,11 +212,15 @@ class WorkingSets:
             return 0.0
         domain = self._core_domain[core]
         previous = block.core
-        cost = 0.0 if code is None else self._code_refill(code, core, domain)
-        if previous is None:  # the first run: everything from memory
+        if previous is None:  # the first run: everything from memory, or all warm
             block.home_domain = domain
-            cost += lines * self._dram_ns[domain][domain] / self.mlp
+            cost = 0.0
+            if not block.warm_start:
+                cost = lines * self._dram_ns[domain][domain] / self.mlp
+                if code is not None:
+                    cost += self._code_refill(code, core, domain)
         else:
+            cost = 0.0 if code is None else self._code_refill(code, core, domain)
             old_domain = self._core_domain[previous]
             chip = self._chip[old_domain]
             on_chip = min(chip.resident(block), lines)

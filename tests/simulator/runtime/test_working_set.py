@@ -295,3 +295,17 @@ def test_balancing_leaves_a_cache_hot_task_with_a_working_set_where_it_is() -> N
     assert sched.stats.newidle_pulls == 0
     assert migrations == 0
     assert again[0] > 1_000 * US  # on core 0, when the spinner's slice ended
+
+
+def test_a_warm_start_pays_nothing_at_first_and_the_same_as_a_cold_one_after() -> None:
+    """A busy task that ran before the window starts whole on its first core, code included;
+    from then on it refills like any other."""
+    ws = sets(toy_machine(sockets=1))
+    code = ws.shared("postgres", 8)
+    warm, cold = ws.new(4, code, warm_start=True), ws.new(4, code)
+    assert ws.start(warm, 0) == 0.0
+    assert ws.resident(warm, 0) == 4 and ws.resident(code, 0) == 8
+    assert ws.start(cold, 0) == pytest.approx(4 * 90.0 / MLP)  # the code is on the core
+    assert ws.start(warm, 0) == 0.0  # both blocks still whole on core 0 (16 lines)
+    # On core 1 the code comes from the domain's chip; the private lines from core 0's L2.
+    assert ws.start(warm, 1) == pytest.approx(8 * 20.0 / MLP + 4 * 40.0 / MLP)
