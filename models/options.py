@@ -75,8 +75,8 @@ Keys (all optional):
 * ``working_sets``: ``true`` charges every backend and pgbench thread the refill of its working
   set (the cost model's ``working_set`` sizes: private data and the program's shared code) when
   it starts running on a core that lost it: after a migration, a core C6 flush, or other
-  processes on the core (:mod:`simulator.runtime.working_set`). Default ``false`` (the shipped
-  calibration predates the mechanism), e.g. ``--set options.working_sets=true``.
+  processes on the core (:mod:`simulator.runtime.working_set`). Default ``true``; ``--set
+  options.working_sets=false`` charges none (the ablation ``no-working-sets``).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
@@ -117,7 +117,7 @@ DEFAULT_RUN_AHEAD = "0 us"
 DEFAULT_BACKGROUND_THREADS = 4
 BACKGROUND_STARTS = ("random", "together")
 DEFAULT_BACKGROUND_START = "random"
-DEFAULT_WORKING_SETS = False
+DEFAULT_WORKING_SETS = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,8 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multiply client and connection counts (smoke tests only)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help=f"override a key of the {EXPERIMENT!r} experiment for the "
-                        "end-to-end points (repeatable), e.g. options.working_sets=true to "
-                        "price a mechanism that is off by default; not --full's commands")
+                        "end-to-end points (repeatable), e.g. options.working_sets=false to "
+                        "price a mechanism against the model without it; not --full's commands")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -93,11 +93,11 @@ def test_bad_layouts_name_the_key(layout: object, key: str, message: str) -> Non
     assert raised.value.source == "exp.yaml"
 
 
-def test_working_sets_default_to_off_and_are_parsed() -> None:
-    assert resolve_options({})["working_sets"] is False
-    assert parse_options(resolve_options({})).working_sets is False
-    resolved = resolve_options({"working_sets": True})
-    assert parse_options(resolved).working_sets is True
+def test_working_sets_default_to_on_and_are_parsed() -> None:
+    assert resolve_options({})["working_sets"] is True
+    assert parse_options(resolve_options({})).working_sets is True
+    resolved = resolve_options({"working_sets": False})
+    assert parse_options(resolved).working_sets is False
     assert resolve_options(resolved) == resolved
 
 

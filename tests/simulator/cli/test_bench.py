@@ -65,12 +65,12 @@ def test_set_overrides_the_experiment_of_every_end_to_end_point(
         capsys: pytest.CaptureFixture[str]) -> None:
     # the 15000-client point runs in a fresh process, which gets the overrides too
     assert main(["bench", "--json", "--repeats", "1", *TINY, "--skip", "kernel,sweep,scaling",
-                 "--set", "options.working_sets=true"]) == 0
+                 "--set", "options.working_sets=false"]) == 0
     figures = json.loads(capsys.readouterr().out)
-    assert figures["conditions"]["set"] == ["options.working_sets=true"]
+    assert figures["conditions"]["set"] == ["options.working_sets=false"]
     assert figures["slowdown_pre14_n15000_128t"] > 0
-    assert Settings(overrides=("options.working_sets=true",)).base().options[
-        "working_sets"] is True
+    assert Settings(overrides=("options.working_sets=false",)).base().options[
+        "working_sets"] is False
     assert "working_sets" not in Settings().base().options  # the file's own: none
 
 

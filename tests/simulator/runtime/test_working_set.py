@@ -304,7 +304,8 @@ def test_a_warm_start_pays_nothing_at_first_and_the_same_as_a_cold_one_after() -
     code = ws.shared("postgres", 8)
     warm, cold = ws.new(4, code, warm_start=True), ws.new(4, code)
     assert ws.start(warm, 0) == 0.0
-    assert ws.resident(warm, 0) == 4 and ws.resident(code, 0) == 8
+    assert ws.resident(warm, 0) == 4
+    assert ws.resident(code, 0) == 8
     assert ws.start(cold, 0) == pytest.approx(4 * 90.0 / MLP)  # the code is on the core
     assert ws.start(warm, 0) == 0.0  # both blocks still whole on core 0 (16 lines)
     # On core 1 the code comes from the domain's chip; the private lines from core 0's L2.

@@ -23,7 +23,7 @@ from simulator.study.store import PointStore
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import available_models, workload_model
 
-TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 0.5,
+TINY = {"clients": (1,), "idle_clients": (0, 200), "duration_ms": 1.0, "warmup_ms": 2.0,
         "single_client_tps": None, "measurements": None}  # the global cost model, no overlay
 CURVE_COLUMNS = ["machine", "algorithm", "workload", "clients", "idle_clients", "seed", "tps",
                  "latency_p50_us", "latency_p99_us", "l1_hit", "l2_hit", "l3_hit", "local_hit",

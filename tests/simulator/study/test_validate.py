@@ -67,7 +67,7 @@ def test_validate_reports_each_points_window_verdict(tmp_path: Path) -> None:
     # 0.4 ms hold a handful of transactions per client: no window converges
     assert not short["window_converged"].any()
     assert summarise(short, manifest)["unconverged"].tolist() == [2, 2]
-    longer = validate(manifest, duration_ms=8.0, warmup_ms=1.0)
+    longer = validate(manifest, duration_ms=8.0, warmup_ms=2.0)
     assert longer["window_converged"].any()  # post14 at 0 idle: 260 transactions, even halves
     assert (summarise(longer, manifest)["unconverged"].sum()
             == (~longer["window_converged"]).sum())
@@ -300,7 +300,7 @@ def test_sensitivity_moves_each_value_both_ways_from_the_best(tmp_path: Path) ->
     manifest = load_manifest(write_manifest(tmp_path))
     parameters = [parse_parameter("options.costs.client=5000:20000:cycles"),
                   parse_parameter("options.costs.scan_cycles_per_entry.pre14=1:8")]
-    evaluator = Evaluator(manifest, parameters, datasets=None, duration_ms=1.0, warmup_ms=0.5,
+    evaluator = Evaluator(manifest, parameters, datasets=None, duration_ms=1.0, warmup_ms=2.0,
                           overrides=[], jobs=1, log=lambda _: None)
     moves = sensitivity(evaluator, [10000.0, 4.0], fraction=0.1)
     assert list(moves["parameter"]) == ["(best)", *[p.key for p in parameters for _ in (0, 1)]]
