@@ -48,9 +48,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "background-together": ("the mostly-idle connections start together, as pgbench starts "
                             "them, instead of at random phases",
                             ["--set", "options.background_start=together"]),
-    "working-sets": ("backends and pgbench threads refill their working sets after a "
-                     "migration, a C6 flush or other processes on the core (off when shipped)",
-                     ["--set", "options.working_sets=true"]),
+    "no-working-sets": ("backends and pgbench threads never refill their working sets (the "
+                        "shipped model refills them after a migration, a C6 flush or other "
+                        "processes on the core)",
+                        ["--set", "options.working_sets=false"]),
     "both-fused": ("LWLocks and buffer pins: a load and its CAS as one call that never fails",
                    ["--set", "options.atomics.lwlock=fused", "--set",
                     "options.atomics.buffer=fused"]),
@@ -98,7 +99,7 @@ GROUPS: dict[str, list[str]] = {
     "fan-out": ["fan-out-0ns", "shipped", "fan-out-10ns"],
     "line-service": ["fifo", "no-owner-window", "no-read-modified-service", "shipped",
                      "read-shared-300ns", "read-shared-600ns"],
-    "background-work": ["no-pgbench-loop", "shipped", "pgbench-loop-300", "working-sets",
+    "background-work": ["no-pgbench-loop", "no-working-sets", "shipped", "pgbench-loop-300",
                         "background-together"],
     "client-and-wake": ["client-fitted", "shipped", "wakeup-1us", "wakeup-3us"],
 }
