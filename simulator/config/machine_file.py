@@ -84,6 +84,7 @@ __all__ = [
     "load_machine",
     "machine_from_dict",
     "machines_dir",
+    "names_a_file",
     "shipped_machines",
 ]
 
@@ -125,6 +126,14 @@ def machines_dir() -> Path:
 def shipped_machines() -> list[str]:
     """Names of the shipped machines (file stems of ``configs/machines/*.yaml``), sorted."""
     return sorted(path.stem for path in machines_dir().glob("*.yaml"))
+
+
+def names_a_file(reference: str) -> bool:
+    """Whether a machine reference names a file, not a shipped machine.
+
+    It does when it has a ``/`` or a ``.yaml``/``.yml`` suffix (the rule of :func:`load_machine`).
+    """
+    return "/" in reference or reference.endswith((".yaml", ".yml"))
 
 
 def load_machine(name_or_path: str | Path, overrides: Sequence[str] = ()) -> MachineConfig:

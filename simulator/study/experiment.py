@@ -32,7 +32,7 @@ import numpy as np
 
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import load_machine
+from simulator.config.machine_file import load_machine, names_a_file
 from simulator.config.overrides import set_dotted
 from simulator.config.units import parse_size_bytes, parse_time_ns
 from simulator.config.values import expect_list, expect_mapping, expect_str
@@ -294,7 +294,7 @@ def overlay_dataset(measurements: str | None, machine: str, workload: str, idle_
     if measurements == MACHINE:
         return load_manifest().dataset_of(machine, workload, idle_kind)
     measured_on = dataset_for(measurements, source).machine
-    if "/" in measured_on or measured_on.endswith((".yaml", ".yml")):  # a file's own name
+    if names_a_file(measured_on):  # a machine file: the name it gives its machine
         measured_on = load_machine(measured_on).name
     if measured_on != machine:
         raise ConfigError("measurements", f"{measurements} was measured on {measured_on}, "

@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from simulator.config.machine import MachineConfig
-from simulator.config.machine_file import machines_dir
+from simulator.config.machine_file import machines_dir, names_a_file
 from simulator.config.overrides import parse_override, set_dotted
 from simulator.config.values import (
     check_keys,
@@ -169,7 +169,7 @@ def _load(path: Path, chain: list[Path], data: object = None) -> dict[str, objec
 def _absolutise(document: dict[str, object], base: Path) -> dict[str, object]:
     """Make the file paths of ``machine`` and ``measurements`` independent of the file."""
     machine = document.get("machine")
-    if isinstance(machine, str) and ("/" in machine or machine.endswith((".yaml", ".yml"))):
+    if isinstance(machine, str) and names_a_file(machine):
         path = Path(machine)
         document["machine"] = str(path if path.is_absolute() else (base / path).resolve())
     measurements = document.get("measurements")

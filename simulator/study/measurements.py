@@ -38,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulator.config import configs_dir
+from simulator.config.machine_file import names_a_file
 from simulator.config.values import (
     check_keys,
     expect_int,
@@ -536,10 +537,9 @@ def _option_sets(key: str, value: object, whose: str) -> tuple[tuple[str, object
 def _machine_reference(machine: str, base: Path) -> str:
     """A shipped machine's name as is; a machine file's relative path from the manifest's folder.
 
-    A name with a ``/`` or a ``.yaml``/``.yml`` suffix is a file (as in ``load_machine``).
+    A name with a ``/`` or a ``.yaml``/``.yml`` suffix is a file (:func:`names_a_file`).
     """
-    if ("/" in machine or machine.endswith((".yaml", ".yml"))) \
-            and not Path(machine).is_absolute():
+    if names_a_file(machine) and not Path(machine).is_absolute():
         return str(base / machine)
     return machine
 

@@ -16,6 +16,7 @@ from simulator.config.machine_file import (
     load_machine,
     machine_from_dict,
     machines_dir,
+    names_a_file,
     shipped_machines,
 )
 from simulator.config.yaml_io import parse_yaml
@@ -565,3 +566,12 @@ def test_the_line_service_section_is_read_and_checked() -> None:
         with pytest.raises(ConfigError) as error:
             load_machine("gold5215-2s", [override])
         assert error.value.key == key
+
+
+def test_a_reference_names_a_file_by_a_slash_or_a_yaml_suffix() -> None:
+    assert not names_a_file("gold5215-2s")
+    for reference in ("configs/measurements/kvm-epyc-2vcpu/host.yaml", "host.yaml", "my.yml",
+                      "/abs/host", "./host"):
+        assert names_a_file(reference), reference
+    # the reference a file names loads like a shipped one
+    assert load_machine(str(machines_dir() / "gold5215-2s.yaml")).name == "gold5215-2s"
