@@ -24,7 +24,7 @@ from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
 from simulator.measure import clock, wakeup
 from simulator.measure.clock import MeasuredClock
-from simulator.measure.outputs import REPETITION_COLUMNS
+from simulator.measure.outputs import MOSTLY_IDLE_RUN, REPETITION_COLUMNS
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
 from simulator.study.validate import check_datasets
@@ -117,7 +117,7 @@ def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
     assert set(manifest.datasets) == {"host_idle", "host_mostly_idle"}
     check_datasets(manifest)  # the machine file host.yaml, relative to the manifest, loads
     assert manifest.work_scale_points["host"].series == "tps_pre14"
-    assert manifest.dataset("host_mostly_idle").run == {"duration_ms": 100, "max_clients": 1}
+    assert manifest.dataset("host_mostly_idle").run == {"duration_ms": 100}  # every point
     # its mostly idle connections were driven by one pgbench thread (a holder of at most 5,000)
     assert manifest.dataset("host_mostly_idle").sets == (("options.background_threads", 1),)
     assert "one thread and at most" in manifest.dataset("host_mostly_idle").description
@@ -307,6 +307,8 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
     # measured with one pgbench thread holding the mostly idle connections, as the model runs it
     assert manifest.dataset("kvm-epyc-2vcpu_mostly_idle").sets == (
         ("options.background_threads", 1),)
+    # every mostly idle point, two clients too, runs one whole sleep period, as measure writes it
+    assert manifest.dataset("kvm-epyc-2vcpu_mostly_idle").run == MOSTLY_IDLE_RUN
     # every run as snapsim measure records it now, the background's real rate among them
     runs = pd.read_csv(configs_dir() / "measurements" / "kvm-epyc-2vcpu" / "repetitions.csv")
     assert tuple(runs.columns) == REPETITION_COLUMNS
