@@ -59,7 +59,7 @@ MOSTLY_IDLE_RUN = {"duration_ms": 100}
 connection sends one query. Shorter windows hold too few background queries for a steady load
 (two clients among 1,000 connections in 5 ms: 50 queries, and the model flags the window as not
 converged); a manifest can add ``max_clients`` to keep the long window for its small points only,
-as the published Gold 5215 files do for their 48-client points, for time."""
+as the published Gold 5215 files do (their 48-client points run 5 ms, for time)."""
 
 
 def write_text(path: Path, text: str) -> None:
