@@ -212,15 +212,13 @@ class WorkingSets:
             return 0.0
         domain = self._core_domain[core]
         previous = block.core
+        warm = previous is None and block.warm_start  # a first run that finds it all on the core
+        cost = 0.0 if code is None or warm else self._code_refill(code, core, domain)
         if previous is None:  # the first run: everything from memory, or all warm
             block.home_domain = domain
-            cost = 0.0
-            if not block.warm_start:
-                cost = lines * self._dram_ns[domain][domain] / self.mlp
-                if code is not None:
-                    cost += self._code_refill(code, core, domain)
+            if not warm:
+                cost += lines * self._dram_ns[domain][domain] / self.mlp
         else:
-            cost = 0.0 if code is None else self._code_refill(code, core, domain)
             old_domain = self._core_domain[previous]
             chip = self._chip[old_domain]
             on_chip = min(chip.resident(block), lines)
