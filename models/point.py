@@ -5,7 +5,9 @@ memory, the connections, idle ones first, the algorithm and the machine over the
 touches), starts the backends' server loops and the clients (:mod:`snapsim_models.clients`),
 runs the warm-up and the measured window in SimPy and summarises the window
 (:mod:`snapsim_models.summary`). An ``idle`` connection is only a procArray entry; a
-``mostly-idle`` one runs ``SELECT 1`` every 100 ms.
+``mostly-idle`` one runs ``SELECT 1`` every 100 ms. A machine's ``kernel_thread`` runs its
+bursts beside them (:mod:`simulator.runtime.kernel_thread`), its share set by the server's
+processes, one per connection.
 
 ``connects_per_s`` and ``disconnects_per_s`` count the window's ``ProcArrayAdd`` and
 ``ProcArrayRemove``; ``procarray_exclusive_per_txn`` the window's exclusive ProcArrayLock
@@ -17,6 +19,7 @@ from __future__ import annotations
 import time
 
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+from simulator.runtime.kernel_thread import kernel_thread
 from simulator.runtime.scheduler import CpuScheduler
 from simulator.runtime.scheduler_stats import (
     IDLE_TRACE_COLUMNS,
@@ -63,6 +66,10 @@ def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
         population.machine.reset_line_counters()  # the per-line table covers the measurement
 
     processes.spawn(mark())
+    if spec.machine.kernel_thread is not None:  # one server process per connection
+        processes.spawn(kernel_thread(env, scheduler, spec.machine.kernel_thread,
+                                      spec.clients + spec.idle_clients, spec.warmup_ns,
+                                      spec.duration_ns))
     try:
         env.run(until=spec.warmup_ns + spec.duration_ns)
         utilisation = scheduler.utilisation(busy_before)

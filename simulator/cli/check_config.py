@@ -126,8 +126,12 @@ def machine_summary(config: MachineConfig) -> str:
             (topo.threads_per_core, "thread"),
         )
     )
+    thread = config.kernel_thread
+    extra = "" if thread is None else (
+        f", kernel thread {thread.name}: {100 * thread.cpu_share:.2g} % of a CPU + "
+        f"{100 * thread.cpu_share_per_process:.2g} % per process")
     return (f"{config.name} ({shape}, {config.protocol.value}, "
-            f"{config.l3_inclusion.value} L3, {config.clock_ghz:g} GHz)")
+            f"{config.l3_inclusion.value} L3, {config.clock_ghz:g} GHz{extra})")
 
 
 def _count(value: int, unit: str) -> str:

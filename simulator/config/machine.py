@@ -476,6 +476,39 @@ class IdleConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KernelThreadConfig:
+    """A kernel thread that takes CPU in bursts, more of it the more processes run.
+
+    Linux's DAMON thread ``kdamond`` (``mm/damon/core.c``, ``kdamond_fn``) checks a sample of
+    pages, then sleeps its sample interval; on physical addresses each check walks the page's
+    reverse map (``mm/damon/paddr.c``), so a burst grows with the processes that map the same
+    pages (a server's shared memory, its binary). ``cpu_share`` is the thread's share of one CPU
+    beside no process, ``cpu_share_per_process`` what each server process adds, ``period_ns``
+    the time from one burst to the next (DAMON's sample interval). The model:
+    ``docs/scheduler.md``, *A kernel thread's bursts*.
+    """
+
+    name: str
+    period_ns: float
+    cpu_share: float
+    cpu_share_per_process: float
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise _fail("kernel_thread.name", "must not be empty")
+        _require_positive("kernel_thread.period", self.period_ns)
+        _require_non_negative("kernel_thread.cpu_share", self.cpu_share)
+        _require_non_negative("kernel_thread.cpu_share_per_process", self.cpu_share_per_process)
+        if self.cpu_share > 1.0:
+            raise _fail("kernel_thread.cpu_share",
+                        f"is a share of one CPU (0 to 1), got {self.cpu_share!r}")
+
+    def share(self, processes: int) -> float:
+        """The thread's share of one CPU beside ``processes`` server processes (at most 1)."""
+        return min(1.0, self.cpu_share + self.cpu_share_per_process * processes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MachineConfig:
     """A complete machine. Cross-section invariants are checked here."""
 
@@ -495,6 +528,7 @@ class MachineConfig:
     scheduler: SchedulerConfig
     idle: IdleConfig | None = None
     line_service: LineServiceConfig = field(default_factory=LineServiceConfig)
+    kernel_thread: KernelThreadConfig | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:

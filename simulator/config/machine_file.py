@@ -30,6 +30,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
     line_service (optional: fifo when absent): {rule (fifo or home), owner_window (a fraction),
                   service: {read_modified, read_shared, ownership: {local, cross_domain, remote}}
                   (all optional)}
+    kernel_thread (optional: none when absent): {name, period (a time), cpu_share,
+                   cpu_share_per_process (shares of one CPU)}
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from simulator.config.machine import (
     HomeRelation,
     IdleConfig,
     IdleStateConfig,
+    KernelThreadConfig,
     L3Inclusion,
     LatencyConfig,
     LineServiceConfig,
@@ -92,7 +95,8 @@ _T = TypeVar("_T")
 _E = TypeVar("_E", bound=StrEnum)
 
 _TOP_KEYS = ("name", "description", "virtualized", "clock", "sources", "topology", "coherence",
-             "caches", "memory", "latency", "mlp", "scheduler", "idle", "line_service")
+             "caches", "memory", "latency", "mlp", "scheduler", "idle", "line_service",
+             "kernel_thread")
 MACHINE_KEYS = tuple(key for key in _TOP_KEYS if key not in ("name", "description"))
 """Top-level keys found only in a machine file."""
 MACHINE_SET_FLAG = "--machine-set"
@@ -107,6 +111,7 @@ _SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_th
                    "sleeper_credit", "run_queues", "wakeup_granularity", "migration_cost",
                    "balance_interval")
 _IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
+_KERNEL_THREAD_KEYS = ("name", "period", "cpu_share", "cpu_share_per_process")
 _IDLE_STATE_KEYS = ("name", "exit_latency", "target_residency", "wake_latency", "scope")
 _IDLE_SCOPES = ("thread", "core")
 _UNITLESS = re.compile(r"^\s*[-+.\deE]*\s*$")
@@ -228,7 +233,8 @@ def _top_level(data: object) -> Mapping[str, object]:
 
 
 def _build_machine(data: Mapping[str, object]) -> MachineConfig:
-    top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle", "line_service"})
+    top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle", "line_service",
+                                                        "kernel_thread"})
     clock = _frequency("clock", top["clock"])
     protocol, inclusion = _coherence(top["coherence"])
     l1d, l2, l3 = _caches(top["caches"], clock)
@@ -250,6 +256,8 @@ def _build_machine(data: Mapping[str, object]) -> MachineConfig:
         idle=_idle(top["idle"], clock) if "idle" in top else None,
         line_service=(_line_service(top["line_service"], clock) if "line_service" in top
                       else LineServiceConfig()),
+        kernel_thread=(_kernel_thread(top["kernel_thread"], clock) if "kernel_thread" in top
+                       else None),
         sources=_sources(top.get("sources", {})),
     )
 
@@ -462,6 +470,16 @@ def _idle(value: object, clock: float) -> IdleConfig:
     if "timer_horizon" in data:
         settings["timer_horizon_ns"] = _time("idle.timer_horizon", data["timer_horizon"], clock)
     return IdleConfig(**settings)
+
+
+def _kernel_thread(value: object, clock: float) -> KernelThreadConfig:
+    data = expect_section(value, "kernel_thread", _KERNEL_THREAD_KEYS)
+    return KernelThreadConfig(
+        name=expect_str("kernel_thread.name", data["name"]),
+        period_ns=_time("kernel_thread.period", data["period"], clock),
+        cpu_share=expect_number("kernel_thread.cpu_share", data["cpu_share"]),
+        cpu_share_per_process=expect_number("kernel_thread.cpu_share_per_process",
+                                            data["cpu_share_per_process"]))
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,11 +240,13 @@ def _flow(value: object) -> str:
 
 def machine_file_text(facts: HostFacts, like: str, name: str = "host",
                       wakeup: MeasuredWakeup | None = None,
-                      clock_ghz: float | None = None) -> str:
+                      clock_ghz: float | None = None,
+                      extra_lines: Sequence[str] = ()) -> str:
     """The machine file of the host, latencies from the shipped machine ``like``, as YAML text.
 
     A guest's ``scheduler.ipi_exit`` comes from ``wakeup`` when it was measured, the clock from
-    ``clock_ghz`` when it was (:mod:`simulator.measure.clock`), else from Linux.
+    ``clock_ghz`` when it was (:mod:`simulator.measure.clock`), else from Linux. ``extra_lines``
+    end the file (a section measured elsewhere, such as a measurement's ``kernel_thread``).
     """
     source = read_yaml(machines_dir() / f"{like}.yaml")
     if not isinstance(source, Mapping):
@@ -316,6 +318,7 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
     if "line_service" in source:
         lines.append(f"line_service: {_flow(dict(_section(source, 'line_service')))}   "
                      f"# {borrowed}")
+    lines += extra_lines
     return "\n".join(lines) + "\n"
 
 
@@ -332,11 +335,12 @@ def require_guest(facts: HostFacts) -> None:
 
 def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
                name: str = "host", wakeup: MeasuredWakeup | None = None,
-               clock_ghz: float | None = None) -> str:
+               clock_ghz: float | None = None, extra_lines: Sequence[str] = ()) -> str:
     """Write the host's machine file to ``out`` and check it loads; return the machine borrowed.
 
     ``wakeup``: a guest's measured wake-up of an idle vCPU, written as its ``ipi_exit``;
-    ``clock_ghz``: the measured clock, written instead of the one Linux gives.
+    ``clock_ghz``: the measured clock, written instead of the one Linux gives; ``extra_lines``:
+    sections to end the file with (:func:`machine_file_text`).
 
     Raises:
         ConfigError: the host cannot be read, ``like`` is not a shipped machine, a wake-up was
@@ -352,7 +356,7 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     if wakeup is not None:
         require_guest(facts)
     chosen = like or closest_machine(facts)
-    text = machine_file_text(facts, chosen, name, wakeup, clock_ghz)
+    text = machine_file_text(facts, chosen, name, wakeup, clock_ghz, extra_lines)
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

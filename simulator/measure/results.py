@@ -2,8 +2,9 @@
 
 The measurement files and the manifest come from the runs recorded (a point measured by only
 some installations, as after an interruption, is left out of the wide files but kept in
-``repetitions.csv``); the machine file is the host's probe (``snapsim machine probe``); the
-metadata says whether the measurement is complete and, if not, why it stopped.
+``repetitions.csv``); the machine file is the host's probe (``snapsim machine probe``), with
+the kernel's DAMON thread fitted to its CPU in the runs (:mod:`simulator.measure.kernel_thread`);
+the metadata says whether the measurement is complete and, if not, why it stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from simulator.config.probe import probe_host
 from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
 from simulator.measure.host import host_facts
+from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
 from simulator.measure.outputs import (
     MACHINE_FILE,
     dataset_name,
@@ -71,11 +73,16 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                                  f"repetitions of {plan.duration_s:g} s; {versions}"
                                  + ("" if outcome.status == "complete" else " (PARTIAL)"))
     machine_note = ""
+    kernel_thread = fit_kernel_thread(outcome.table.rows, damon_sample_us())
     try:
-        like = probe_host(out / MACHINE_FILE, name=name, wakeup=wakeup, clock_ghz=clock_ghz)
+        like = probe_host(out / MACHINE_FILE, name=name, wakeup=wakeup, clock_ghz=clock_ghz,
+                          extra_lines=() if kernel_thread is None
+                          else kernel_thread.machine_file_lines())
         machine_note = (f"snapsim machine probe; latencies from {like}"
                         + ("; ipi_exit measured" if wakeup is not None else "")
-                        + ("; clock measured" if clock_ghz is not None else ""))
+                        + ("; clock measured" if clock_ghz is not None else "")
+                        + ("" if kernel_thread is None else
+                           f"; kernel_thread fitted to {kernel_thread.name}'s CPU in the runs"))
         written.append(out / MACHINE_FILE)
     except ConfigError as exc:
         machine_note = f"the probe failed: {exc}"

@@ -54,6 +54,22 @@ def test_an_unknown_key_of_a_machine_file_is_named(
     assert "topolgy: unknown key" in error_line(capsys)
 
 
+def test_a_machine_file_s_kernel_thread_is_summarised_and_its_bad_share_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from simulator.config import configs_dir
+
+    host = configs_dir() / "measurements" / "kvm-epyc-2vcpu" / "host.yaml"
+    assert main(["check-config", str(host)]) == 0
+    assert ("kernel thread kdamond: 0.56 % of a CPU + 0.0091 % per process"
+            in capsys.readouterr().out)
+    path = tmp_path / "host.yaml"
+    path.write_text(host.read_text(encoding="utf-8").replace(
+        "cpu_share: 0.0056", "cpu_share: -0.0056"), encoding="utf-8")
+    assert main(["check-config", str(path)]) == 2
+    assert (f"{path}: kernel_thread.cpu_share: must not be negative, got -0.0056"
+            in error_line(capsys))
+
+
 def test_an_unrecognised_file_lists_the_kinds_with_their_articles(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "x.yaml"

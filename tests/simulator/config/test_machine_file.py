@@ -255,6 +255,10 @@ def _set_home_nodes(nodes: list[Any]) -> Mutation:
     return mutate
 
 
+_KDAMOND: dict[str, Any] = {"name": "kdamond", "period": "500 ms", "cpu_share": 0.005,
+                            "cpu_share_per_process": 1.0e-4}
+
+
 BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
     ("unknown top-level key", _set("colour", "red"), "colour", "unknown key (expected one of:"),
     ("unknown nested key", _rename("caches.l2.ways", "wayz"), "caches.l2.wayz",
@@ -352,6 +356,28 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
      "'C1' appears twice"),
     ("idle timer horizon zero", _set("idle.timer_horizon", "0 ms"), "idle.timer_horizon",
      "positive"),
+    ("kernel thread not a mapping", _set("kernel_thread", "kdamond"), "kernel_thread",
+     "expected a mapping"),
+    ("kernel thread unknown key", _set("kernel_thread", {**_KDAMOND, "cpu": 0.1}),
+     "kernel_thread.cpu", "unknown key"),
+    ("kernel thread missing share", _set("kernel_thread", {
+        key: value for key, value in _KDAMOND.items() if key != "cpu_share"}),
+     "kernel_thread.cpu_share", "missing required key"),
+    ("kernel thread negative share", _set("kernel_thread", {**_KDAMOND, "cpu_share": -0.1}),
+     "kernel_thread.cpu_share", "negative"),
+    ("kernel thread share above one", _set("kernel_thread", {**_KDAMOND, "cpu_share": 1.5}),
+     "kernel_thread.cpu_share", "0 to 1"),
+    ("kernel thread negative per process",
+     _set("kernel_thread", {**_KDAMOND, "cpu_share_per_process": -1.0e-4}),
+     "kernel_thread.cpu_share_per_process", "negative"),
+    ("kernel thread period without unit", _set("kernel_thread", {**_KDAMOND, "period": 500}),
+     "kernel_thread.period", "needs a unit"),
+    ("kernel thread zero period", _set("kernel_thread", {**_KDAMOND, "period": "0 ms"}),
+     "kernel_thread.period", "positive"),
+    ("kernel thread empty name", _set("kernel_thread", {**_KDAMOND, "name": ""}),
+     "kernel_thread.name", "must not be empty"),
+    ("kernel thread share as text", _set("kernel_thread", {**_KDAMOND, "cpu_share": "5 %"}),
+     "kernel_thread.cpu_share", "expected a number"),
 ]
 
 
@@ -405,6 +431,17 @@ def test_optional_keys_default(gold_data: dict[str, Any], write_yaml: WriteYaml)
     assert config.scheduler.smt_throughput == 1.0
     assert config.scheduler.policy == "cfs"
     assert config.scheduler.sleeper_credit_ns == 12e6
+
+
+def test_kernel_thread_section(gold_data: dict[str, Any], write_yaml: WriteYaml) -> None:
+    assert load_machine(write_yaml(gold_data)).kernel_thread is None  # absent: none
+    gold_data["kernel_thread"] = dict(_KDAMOND)
+    thread = load_machine(write_yaml(gold_data)).kernel_thread
+    assert thread is not None
+    assert (thread.name, thread.period_ns) == ("kdamond", 500e6)
+    assert thread.share(0) == 0.005
+    assert thread.share(2500) == pytest.approx(0.255)
+    assert thread.share(100_000) == 1.0  # at most one CPU
 
 
 def test_run_queue_policy_and_sleeper_credit(gold_data: dict[str, Any],

@@ -24,6 +24,7 @@ from simulator.config.machine_file import load_machine
 from simulator.config.probe_idle import GuestIdle
 from simulator.measure import clock, wakeup
 from simulator.measure.clock import MeasuredClock
+from simulator.measure.kernel_thread import fit_kernel_thread
 from simulator.measure.outputs import MOSTLY_IDLE_RUN, REPETITION_COLUMNS
 from simulator.measure.wakeup import WakeupMeasurement
 from simulator.study.measurements import load_manifest
@@ -314,6 +315,16 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
     assert tuple(runs.columns) == REPETITION_COLUMNS
     mostly = runs[(runs["idle_kind"] == "mostly-idle") & (runs["idle_connections"] > 0)]
     assert (mostly["holders_tps"] <= 10.5 * mostly["idle_connections"]).all()
+    # its kdamond is the line snapsim measure fits to those runs (DAMON's 500 ms interval)
+    fitted = fit_kernel_thread([{str(key): value for key, value in row.items()}
+                                for row in runs.to_dict("records")], 500_000)
+    thread = load_machine(configs_dir() / "measurements" / "kvm-epyc-2vcpu" / "host.yaml"
+                          ).kernel_thread
+    assert fitted is not None
+    assert thread is not None
+    assert (thread.name, thread.period_ns) == (fitted.name, 500e6)
+    assert thread.cpu_share == pytest.approx(fitted.cpu_share, abs=5e-5)
+    assert thread.cpu_share_per_process == pytest.approx(fitted.cpu_share_per_process, rel=1e-3)
 
 
 def pretend_guest(monkeypatch: pytest.MonkeyPatch) -> None:
