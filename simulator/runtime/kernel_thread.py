@@ -20,6 +20,7 @@ page structures its walks read) and the locks it takes.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from simulator.config.machine import KernelThreadConfig
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
@@ -28,16 +29,14 @@ from simulator.runtime.scheduler import CpuScheduler
 __all__ = ["BurstSchedule", "burst_schedule", "kernel_thread"]
 
 
+@dataclass(frozen=True, slots=True)
 class BurstSchedule:
     """When a kernel thread's bursts start and how long each is (ns)."""
 
-    __slots__ = ("burst_ns", "first_start_ns", "period_ns")
-
-    def __init__(self, first_start_ns: float, period_ns: float, burst_ns: float) -> None:
-        self.first_start_ns = first_start_ns
-        """Start of the first burst that ends after time 0 (it may start before 0: clipped)."""
-        self.period_ns = period_ns
-        self.burst_ns = burst_ns
+    first_start_ns: float
+    """Start of the first burst that ends after time 0 (it may start before 0: clipped)."""
+    period_ns: float
+    burst_ns: float
 
 
 def burst_schedule(share: float, period_ns: float, window_start_ns: float, window_ns: float,
