@@ -60,20 +60,36 @@ class FittedKernelThread:
 
 
 def damon_sample_us(admin: Path = DAMON_ADMIN) -> int | None:
-    """The sample interval of the first running DAMON context, µs (``None``: none readable)."""
-    try:
-        for kdamond in sorted(admin.glob("kdamonds/*")):
-            if (kdamond / "state").read_text(encoding="utf-8").strip() != "on":
-                continue
-            for context in sorted(kdamond.glob("contexts/*")):
-                text = (context / "monitoring_attrs/intervals/sample_us").read_text(
-                    encoding="utf-8")
-                value = int(text.strip())
-                if value > 0:
-                    return value
-    except (OSError, ValueError):
-        return None
+    """The sample interval of the first running DAMON context, µs (``None``: none readable).
+
+    The kdamonds are taken in their number's order and each running one's contexts in theirs; a
+    kdamond or context whose files cannot be read or parsed is passed over for the next.
+    """
+    for kdamond in _numbered(admin / "kdamonds"):
+        if _read(kdamond / "state") != "on":
+            continue
+        for context in _numbered(kdamond / "contexts"):
+            text = _read(context / "monitoring_attrs" / "intervals" / "sample_us")
+            if text is not None and text.isdigit() and int(text) > 0:
+                return int(text)
     return None
+
+
+def _numbered(directory: Path) -> list[Path]:
+    """The numbered entries of a DAMON sysfs directory (``0``, ``1``, ...), in number order."""
+    try:
+        entries = [entry for entry in directory.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return []
+    return sorted(entries, key=lambda entry: int(entry.name))
+
+
+def _read(path: Path) -> str | None:
+    """A sysfs file's stripped text, ``None`` when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def fit_kernel_thread(rows: Sequence[Mapping[str, object]], sample_us: int | None,

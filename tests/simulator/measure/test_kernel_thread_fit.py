@@ -68,6 +68,20 @@ def test_damon_s_sample_interval_from_sysfs(tmp_path: Path) -> None:
     assert damon_sample_us(tmp_path / "absent") is None
 
 
+def test_an_unreadable_damon_context_passes_to_the_next(tmp_path: Path) -> None:
+    root = _damon(tmp_path / "two", "off", "500000")
+    (root / "kdamonds" / "nr_kdamonds").write_text("11\n")
+    second = root / "kdamonds" / "10"
+    (second / "contexts" / "0").mkdir(parents=True)  # a context without its intervals
+    intervals = second / "contexts" / "1" / "monitoring_attrs" / "intervals"
+    intervals.mkdir(parents=True)
+    (intervals / "sample_us").write_text("200000\n")
+    (second / "state").write_text("on\n")
+    assert damon_sample_us(root) == 200_000
+    (intervals / "sample_us").write_text("-5\n")
+    assert damon_sample_us(root) is None
+
+
 def test_the_fitted_thread_ends_a_machine_file_that_loads(tmp_path: Path) -> None:
     rows = [_row(idle, 1, 10.0 * (0.004 + 9e-5 * (idle + 1))) for idle in (0, 1000, 2500)]
     fitted = fit_kernel_thread(rows, 500_000)
