@@ -35,7 +35,7 @@ from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine, names_a_file
 from simulator.config.overrides import set_dotted
 from simulator.config.units import parse_size_bytes, parse_time_ns
-from simulator.config.values import expect_list, expect_mapping, expect_str
+from simulator.config.values import expect_list, expect_mapping, expect_number, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.measurements import (
@@ -53,9 +53,10 @@ __all__ = ["GRID_KEYS", "Experiment", "Prepared", "experiment_hash", "plan", "po
            "point_seed", "settings_hash"]
 
 DEFAULT_EXPERIMENT = "default"
+"""The shipped experiment whose machine, algorithms, workload, idle kind and windows are the
+defaults."""
 MACHINE = "machine"
 """The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
-"""The shipped experiment whose machine, algorithms, workload and idle kind are the defaults."""
 
 
 def experiments_dir() -> Path:
@@ -82,6 +83,10 @@ def _default_str(key: str) -> str:
     return expect_str(key, _default(key))
 
 
+def _default_ms(key: str) -> float:
+    return float(expect_number(key, _default(key)))
+
+
 def _default_algorithms() -> tuple[str, ...]:
     items = expect_list("algorithms", _default("algorithms"))
     return tuple(expect_str(f"algorithms[{i}]", item) for i, item in enumerate(items))
@@ -103,8 +108,11 @@ class Experiment:
     clients: tuple[int, ...] = (1,)
     idle_clients: tuple[int, ...] = (0,)
     idle_kind: str = field(default_factory=lambda: _default_str("idle_kind"))
-    duration_ms: float = 20.0
-    warmup_ms: float = 2.0
+    duration_ms: float = field(default_factory=lambda: _default_ms("duration_ms"))
+    """Simulated time measured per point (the default experiment's, 5 ms)."""
+    warmup_ms: float = field(default_factory=lambda: _default_ms("warmup_ms"))
+    """Unmeasured warm-up before it (the default experiment's, 5 ms: long enough for every
+    hardware thread's idle governor to learn a single client's short idle periods)."""
     seeds: tuple[int, ...] = (0,)
     """Root seeds: every point runs once per root seed (replications)."""
     single_client_tps: float | str | None = MACHINE

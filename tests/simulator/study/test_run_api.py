@@ -107,6 +107,8 @@ def test_unnamed_keys_are_those_of_the_shipped_default_experiment() -> None:
     assert list(experiment.algorithms) == default["algorithms"]
     assert experiment.workload == default["workload"]
     assert experiment.idle_kind == default["idle_kind"]
+    assert (experiment.duration_ms, experiment.warmup_ms) == (default["duration_ms"],
+                                                               default["warmup_ms"])
     assert (experiment.clients, experiment.idle_clients, experiment.seeds) == ((1,), (0,), (0,))
     model = workload_model(experiment.model)
     assert model.work_scale_idle_kind in model.idle_kinds
@@ -119,11 +121,8 @@ def test_the_default_experiments_warm_up_outlasts_the_idle_governors_start() -> 
     learns the pair's short idle periods over its first idle periods; after a 2 ms warm-up that
     start reached this window (31.6k TPS at 2,500 idle connections against 33.6k at none).
     """
-    default = read_yaml(experiments_dir() / "default.yaml")
-    assert isinstance(default, dict)
-    result = simulator.run(Experiment(algorithms=("post14",), clients=(1,), idle_clients=(0, 2500),
-                                      duration_ms=default["duration_ms"],
-                                      warmup_ms=default["warmup_ms"]), jobs=1)
+    result = simulator.run(Experiment(algorithms=("post14",), clients=(1,), idle_clients=(0, 2500)),
+                           jobs=1)  # the default windows
     none, many = result.curve.sort_values("idle_clients")["tps"]
     assert many == pytest.approx(none, rel=0.01)
 
