@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GuestIdle", "MeasuredWakeup", "guest_idle", "guest_idle_lines"]
+__all__ = ["GuestIdle", "MeasuredWakeup", "guest_idle", "guest_idle_lines", "text_or_none"]
 
 IPI_EXIT_US = 5.0
 """Extra cost of waking a halted vCPU (µs): see the comment written with it."""
@@ -55,7 +55,8 @@ class MeasuredWakeup:
     """Its round trip with one process on each of two vCPUs (µs)."""
 
 
-def _text(path: Path) -> str | None:
+def text_or_none(path: Path) -> str | None:
+    """A kernel file's stripped text (sysfs, procfs), ``None`` when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8").strip()
     except OSError:
@@ -63,7 +64,7 @@ def _text(path: Path) -> str | None:
 
 
 def _number(path: Path, default: float) -> float:
-    text = _text(path)
+    text = text_or_none(path)
     try:
         return float(text) if text is not None else default
     except ValueError:
@@ -75,7 +76,7 @@ def guest_idle(root: Path, cpu: int) -> GuestIdle:
 
     Missing files mean the defaults of a guest without a cpuidle driver: it halts at once.
     """
-    driver = _text(root / "sys/devices/system/cpu/cpuidle/current_driver") or "none"
+    driver = text_or_none(root / "sys/devices/system/cpu/cpuidle/current_driver") or "none"
     poll_ns = 0
     if driver == "haltpoll":
         poll_ns = int(_number(root / "sys/module/haltpoll/parameters/guest_halt_poll_ns", 0.0))

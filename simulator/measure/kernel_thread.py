@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.config.probe_idle import text_or_none
+
 __all__ = ["DAMON_DEFAULT_SAMPLE_US", "MIN_SHARE", "FittedKernelThread", "damon_sample_us",
            "fit_kernel_thread"]
 
@@ -66,10 +68,10 @@ def damon_sample_us(admin: Path = DAMON_ADMIN) -> int | None:
     kdamond or context whose files cannot be read or parsed is passed over for the next.
     """
     for kdamond in _numbered(admin / "kdamonds"):
-        if _read(kdamond / "state") != "on":
+        if text_or_none(kdamond / "state") != "on":
             continue
         for context in _numbered(kdamond / "contexts"):
-            text = _read(context / "monitoring_attrs" / "intervals" / "sample_us")
+            text = text_or_none(context / "monitoring_attrs" / "intervals" / "sample_us")
             if text is not None and text.isdigit() and int(text) > 0:
                 return int(text)
     return None
@@ -82,14 +84,6 @@ def _numbered(directory: Path) -> list[Path]:
     except OSError:
         return []
     return sorted(entries, key=lambda entry: int(entry.name))
-
-
-def _read(path: Path) -> str | None:
-    """A sysfs file's stripped text, ``None`` when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def fit_kernel_thread(rows: Sequence[Mapping[str, object]], sample_us: int | None,
