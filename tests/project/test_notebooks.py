@@ -7,11 +7,14 @@ and short simulated runs; executing the four takes about a minute on a 2-core ma
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from simulator.config.yaml_io import read_yaml
+from simulator.study.experiment import experiments_dir
 from tests.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
@@ -81,3 +84,16 @@ def test_the_quickstart_draws_one_and_48_clients_in_their_own_panels() -> None:
     figure = next(cell for cell in cells if "TPS with idle connections" in cell)
     assert "tps_panels(result.curve" in figure
     assert "result.plot()" not in figure
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_full_mode_warms_up_as_long_as_the_default_experiment(path: Path) -> None:
+    """A shorter warm-up leaves the idle governors' start in the single-client windows."""
+    default = read_yaml(experiments_dir() / "default.yaml")
+    assert isinstance(default, dict)
+    text = "\n".join(source(cell) for cell in code_cells(path))
+    full = [float(value) for value in
+            re.findall(r"warmup_ms=[0-9.]+ if SMALL else ([0-9.]+)", text)]
+    if "Experiment(" in text:
+        assert full, f"{path.name} builds an experiment without a full-mode warm-up"
+    assert all(value >= default["warmup_ms"] for value in full), (path.name, full)
