@@ -1,7 +1,7 @@
 """``snapsim ccbench [MACHINE]``: the single-line costs a machine file charges, as a table.
 
 With ``--contention`` it runs the contention sweep instead
-(:func:`simulator.study.ccbench.contention_sweep`): throughput and latency of CAS loops,
+(:func:`simulator.tools.ccbench.contention_sweep`): throughput and latency of CAS loops,
 fetch-adds and load + CAS pairs on one line against threads placed in one core, one socket (L3
 domain) or across sockets; a table on stdout (``--csv``: the DataFrame as CSV), ``--plot FILE``
 draws throughput and latency against threads as a PNG.
@@ -20,14 +20,14 @@ from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.hardware.codes import AccessClass
-from simulator.study.ccbench import (
+from simulator.study.experiment import Experiment
+from simulator.tools.ccbench import (
     OPERATIONS,
     PLACEMENTS,
     contention_sweep,
     measure,
     placement_capacity,
 )
-from simulator.study.experiment import Experiment
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

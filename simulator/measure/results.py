@@ -15,11 +15,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from simulator.config import probe
-from simulator.config.probe import probe_host
-from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
-from simulator.measure.host import host_facts
+from simulator.host import probe
+from simulator.host.facts import host_facts
+from simulator.host.probe import probe_host
+from simulator.host.probe_idle import MeasuredWakeup
 from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
 from simulator.measure.outputs import (
     MACHINE_FILE,

@@ -5,7 +5,7 @@ per-transaction work so that one client with no idle connections simulates it:
 :func:`single_client_work_scale` finds the factor by a secant search on 1/TPS, which is affine in
 the work for a single client (:func:`solve_work_scale`, with bisection where an idle state's
 residency threshold makes 1/TPS jump). Every other cost comes from the global cost model, whose
-fit is ``snapsim calibrate``'s (:mod:`simulator.study.calibrate`).
+fit is ``snapsim calibrate``'s (:mod:`simulator.tools.calibrate`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable
 
 from simulator.errors import ConfigError
+from simulator.measure.manifest import SingleClientFigure
 from simulator.study.experiment import Prepared, plan
-from simulator.study.measurements import SingleClientFigure
 from simulator.study.sweep import execute
 
 __all__ = ["WORK_SCALE_TOLERANCE", "single_client_work_scale", "solve_work_scale"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.study.ccbench import CONTENTION_COLUMNS, OPERATIONS
+from simulator.tools.ccbench import CONTENTION_COLUMNS, OPERATIONS
 
 QUICK = ["--duration-us", "2", "--warmup-us", "1"]
 
