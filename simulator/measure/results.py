@@ -134,7 +134,7 @@ def pinned_summary(rows: Sequence[Mapping[str, object]],
 
     The cycles are the CPU time per transaction at ``clock_ghz`` (left out when it is not
     known), each side's context switch included (the cost file's figures are net of it:
-    docs/validation.md, "Work scales").
+    docs/investigations/work-scales.md).
     """
     summary: list[dict[str, object]] = []
     keys = dict.fromkeys((str(row["algorithm"]), str(row["script"])) for row in rows)
