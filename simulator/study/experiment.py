@@ -367,7 +367,7 @@ class Prepared:
     def replace(self, **changes: Any) -> Prepared:
         """The same preparation of an experiment changed in keys that need no new check.
 
-        Meant for the grid, the window and the seeds (a probe point of the work scale); the
+        Meant for the grid, the window and the seeds (the work scale's single-client point); the
         machine, the model and the options stay as prepared.
         """
         return dataclasses.replace(self, experiment=dataclasses.replace(self.experiment,

@@ -353,9 +353,9 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
     if figure is None:
         return 1.0
     group = pd.DataFrame({"algorithm": [figure.algorithm], "clients": [1], "idle_clients": [0]})
-    probe = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
-                        warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
-    return single_client_work_scale(probe.prepare(), figure, log)
+    single_client = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
+                                warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
+    return single_client_work_scale(single_client.prepare(), figure, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
