@@ -33,7 +33,7 @@ from simulator.analysis.intervals import (
     ratio_interval,
 )
 from simulator.config.machine_file import shipped_machines
-from simulator.study.measurements import load_manifest
+from simulator.measure.manifest import load_manifest
 
 DOCS = Path(__file__).resolve().parent
 OUT = DOCS / "predictions"

@@ -1,6 +1,6 @@
 """``snapsim bench``: measure the speed of snapsim and print the figures (text or JSON).
 
-The figures and groups are those of :mod:`simulator.study.bench`; the exit code is 1 when a
+The figures and groups are those of :mod:`simulator.tools.bench`; the exit code is 1 when a
 group failed (its error is in ``conditions.failed_groups``), the other figures still printed.
 """
 
@@ -12,7 +12,7 @@ import math
 
 from simulator.cli.common import EXIT_FAILED, EXIT_OK
 from simulator.errors import ConfigError
-from simulator.study.bench import (
+from simulator.tools.bench import (
     DEFAULT_GROUPS,
     EXPERIMENT,
     GROUPS,

@@ -1,12 +1,12 @@
 """``snapsim calibrate``: fit global model parameters to published measurements.
 
-Runs :func:`simulator.study.calibrate.calibrate` and writes into ``--out`` ``calibration.csv``
+Runs :func:`simulator.tools.calibrate.calibrate` and writes into ``--out`` ``calibration.csv``
 (every evaluation) and ``best.yaml`` (the command, the objective, the best values as ``--set``
 overrides and as ``fitted`` values, the fixed overrides, the datasets and the date: its
 ``command``, ``datasets``, ``objective``, ``evaluations``, ``fitted``, ``date`` and
 ``sensitivity`` are the cost file's ``calibration:`` record); prints the best values. With
 ``--sensitivity F`` it then moves each best value by -F and +F
-(:func:`simulator.study.calibrate.sensitivity`), writes ``sensitivity.csv``, adds the moves to
+(:func:`simulator.tools.calibrate.sensitivity`), writes ``sensitivity.csv``, adds the moves to
 ``best.yaml`` and prints them.
 """
 
@@ -21,18 +21,18 @@ import numpy as np
 
 from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
 from simulator.errors import ConfigError
-from simulator.study.calibrate import (
+from simulator.measure.manifest import load_manifest
+from simulator.study.experiment_file import dump_yaml
+from simulator.study.store import atomic_path
+from simulator.study.sweep import default_jobs
+from simulator.tools.calibrate import (
     Evaluator,
     calibrate,
     check_parameters,
     parse_parameter,
     sensitivity,
 )
-from simulator.study.experiment_file import dump_yaml
-from simulator.study.measurements import load_manifest
-from simulator.study.store import atomic_path
-from simulator.study.sweep import default_jobs
-from simulator.study.validate import RUN_DEFAULTS, check_datasets
+from simulator.tools.validate import RUN_DEFAULTS, check_datasets
 
 DEFAULT_OUT = "snapsim-calibration"
 

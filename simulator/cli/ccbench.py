@@ -1,10 +1,10 @@
 """``snapsim ccbench [MACHINE]``: the single-line costs a machine file charges, as a table.
 
 With ``--sosp13`` it runs SOSP'13's contended-line rows on a machine that has them
-(:func:`simulator.study.ccbench.sosp13_comparison`: ``westmere-ex-80c``, ``opteron-6172-4s``)
+(:func:`simulator.tools.ccbench.sosp13_comparison`: ``westmere-ex-80c``, ``opteron-6172-4s``)
 and prints them beside the published figures. With ``--contention`` it runs the contention sweep
 instead
-(:func:`simulator.study.ccbench.contention_sweep`): throughput and latency of CAS loops,
+(:func:`simulator.tools.ccbench.contention_sweep`): throughput and latency of CAS loops,
 fetch-adds and load + CAS pairs on one line against threads placed in one core, one socket (L3
 domain) or across sockets; a table on stdout (``--csv``: the DataFrame as CSV), ``--plot FILE``
 draws throughput and latency against threads as a PNG.
@@ -23,7 +23,8 @@ from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.hardware.codes import AccessClass
-from simulator.study.ccbench import (
+from simulator.study.experiment import Experiment
+from simulator.tools.ccbench import (
     OPERATIONS,
     PLACEMENTS,
     SOSP13_OPERATIONS,
@@ -33,7 +34,6 @@ from simulator.study.ccbench import (
     placement_capacity,
     sosp13_comparison,
 )
-from simulator.study.experiment import Experiment
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

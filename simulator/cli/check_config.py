@@ -26,8 +26,8 @@ from simulator.config.machine_file import MACHINE_KEYS, machine_from_dict
 from simulator.config.values import expect_mapping
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
+from simulator.measure.manifest import MANIFEST_KEYS, load_manifest
 from simulator.study import estimate
-from simulator.study.config_files import check_model_file, shipped_config_path
 from simulator.study.experiment_file import (
     EMPTY_FILE,
     EXPERIMENT_KEYS,
@@ -36,9 +36,9 @@ from simulator.study.experiment_file import (
     experiment_from_document,
     load_document,
 )
-from simulator.study.measurements import MANIFEST_KEYS, load_manifest
 from simulator.study.runner import check_estimate
-from simulator.study.validate import check_ratios
+from simulator.tools.check_config import check_model_file, shipped_config_path
+from simulator.tools.validate import check_ratios
 
 
 @dataclass(frozen=True, slots=True)

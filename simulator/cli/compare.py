@@ -16,7 +16,7 @@ from simulator.analysis.compare import largest_changes
 from simulator.analysis.tables import format_table
 from simulator.cli.common import EXIT_OK, log, writable_directory
 from simulator.errors import ConfigError
-from simulator.study.compare import compare_runs, write_comparison
+from simulator.tools.compare import compare_runs, write_comparison
 
 DEFAULT_OUT = "snapsim-compare"
 TOP_LINES = 20

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
-from simulator.config.probe import host_facts, probe_host, require_guest
 from simulator.errors import ConfigError
-from simulator.measure import clock
-from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
+from simulator.host import clock
+from simulator.host.probe import host_facts, probe_host, require_guest
+from simulator.host.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 
 ACTIONS = ("probe",)
 

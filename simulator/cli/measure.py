@@ -19,12 +19,14 @@ from pathlib import Path
 from types import FrameType
 
 from simulator.cli.common import EXIT_OK, log, warn, writable_directory
-from simulator.config.probe import host_facts
-from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
-from simulator.measure import clock
+from simulator.host import clock
+from simulator.host.probe import host_facts
+from simulator.host.probe_idle import MeasuredWakeup
+from simulator.host.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 from simulator.measure.cluster import check_port_free
 from simulator.measure.installations import LABELS, find_pgbench, installations
+from simulator.measure.manifest import load_manifest
 from simulator.measure.outputs import PINNED_COLUMNS, RepetitionTable
 from simulator.measure.pgbench import IDLE_KINDS
 from simulator.measure.plan import (
@@ -39,9 +41,7 @@ from simulator.measure.plan import (
 from simulator.measure.processes import RunAs
 from simulator.measure.results import manifest_path, write_results
 from simulator.measure.session import Outcome, Setup, measure
-from simulator.measure.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
-from simulator.study.measurements import load_manifest
-from simulator.study.validate import check_datasets
+from simulator.tools.validate import check_datasets
 
 DEFAULT_OUT = "snapsim-measurement"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -13,7 +13,7 @@ from pathlib import Path
 from simulator.cli.common import EXIT_OK, log, writable_directory
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.measurements import measurements_for
+from simulator.measure.manifest import measurements_for
 from simulator.study.outputs import read_curve, write_plots
 
 

@@ -2,7 +2,7 @@
 
 A baseline is any output directory of ``snapsim run`` (or a committed copy of its
 ``experiment.yaml`` and ``curve.csv``), plus an optional ``tolerances.yaml`` (see
-:mod:`simulator.study.regress`). ``--set`` applies overrides as in ``snapsim run``. When a
+:mod:`simulator.tools.regress`). ``--set`` applies overrides as in ``snapsim run``. When a
 value moved beyond its tolerance, or a compared column is missing on either side, the command
 prints a table of what moved and exits 1; a baseline or tolerance file it cannot use is bad input
 (exit 2), reported before anything runs.
@@ -24,9 +24,9 @@ from simulator.study.experiment_file import (
     experiment_from_document,
     load_document,
 )
-from simulator.study.regress import compare, load_baseline, load_tolerances
 from simulator.study.runner import run
 from simulator.study.store import atomic_path
+from simulator.tools.regress import compare, load_baseline, load_tolerances
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
 from simulator.errors import ConfigError
-from simulator.study.report import write_report
+from simulator.tools.report import write_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

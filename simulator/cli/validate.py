@@ -2,7 +2,7 @@
 
 Writes ``validation.csv`` (every measured point with its prediction), ``summary.csv`` (per
 dataset and series), ``ratios.csv`` (per published ratio) and the plots of
-:func:`simulator.study.validate.plot_validation` into ``--out``, prints the summary and the
+:func:`simulator.tools.validate.plot_validation` into ``--out``, prints the summary and the
 ratios and exits 1 when a series exceeds a threshold of the manifest or a ratio leaves its
 tolerance, unless the manifest marks it ``expected: fail`` (a known gap, reported with its
 reason); one so marked that passes exits 1 too (remove the mark), like pytest's strict xfail.
@@ -32,10 +32,11 @@ from simulator.cli.common import (
     writable_directory,
 )
 from simulator.errors import ConfigError
-from simulator.study.measurements import Manifest, load_manifest
+from simulator.measure.manifest import Manifest, load_manifest
 from simulator.study.store import atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
-from simulator.study.validate import (
+from simulator.study.workload_model import workload_model
+from simulator.tools.validate import (
     RUN_DEFAULTS,
     check_datasets,
     check_ratios,
@@ -44,7 +45,6 @@ from simulator.study.validate import (
     run_validation,
     summarise,
 )
-from simulator.study.workload_model import workload_model
 
 DEFAULT_OUT = "snapsim-validation"
 

@@ -6,10 +6,12 @@ CPU went from ``/proc``, and writes a measurement file that ``snapsim validate``
 against. It never imports the model (``snapsim_models``); the algorithm names it writes
 (``pre14``, ``post14``) are labels the user gives to installations.
 
-Modules: :mod:`.installations` (bin directories, versions, the label check), :mod:`.procfs`
-(process and machine CPU accounting), :mod:`.processes` (every started process, stopped by PID),
-:mod:`.cluster` (one server's life), :mod:`.pgbench` (commands and output parsing),
-:mod:`.holders` (idle and mostly idle connections), :mod:`.plan` (points, order, estimates and
-limits), :mod:`.host` (the host's facts), :mod:`.outputs` (the files written) and
-:mod:`.session` (the measurement itself).
+Modules: :mod:`.installations` (bin directories, versions, the label check), :mod:`.processes`
+(every started process, stopped by PID), :mod:`.cluster` (one server's life), :mod:`.pgbench`
+(commands and output parsing), :mod:`.holders` (idle and mostly idle connections), :mod:`.plan`
+(points, order, estimates and limits), :mod:`.session` (the measurement itself),
+:mod:`.kernel_thread` (the DAMON thread's line fitted to its measured CPU), :mod:`.results` and
+:mod:`.outputs` (the files written) and :mod:`.manifest` (the measurement manifest, the datasets
+``snapsim validate`` and the experiment pipeline read). The host's own facts and CPU accounting
+are :mod:`simulator.host`'s.
 """

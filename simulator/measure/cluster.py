@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.measure import procfs
+from simulator.host import procfs
 from simulator.measure.installations import Installation
 from simulator.measure.pgbench import DB_USER, Server
 from simulator.measure.processes import Registry, RunAs, Tracked, log_tail

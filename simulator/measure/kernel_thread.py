@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.config.probe_idle import text_or_none
+from simulator.host.probe_idle import text_or_none
 
 __all__ = ["DAMON_DEFAULT_SAMPLE_US", "MIN_SHARE", "FittedKernelThread", "damon_sample_us",
            "fit_kernel_thread"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.measure import procfs
+from simulator.host import procfs
 from simulator.measure.pgbench import HOLDER_THREADS, PINNED_SCRIPTS
 
 BYTES_PER_CONNECTION = 1.5 * 2**20

@@ -15,11 +15,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from simulator.config import probe
-from simulator.config.probe import probe_host
-from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
-from simulator.measure.host import host_facts
+from simulator.host import probe
+from simulator.host.facts import host_facts
+from simulator.host.probe import probe_host
+from simulator.host.probe_idle import MeasuredWakeup
 from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
 from simulator.measure.outputs import (
     MACHINE_FILE,
@@ -134,7 +134,7 @@ def pinned_summary(rows: Sequence[Mapping[str, object]],
 
     The cycles are the CPU time per transaction at ``clock_ghz`` (left out when it is not
     known), each side's context switch included (the cost file's figures are net of it:
-    docs/validation.md, "Work scales").
+    docs/investigations/work-scales.md).
     """
     summary: list[dict[str, object]] = []
     keys = dict.fromkeys((str(row["algorithm"]), str(row["script"])) for row in rows)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.measure import procfs
+from simulator.host import procfs
 from simulator.measure.cluster import Cluster, chown_to
 from simulator.measure.holders import Holders
 from simulator.measure.installations import Installation

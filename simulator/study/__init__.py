@@ -1,5 +1,6 @@
-"""Experiments over a workload model: a grid of points, run, stored and turned into files.
+"""The experiment pipeline: a grid of points over a workload model, run, stored and written.
 
 The workload model (for example PostgreSQL in ``models``) is found through the ``snapsim.models``
-entry point (:mod:`~simulator.study.workload_model`); nothing here imports it.
+entry point (:mod:`~simulator.study.workload_model`); nothing here imports it. The commands that
+judge, report or benchmark stand on this package in :mod:`simulator.tools`; it never imports them.
 """

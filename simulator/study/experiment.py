@@ -38,7 +38,7 @@ from simulator.config.units import parse_size_bytes, parse_time_ns
 from simulator.config.values import expect_list, expect_mapping, expect_number, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.measurements import (
+from simulator.measure.manifest import (
     SingleClientFigure,
     dataset_for,
     load_manifest,
@@ -122,7 +122,7 @@ class Experiment:
     experiment's first algorithm and workload, or ``None`` for the global cost model as is."""
     measurements: str | None = MACHINE
     """A measurement dataset to compare with
-    (:func:`simulator.study.measurements.measurements_for`), ``"machine"`` for the manifest's
+    (:func:`simulator.measure.manifest.measurements_for`), ``"machine"`` for the manifest's
     dataset of this machine, workload and idle kind if there is one, or ``None``. A dataset
     measured on another machine is refused."""
     model: str = DEFAULT_MODEL
@@ -367,7 +367,7 @@ class Prepared:
     def replace(self, **changes: Any) -> Prepared:
         """The same preparation of an experiment changed in keys that need no new check.
 
-        Meant for the grid, the window and the seeds (a probe point of the work scale); the
+        Meant for the grid, the window and the seeds (the work scale's single-client point); the
         machine, the model and the options stay as prepared.
         """
         return dataclasses.replace(self, experiment=dataclasses.replace(self.experiment,

@@ -36,9 +36,9 @@ from simulator.analysis import plotting
 from simulator.analysis.usl import usl_table
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError, WriteError
+from simulator.measure.manifest import measurements_for
 from simulator.study.experiment import overlay_dataset
 from simulator.study.experiment_file import dump_yaml, experiment_from_document
-from simulator.study.measurements import measurements_for
 from simulator.study.store import atomic_path
 from simulator.study.sweep import failed_points
 from simulator.study.workload_model import DEFAULT_MODEL, model_columns, workload_model

@@ -22,6 +22,7 @@ from simulator.analysis.columns import POINT_KEYS
 from simulator.analysis.plotting import algorithm_colours, plot_tps
 from simulator.analysis.summary import curve_summary
 from simulator.config.machine import MachineConfig
+from simulator.measure.manifest import measurements_for
 from simulator.study import estimate
 from simulator.study.experiment import (
     Experiment,
@@ -30,7 +31,6 @@ from simulator.study.experiment import (
     plan,
     settings_hash,
 )
-from simulator.study.measurements import measurements_for
 from simulator.study.store import PointStore
 from simulator.study.sweep import (
     OnRecord,

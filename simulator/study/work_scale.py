@@ -5,7 +5,7 @@ per-transaction work so that one client with no idle connections simulates it:
 :func:`single_client_work_scale` finds the factor by a secant search on 1/TPS, which is affine in
 the work for a single client (:func:`solve_work_scale`, with bisection where an idle state's
 residency threshold makes 1/TPS jump). Every other cost comes from the global cost model, whose
-fit is ``snapsim calibrate``'s (:mod:`simulator.study.calibrate`).
+fit is ``snapsim calibrate``'s (:mod:`simulator.tools.calibrate`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import math
 from collections.abc import Callable
 
 from simulator.errors import ConfigError
+from simulator.measure.manifest import SingleClientFigure
 from simulator.study.experiment import Prepared, plan
-from simulator.study.measurements import SingleClientFigure
 from simulator.study.sweep import execute
 
 __all__ = ["WORK_SCALE_TOLERANCE", "single_client_work_scale", "solve_work_scale"]
 
 WORK_SCALE_MIN_DURATION_MS = 20.0
-"""The single-client probe point simulates at least this long (about 700 transactions)."""
+"""The single-client point simulates at least this long (about 700 transactions)."""
 WORK_SCALE_TOLERANCE = 0.005
 WORK_SCALE_MAX_STEPS = 6
 WORK_SCALE_BISECTION_STEPS = 12
@@ -42,13 +42,13 @@ def single_client_work_scale(prepared: Prepared, figure: SingleClientFigure,
     experiment = prepared.experiment
     target_tps = figure.tps
     duration = max(experiment.duration_ms, WORK_SCALE_MIN_DURATION_MS)
-    probe = prepared.replace(clients=(1,), idle_clients=(0,), idle_kind=figure.idle_kind,
-                             algorithms=(figure.algorithm,), workload=figure.workload,
-                             seeds=experiment.seeds[:1], duration_ms=duration,
-                             warmup_ms=max(experiment.warmup_ms, 1.0))
+    single_client = prepared.replace(
+        clients=(1,), idle_clients=(0,), idle_kind=figure.idle_kind,
+        algorithms=(figure.algorithm,), workload=figure.workload, seeds=experiment.seeds[:1],
+        duration_ms=duration, warmup_ms=max(experiment.warmup_ms, 1.0))
 
     def inverse_tps(scale: float) -> float:
-        record = execute(plan(probe, scale)[0])
+        record = execute(plan(single_client, scale)[0])
         if record.failed:
             raise ConfigError("single_client_tps",
                               f"the work scale's single-client point failed: {record.error}")

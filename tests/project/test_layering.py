@@ -1,11 +1,12 @@
 """The tree is the architecture: floors of ``simulator`` import only downwards, no module cycle.
 
 ``simulator`` is a generic machine in floors (``errors``, ``types`` and ``version``, then
-``config``, ``hardware``, ``runtime`` and ``analysis``, ``study``, ``cli``); a module imports from
-its own subpackage or a lower floor. The PostgreSQL model, the folder ``models/`` installed as
-``snapsim_models``, stands on the machine and never on the command line, and nothing in
-``simulator`` imports it. Imports inside functions count like any other, and relative imports
-count as the modules they name.
+``config``, ``hardware`` and ``host``, ``runtime``, ``analysis`` and ``measure``, ``study``,
+``tools``, ``cli``); a module imports from its own subpackage or a lower floor, and the experiment
+pipeline (``study``) never imports the tools over it. The PostgreSQL model, the folder
+``models/`` installed as ``snapsim_models``, stands on the machine and never on the command line,
+and nothing in ``simulator`` imports it. Imports inside functions count like any other, and
+relative imports count as the modules they name.
 
 No code of the project imports a top-level ``models``: that name belongs to the user (a
 ``models.py`` in the working directory), and the folder imported under it would be a second copy
@@ -28,12 +29,14 @@ FLOORS = {
     "simulator.version": 1,
     "simulator.config": 2,
     "simulator.hardware": 3,
+    "simulator.host": 3,  # this computer, read and timed; knows nothing of PostgreSQL
     "simulator.runtime": 4,
     "simulator.analysis": 4,
-    "simulator.study": 5,
-    "simulator.measure": 5,  # runs real PostgreSQL and pgbench; knows nothing of the model
-    "simulator.cli": 6,
-    "simulator": 7,  # the package's public API and ``python -m simulator``
+    "simulator.measure": 4,  # real PostgreSQL and pgbench, and the manifest; never the model
+    "simulator.study": 5,  # the experiment pipeline alone
+    "simulator.tools": 6,  # the library half of the commands that judge, report or benchmark
+    "simulator.cli": 7,
+    "simulator": 8,  # the package's public API and ``python -m simulator``
 }
 """Floor of each part of ``simulator``: the longest matching prefix of a module's name."""
 
@@ -200,6 +203,16 @@ def test_each_floor_imports_only_from_itself_or_below() -> None:
     assert sorted(offenders) == []
 
 
+def test_the_pipeline_does_not_import_the_tools() -> None:
+    """``study`` is the experiment pipeline; the commands' libraries in ``tools`` stand on it."""
+    offenders = sorted(f"{name} -> {target}" for name, targets in import_graph().items()
+                       if names_package(name, "simulator.study")
+                       for target in targets if names_package(target, "simulator.tools"))
+    assert offenders == []
+    assert any(names_package(target, "simulator.study")
+               for target in import_graph()["simulator.tools.validate"])
+
+
 def test_models_stand_on_the_machine_not_on_the_commands() -> None:
     offenders = [f"{name} -> {target}"
                  for name, targets in import_graph().items() if names_package(name, MODELS)
@@ -282,7 +295,7 @@ def test_the_cycle_check_finds_cycles(graph: dict[str, set[str]], cyclic: bool) 
 
 def test_the_checks_see_imports_at_any_depth() -> None:
     graph = import_graph()
-    assert "simulator.hardware.machine" in graph["simulator.study.bench"]
+    assert "simulator.hardware.machine" in graph["simulator.tools.bench"]
     assert "simulator.analysis.plotting" in graph["simulator.study.outputs"]
     # relative imports of the model: ``from .backend import``, ``from . import structs``
     assert "snapsim_models.backend" in graph["snapsim_models.clients"]

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from simulator.cli import main
-from simulator.study.bench import Settings
+from simulator.tools.bench import Settings
 
 KERNEL = {"kernel_hits_lines_per_s", "kernel_mixed_lines_per_s", "reference_lines_per_s",
           "reference_mixed_lines_per_s", "simpy_event_us", "sequence_call_us", "pollute_call_us"}
@@ -76,7 +76,7 @@ def test_set_overrides_the_experiment_of_every_end_to_end_point(
 
 def test_a_failing_group_is_reported_and_the_others_still_measured(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import simulator.study.bench as bench
+    import simulator.tools.bench as bench
 
     def broken(settings: object, report: object) -> dict[str, float]:
         raise RuntimeError("benchmark point failed: NoTransactionError: no transaction")

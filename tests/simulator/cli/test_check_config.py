@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from simulator.cli import main
+from simulator.measure.manifest import shipped_manifest_path
 from simulator.study import estimate
 from simulator.study.experiment_file import experiments_dir
-from simulator.study.measurements import shipped_manifest_path
-from tests.simulator.study.test_ratios import RATIO, ratio_manifest
+from tests.simulator.tools.test_ratios import RATIO, ratio_manifest
 
 
 def test_check_config_validates_experiments_and_manifests(

@@ -11,8 +11,8 @@ import pytest
 from simulator.cli import COMMANDS, build_parser
 from tests.paths import REPO_ROOT
 
-LIBRARIES = ("simulator", "simulator.study.validate", "simulator.study.calibrate",
-             "simulator.study.regress", "simulator.study.ccbench", "simulator.study.bench",
+LIBRARIES = ("simulator", "simulator.tools.validate", "simulator.tools.calibrate",
+             "simulator.tools.regress", "simulator.tools.ccbench", "simulator.tools.bench",
              "simulator.study.experiment", "simulator.analysis.c2c")
 
 

@@ -14,9 +14,9 @@ import pytest
 
 import simulator.cli.plot
 from simulator.cli import main
-from simulator.study.validate import SUMMARY_COLUMNS
+from simulator.tools.validate import SUMMARY_COLUMNS
 from tests.paths import BASELINES_DIR
-from tests.simulator.study.test_validate import CSV, write_manifest
+from tests.simulator.tools.test_validate import CSV, write_manifest
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:

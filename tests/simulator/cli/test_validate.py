@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from simulator.cli import main
-from simulator.study.validate import RATIO_COLUMNS
+from simulator.tools.validate import RATIO_COLUMNS
 from snapsim_models.costs import costs_from_dict, read_costs_document
-from tests.simulator.study.test_ratios import RATIO, ratio_manifest
-from tests.simulator.study.test_validate import write_manifest
+from tests.simulator.tools.test_ratios import RATIO, ratio_manifest
+from tests.simulator.tools.test_validate import write_manifest
 
 
 def test_cli_writes_results_and_exit_code_follows_thresholds(

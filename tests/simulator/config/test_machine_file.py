@@ -45,6 +45,8 @@ SHIPPED_MACHINES: dict[str, tuple[int, int, int, int, CoherenceProtocol, L3Inclu
     "sapphire-rapids-2s": (2, 1, 56, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
     "epyc-9654-2s": (2, 12, 8, 2, CoherenceProtocol.MOESI, L3Inclusion.VICTIM, False),
     "graviton3": (1, 1, 64, 1, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
+    "xeon-8375c-2s-vm": (2, 1, 32, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, True),
+    "epyc-7r13-2s-vm": (2, 6, 8, 2, CoherenceProtocol.MOESI, L3Inclusion.VICTIM, True),
 }
 
 
@@ -74,9 +76,10 @@ def test_spec_machine_shape(name: str) -> None:
     assert (config.scheduler.ipi_exit_ns > 0) is virtualized
 
 
-def test_only_the_azure_and_8168_machines_are_virtualized() -> None:
+def test_only_the_cloud_machines_are_virtualized() -> None:
     virtual = {name for name in shipped_machines() if load_machine(name).virtualized}
-    assert virtual == {"azure-f72s-v2", "platinum8168-2s-vm"}
+    assert virtual == {"azure-f72s-v2", "platinum8168-2s-vm", "xeon-8375c-2s-vm",
+                       "epyc-7r13-2s-vm"}
 
 
 @pytest.mark.parametrize("name", shipped_machines())
@@ -143,6 +146,18 @@ def test_threadripper_3990x() -> None:
     assert tr.latency.remote_hitm is None
     assert tr.latency.local_hitm_ns == 20
     assert tr.latency.atomic_local_ns == pytest.approx(18 / 2.9)
+
+
+def test_milan_keys_cross_ccx_transfers_by_home() -> None:
+    """On the 7R13 two CCXs of the line's home socket pass it in 108 ns, of the other in 200."""
+    milan = load_machine("epyc-7r13-2s-vm")
+    for keyed in (milan.latency.cross_domain_hit, milan.latency.cross_domain_hitm):
+        assert keyed is not None
+        assert (keyed.both, keyed.neither) == (107.6, 200.5)
+        assert (keyed.requester, keyed.holder) == (None, None)  # one home node per socket
+    assert [node.near_domains for node in milan.memory.home_nodes] == [
+        tuple(range(6)), tuple(range(6, 12))
+    ]
 
 
 def test_westmere_remote_is_the_hop_weighted_average() -> None:
@@ -574,13 +589,18 @@ def test_the_gold_5215_idle_states_are_intel_idles_skx_table() -> None:
                      ("C6", 133_000, 600_000, 92_000, True)]
 
 
+# Virtual machines whose guest controls the processor's C-states (AWS's full-host sizes): their
+# idle vCPUs wait in MWAIT as on bare metal; every other virtual machine halts them.
+MWAIT_GUESTS = {"xeon-8375c-2s-vm", "epyc-7r13-2s-vm"}
+
+
 @pytest.mark.parametrize("name", shipped_machines())
 def test_every_shipped_machine_has_idle_states_and_vms_halt(name: str) -> None:
     config = load_machine(name)
     assert config.idle is not None
     assert config.idle.states
     if config.virtualized:
-        assert config.idle.wake == "hlt"
+        assert config.idle.wake == ("mwait" if name in MWAIT_GUESTS else "hlt")
 
 
 def test_a_machine_file_without_idle_states_has_none(gold_data: dict[str, Any],

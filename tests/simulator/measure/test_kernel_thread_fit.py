@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from simulator.config.machine_file import load_machine
-from simulator.config.probe import probe_host
+from simulator.host.probe import probe_host
 from simulator.measure.kernel_thread import (
     DAMON_DEFAULT_SAMPLE_US,
     damon_sample_us,
     fit_kernel_thread,
 )
-from tests.simulator.config.test_probe import make_host
+from tests.simulator.host.test_probe import make_host
 
 
 def _row(idle: int, active: int, cpu_s: float, window_s: float = 10.0) -> dict[str, object]:

@@ -19,16 +19,15 @@ import yaml
 
 from simulator.cli import main
 from simulator.cli import measure as measure_cli
-from simulator.config import probe
 from simulator.config.machine_file import load_machine
-from simulator.config.probe_idle import GuestIdle
-from simulator.measure import clock, wakeup
-from simulator.measure.clock import MeasuredClock
+from simulator.host import clock, probe, wakeup
+from simulator.host.clock import MeasuredClock
+from simulator.host.probe_idle import GuestIdle
+from simulator.host.wakeup import WakeupMeasurement
 from simulator.measure.kernel_thread import fit_kernel_thread
+from simulator.measure.manifest import load_manifest
 from simulator.measure.outputs import MOSTLY_IDLE_RUN, REPETITION_COLUMNS
-from simulator.measure.wakeup import WakeupMeasurement
-from simulator.study.measurements import load_manifest
-from simulator.study.validate import check_datasets
+from simulator.tools.validate import check_datasets
 from tests.paths import REPO_ROOT
 from tests.simulator.measure.fakes import (
     alive,

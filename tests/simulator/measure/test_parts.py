@@ -8,8 +8,8 @@ import time
 import pytest
 
 from simulator.errors import ConfigError
+from simulator.host import procfs
 from simulator.measure import plan as plan_module
-from simulator.measure import procfs
 from simulator.measure.installations import label_for, major_of
 from simulator.measure.outputs import wide_table
 from simulator.measure.pgbench import parse_progress, parse_report, transactions_between

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from simulator.cli import main
-from simulator.study.measurements import load_manifest
-from simulator.study.validate import check_datasets
+from simulator.measure.manifest import load_manifest
+from simulator.tools.validate import check_datasets
 from tests.simulator.measure.fakes import alive, processes_mentioning, shared_directory
 from tests.simulator.measure.test_measure_cli import free_port
 

@@ -19,8 +19,8 @@ import simulator
 from simulator.cli import main
 from simulator.config.machine_file import machines_dir
 from simulator.errors import ConfigError
+from simulator.measure.manifest import load_manifest
 from simulator.study.experiment import Experiment
-from simulator.study.measurements import load_manifest
 from simulator.study.work_scale import single_client_work_scale
 from simulator.study.workload_model import workload_model
 

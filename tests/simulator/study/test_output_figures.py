@@ -97,7 +97,7 @@ def test_the_title_without_a_window_names_what_the_curve_holds() -> None:
 
 def test_the_comparison_figure_is_titled_and_keeps_zero_idle_on_its_log_axis(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import simulator.study.compare as compare
+    import simulator.tools.compare as compare
 
     drawn = capture_figures(monkeypatch, compare)
     curve = pd.DataFrame({"clients": [1, 1], "idle_clients": [0, 500],

@@ -565,7 +565,7 @@ START_SPREAD_NS = 1_000.0
 """The SOSP'13 loops start each thread after a random delay below this (ns). ASSUMPTION (range
 0.1-10 us): threads leave a start barrier over about a microsecond. It sets the order in which
 they first reach the line; the line serves its queue in request order, so with a fixed pause
-that order then repeats (see docs/validation.md, "SOSP'13 rows")."""
+that order then repeats (see docs/investigations/contended-lines.md, "SOSP'13 rows")."""
 
 
 class _Watch:

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.study.report import report_html
+from simulator.tools.report import report_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.study.regress import (
+from simulator.tools.regress import (
     DEFAULT_TOLERANCES,
     Tolerance,
     compare,

@@ -10,7 +10,7 @@ import pytest
 from simulator.config.machine import LineServiceConfig, MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
-from simulator.study.ccbench import (
+from simulator.tools.ccbench import (
     SOSP13_COLUMNS,
     SOSP13_PUBLISHED,
     Sosp13Row,

@@ -10,7 +10,7 @@
   domains near each;
 * ``/proc/cpuinfo``: the vendor, the model name and whether a hypervisor is present;
   ``cpufreq/cpuinfo_max_freq`` (else ``cpu MHz``, a guest's nominal figure) for the clock, unless
-  it was measured (:mod:`simulator.measure.clock`, ``--measure-clock``);
+  it was measured (:mod:`simulator.host.clock`, ``--measure-clock``);
 * ``/sys/devices/system/cpu/cpuidle/current_driver`` and, under KVM's guest halt polling (driver
   ``haltpoll``, Linux ``drivers/cpuidle/cpuidle-haltpoll.c``),
   ``/sys/module/haltpoll/parameters/guest_halt_poll_ns``: how an idle vCPU waits.
@@ -19,7 +19,7 @@ Linux publishes no latency. Those (cache hit cycles, cache-to-cache transfers, D
 scheduler costs) are taken from the closest shipped machine (same vendor, then the same kinds of
 cache-to-cache distance, then the nearest core count), or from a named one; every such number
 says so in the written file. A virtual machine's vCPUs are described as halting (see
-:mod:`simulator.config.probe_idle`) rather than with a bare-metal machine's idle states. Left out:
+:mod:`simulator.host.probe_idle`) rather than with a bare-metal machine's idle states. Left out:
 turbo, a bare-metal host's own idle states (borrowed), heterogeneous cores (the first CPU's caches
 stand for all) and offline CPUs.
 """
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.config.machine_file import machines_dir, shipped_machines
-from simulator.config.probe_idle import GuestIdle, MeasuredWakeup, guest_idle, guest_idle_lines
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
+from simulator.host.probe_idle import GuestIdle, MeasuredWakeup, guest_idle, guest_idle_lines
 
 __all__ = ["HostFacts", "closest_machine", "host_facts", "machine_file_text", "probe_host",
            "require_guest"]
@@ -245,7 +245,7 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
     """The machine file of the host, latencies from the shipped machine ``like``, as YAML text.
 
     A guest's ``scheduler.ipi_exit`` comes from ``wakeup`` when it was measured, the clock from
-    ``clock_ghz`` when it was (:mod:`simulator.measure.clock`), else from Linux. ``extra_lines``
+    ``clock_ghz`` when it was (:mod:`simulator.host.clock`), else from Linux. ``extra_lines``
     end the file (a section measured elsewhere, such as a measurement's ``kernel_thread``).
     """
     source = read_yaml(machines_dir() / f"{like}.yaml")

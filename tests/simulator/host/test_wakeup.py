@@ -10,9 +10,9 @@ import pytest
 from simulator.cli import main
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
-from simulator.measure import wakeup
-from simulator.measure.wakeup import WakeupMeasurement, measure_wakeup, pipe_round_trip_us
-from tests.simulator.config.test_probe import make_guest, make_host
+from simulator.host import wakeup
+from simulator.host.wakeup import WakeupMeasurement, measure_wakeup, pipe_round_trip_us
+from tests.simulator.host.test_probe import make_guest, make_host
 
 
 def no_child_left() -> bool:

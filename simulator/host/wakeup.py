@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.config.probe_idle import MeasuredWakeup
 from simulator.errors import ConfigError
+from simulator.host.probe_idle import MeasuredWakeup
 
 __all__ = ["WakeupMeasurement", "measure_for_machine_file", "measure_wakeup",
            "pipe_round_trip_us"]

@@ -8,8 +8,8 @@ import platform
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.measure import clock
-from simulator.measure.clock import MeasuredClock, chain_reference, measure_clock
+from simulator.host import clock
+from simulator.host.clock import MeasuredClock, chain_reference, measure_clock
 
 
 @pytest.mark.parametrize(("steps", "value"), [(0, 7), (1, 1), (1000, 1), (4097, 2**63 + 5)])

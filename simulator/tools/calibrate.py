@@ -1,7 +1,7 @@
 """Fit global model parameters to published measurements (the library of ``snapsim calibrate``).
 
 The parameters are experiment keys (``options.costs.scan_cycles_per_entry.pre14``, ...) with
-bounds; every evaluation is a :func:`simulator.study.validate.validate` run of the chosen datasets
+bounds; every evaluation is a :func:`simulator.tools.validate.validate` run of the chosen datasets
 with
 the parameters applied as ``--set`` overrides to *every* point, so one set of values is fitted
 jointly to all of them (never one curve at a time). The objective is
@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 
 from simulator.errors import ConfigError
+from simulator.measure.manifest import Manifest
 from simulator.study.experiment_file import (
     apply_overrides,
     blame_overrides,
     experiment_from_document,
 )
-from simulator.study.measurements import Manifest
-from simulator.study.validate import summarise, validate
+from simulator.tools.validate import summarise, validate
 
 
 @dataclass(frozen=True, slots=True)

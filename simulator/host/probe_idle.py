@@ -44,7 +44,7 @@ class GuestIdle:
 class MeasuredWakeup:
     """A wake-up of an idle vCPU measured on the host.
 
-    ``snapsim machine probe --measure-wakeup``: a pipe ping-pong, :mod:`simulator.measure.wakeup`.
+    ``snapsim machine probe --measure-wakeup``: a pipe ping-pong, :mod:`simulator.host.wakeup`.
     """
 
     wakeup_us: float

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.study.measurements import load_manifest
-from simulator.study.validate import SUMMARY_COLUMNS, gate_passes, summarise
-from tests.simulator.study.test_validate import CSV, write_manifest
+from simulator.measure.manifest import load_manifest
+from simulator.tools.validate import SUMMARY_COLUMNS, gate_passes, summarise
+from tests.simulator.tools.test_validate import CSV, write_manifest
 
 
 def with_csv(tmp_path: Path, text: str) -> Path:

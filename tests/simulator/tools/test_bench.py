@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.study.bench import Settings, bench_experiment, point, scaling_exponent
 from simulator.study.experiment_file import experiment_from_document, load_document
+from simulator.tools.bench import Settings, bench_experiment, point, scaling_exponent
 
 
 def test_scaling_exponent_is_the_log_log_slope() -> None:

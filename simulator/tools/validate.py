@@ -1,6 +1,6 @@
 """The model against published measurements (the library of ``snapsim validate``).
 
-A measurement manifest (:mod:`simulator.study.measurements`) maps every measured TPS to a point:
+A measurement manifest (:mod:`simulator.measure.manifest`) maps every measured TPS to a point:
 machine, algorithm, workload, active and idle clients, idle kind. :func:`validate` simulates each
 distinct point once (two series measuring the same point, e.g. PostgreSQL 12 and the pre-14 tree,
 share a simulation), with the manifest's run settings (a dataset's own ``run`` overrides them for
@@ -23,7 +23,7 @@ a gate like pytest's strict xfail: while it fails its outcome is ``expected fail
 fail :func:`gate_passes`; once it passes its outcome is ``unexpected pass`` and it does, so that
 the mark is removed.
 
-The manifest's published ratios (:class:`~simulator.study.measurements.Ratio`) are checked beside
+The manifest's published ratios (:class:`~simulator.measure.manifest.Ratio`) are checked beside
 the curves: :func:`run_validation` simulates each ratio's two points in the same run (a point that
 a curve also measures, with the same window and options, is simulated once) and
 :func:`score_ratios` sets each ratio's predicted value (numerator TPS / denominator TPS), its
@@ -51,9 +51,9 @@ from simulator.config.machine_file import load_machine, resolve_machine_path
 from simulator.config.overrides import set_dotted
 from simulator.config.values import join_key
 from simulator.errors import ConfigError
+from simulator.measure.manifest import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
 from simulator.study.experiment import Experiment, plan
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
-from simulator.study.measurements import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
 from simulator.study.sweep import PointRecord, PointTask, run_tasks
 from simulator.study.work_scale import single_client_work_scale
@@ -353,9 +353,9 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
     if figure is None:
         return 1.0
     group = pd.DataFrame({"algorithm": [figure.algorithm], "clients": [1], "idle_clients": [0]})
-    probe = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
-                        warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
-    return single_client_work_scale(probe.prepare(), figure, log)
+    single_client = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
+                                warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
+    return single_client_work_scale(single_client.prepare(), figure, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,

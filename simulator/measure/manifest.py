@@ -24,7 +24,7 @@ experiment's ``options``), the published ratio, its relative tolerance and the s
 can be marked ``expected: fail`` like a series.
 
 Nothing here knows what the algorithms mean; names are checked by whoever runs the points
-(:func:`simulator.study.validate.check_ratios` for the ratios).
+(:func:`simulator.tools.validate.check_ratios` for the ratios).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from simulator.config.machine import HomeRelation, home_relation
 from simulator.config.machine_file import load_machine, shipped_machines
 from simulator.errors import ConfigError
 from simulator.hardware.topology import Topology
-from simulator.study.ccbench import (
+from simulator.tools.ccbench import (
     CONTENTION_COLUMNS,
     PLACEMENTS,
     contention_point,

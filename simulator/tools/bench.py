@@ -331,7 +331,7 @@ def run_point(experiment: Experiment) -> PointRun:
 
 _CHILD = """
 import json, resource, sys
-from simulator.study.bench import bench_experiment, point, run_point, warm_model
+from simulator.tools.bench import bench_experiment, point, run_point, warm_model
 experiment_file, overrides, *arguments = json.loads(sys.argv[1])
 base = bench_experiment(experiment_file, overrides)
 warm_model(base)

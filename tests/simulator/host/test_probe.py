@@ -9,8 +9,8 @@ import pytest
 
 from simulator.cli import main
 from simulator.config.machine_file import load_machine
-from simulator.config.probe import closest_machine, host_facts, probe_host
 from simulator.errors import ConfigError
+from simulator.host.probe import closest_machine, host_facts, probe_host
 
 CPUINFO_INTEL = """\
 processor\t: 0
@@ -201,8 +201,8 @@ def test_a_non_positive_measured_clock_is_refused_and_nothing_written(tmp_path: 
 
 def test_machine_probe_measure_clock_writes_the_measurement(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simulator.measure import clock
-    from simulator.measure.clock import MeasuredClock
+    from simulator.host import clock
+    from simulator.host.clock import MeasuredClock
 
     monkeypatch.setattr(clock, "measure_clock",
                         lambda repeats=5: MeasuredClock(ghz=3.7, runs_ghz=(3.6, 3.7), cpu=0))

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.study.calibrate import (
+from simulator.measure.manifest import load_manifest, shipped_manifest_path
+from simulator.tools.calibrate import (
     Evaluator,
     nelder_mead,
     objective,
@@ -17,8 +18,7 @@ from simulator.study.calibrate import (
     sensitivity,
     worst_series,
 )
-from simulator.study.measurements import load_manifest, shipped_manifest_path
-from simulator.study.validate import check_datasets, run_validation, summarise, validate
+from simulator.tools.validate import check_datasets, run_validation, summarise, validate
 
 CSV = """idle_connections,active_connections,tps_pre14,tps_post14
 0,1,33599,33406
@@ -323,7 +323,7 @@ def test_sensitivity_moves_each_value_both_ways_from_the_best(tmp_path: Path) ->
 
 
 def test_seeds_give_the_mean_and_its_interval(tmp_path: Path) -> None:
-    from tests.simulator.study.test_ratios import ratio_manifest  # it imports this module
+    from tests.simulator.tools.test_ratios import ratio_manifest  # it imports this module
 
     path = ratio_manifest(tmp_path)
     # four clients: their start phases come from the seed (one client's run does not vary)

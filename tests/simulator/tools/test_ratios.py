@@ -10,10 +10,10 @@ import pytest
 
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
+from simulator.measure.manifest import RatioSide, load_manifest
 from simulator.study.experiment import Experiment, plan
-from simulator.study.measurements import RatioSide, load_manifest
 from simulator.study.sweep import execute
-from simulator.study.validate import (
+from simulator.tools.validate import (
     RATIO_COLUMNS,
     check_ratios,
     gate_passes,
@@ -21,7 +21,7 @@ from simulator.study.validate import (
     score_ratios,
     summarise,
 )
-from tests.simulator.study.test_validate import write_manifest
+from tests.simulator.tools.test_validate import write_manifest
 
 RATIO = """\
 ratios:
