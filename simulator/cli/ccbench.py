@@ -1,10 +1,10 @@
 """``snapsim ccbench [MACHINE]``: the single-line costs a machine file charges, as a table.
 
 With ``--sosp13`` it runs SOSP'13's contended-line rows on a machine that has them
-(:func:`simulator.tools.ccbench.sosp13_comparison`: ``westmere-ex-80c``, ``opteron-6172-4s``)
+(:func:`simulator.tools.sosp13.sosp13_comparison`: ``westmere-ex-80c``, ``opteron-6172-4s``)
 and prints them beside the published figures. With ``--contention`` it runs the contention sweep
 instead
-(:func:`simulator.tools.ccbench.contention_sweep`): throughput and latency of CAS loops,
+(:func:`simulator.tools.contention.contention_sweep`): throughput and latency of CAS loops,
 fetch-adds and load + CAS pairs on one line against threads placed in one core, one socket (L3
 domain) or across sockets; a table on stdout (``--csv``: the DataFrame as CSV), ``--plot FILE``
 draws throughput and latency against threads as a PNG.
@@ -24,16 +24,9 @@ from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.hardware.codes import AccessClass
 from simulator.study.experiment import Experiment
-from simulator.tools.ccbench import (
-    OPERATIONS,
-    PLACEMENTS,
-    SOSP13_OPERATIONS,
-    SOSP13_PLACEMENTS,
-    contention_sweep,
-    measure,
-    placement_capacity,
-    sosp13_comparison,
-)
+from simulator.tools.ccbench import scenarios
+from simulator.tools.contention import OPERATIONS, PLACEMENTS, contention_sweep, placement_capacity
+from simulator.tools.sosp13 import SOSP13_OPERATIONS, SOSP13_PLACEMENTS, sosp13_comparison
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -100,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         return _contention(config, args)
     if args.sosp13:
         return _sosp13(config, args)
-    rows = measure(config)
+    rows = scenarios(config)
     width = max(len(r.scenario) for r in rows)
     print(f"{config.name}: single-line costs charged by the model\n")
     print(f"{'scenario':{width}s}  {'class':17s}  value")

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.tools.ccbench import CONTENTION_COLUMNS, OPERATIONS
+from simulator.tools.ccbench import CONTENTION_COLUMNS
+from simulator.tools.contention import OPERATIONS
 
 QUICK = ["--duration-us", "2", "--warmup-us", "1"]
 
@@ -87,7 +88,7 @@ def test_sosp13_operations_and_rows_from_the_command_line(
     assert table["operation"].tolist() == ["store-shared", "mcs-lock"]
     assert table["latency_ns"].iloc[0] == pytest.approx(246 / 2.1)  # Table 2, same die
     from simulator.cli import ccbench as command
-    from simulator.tools.ccbench import SOSP13_PUBLISHED, sosp13_comparison
+    from simulator.tools.sosp13 import SOSP13_PUBLISHED, sosp13_comparison
 
     few = [row for row in SOSP13_PUBLISHED["westmere-ex-80c"] if row.operation == "store-shared"]
     monkeypatch.setattr(command, "sosp13_comparison",

@@ -10,17 +10,15 @@ import pytest
 from simulator.config.machine import LineServiceConfig, MachineConfig
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
-from simulator.tools.ccbench import (
+from simulator.tools.contention import contention_sweep, placed_threads, placement_capacity
+from simulator.tools.sosp13 import (
     SOSP13_COLUMNS,
     SOSP13_PUBLISHED,
     Sosp13Row,
-    contention_sweep,
     fai_pause_cycles,
     fai_pause_point,
     filled_threads,
     mcs_point,
-    placed_threads,
-    placement_capacity,
     sosp13_comparison,
     store_shared_point,
     store_shared_threads,
