@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.host import probe
-from simulator.host.facts import host_facts
+from simulator.host.facts import HostFacts, host_facts
 from simulator.host.probe import probe_host
 from simulator.host.probe_idle import MeasuredWakeup
 from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
@@ -48,6 +47,7 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     ``scheduler.ipi_exit``; ``clock_ghz``: the guest's clock measured before the runs.
     """
     out = setup.out
+    facts = host_facts()
     written: list[Path] = []
     series = [f"tps_{inst.label}" for inst in setup.installations]
     versions = ", ".join(f"{inst.label} = {inst.version}" for inst in setup.installations)
@@ -110,9 +110,9 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
         "plan": dataclasses.asdict(plan), "server_settings": outcome.settings,
         "memory_per_connection_mb": None if outcome.memory_per_connection_bytes is None
         else round(outcome.memory_per_connection_bytes / 2**20, 3),
-        "machine_file": machine_note, "host": host_facts(), **extra,
+        "machine_file": machine_note, "host": facts.as_metadata(), **extra,
         "pinned": None if outcome.pinned is None else pinned_summary(
-            outcome.pinned.rows, clock_ghz or _linux_clock_ghz()),
+            outcome.pinned.rows, clock_ghz or _linux_clock_ghz(facts)),
         "stopped_on_exit": outcome.stopped,
     }
     write_yaml(out / METADATA, metadata, "snapsim measure: how this measurement was made")
@@ -120,10 +120,10 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     return written
 
 
-def _linux_clock_ghz() -> float | None:
+def _linux_clock_ghz(facts: HostFacts) -> float | None:
     """The clock Linux gives (cpufreq maximum, else "cpu MHz"); ``None`` if unreadable."""
     try:
-        return probe.host_facts().clock_mhz / 1000
+        return facts.layout().clock_mhz / 1000
     except ConfigError:
         return None
 
