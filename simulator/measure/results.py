@@ -20,18 +20,11 @@ from simulator.host.facts import HostFacts, host_facts
 from simulator.host.probe import probe_host
 from simulator.host.probe_idle import MeasuredWakeup
 from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
-from simulator.measure.outputs import (
-    MACHINE_FILE,
-    dataset_name,
-    manifest_document,
-    wide_table,
-    write_dataset,
-    write_yaml,
-)
+from simulator.measure.manifest import MACHINE_FILE, MANIFEST_FILE, manifest_document
+from simulator.measure.outputs import dataset_name, wide_table, write_dataset, write_yaml
 from simulator.measure.plan import Plan, holder_threads
 from simulator.measure.session import Outcome, Setup
 
-MANIFEST = "manifest.yaml"
 METADATA = "metadata.yaml"
 _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
                  "mostly-idle": "N mostly idle connections (\\sleep 100ms; SELECT 1;)"}
@@ -97,8 +90,8 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                   f"Validate the model against it: snapsim validate --manifest {out}\n"
                   "Every repetition, with where the CPU went: repetitions.csv; host and "
                   "settings: metadata.yaml.")
-        write_yaml(out / MANIFEST, document, header)
-        written.append(out / MANIFEST)
+        write_yaml(out / MANIFEST_FILE, document, header)
+        written.append(out / MANIFEST_FILE)
     metadata = {
         "status": outcome.status, "cause": outcome.cause or None,
         "command": None if argv is None else shlex.join(["snapsim", *argv]),
@@ -157,4 +150,4 @@ def pinned_summary(rows: Sequence[Mapping[str, object]],
 
 def manifest_path(out: Path) -> Path:
     """The manifest a measurement writes into ``out``."""
-    return out / MANIFEST
+    return out / MANIFEST_FILE

@@ -26,8 +26,8 @@ from simulator.host.facts import host_facts
 from simulator.host.probe_idle import GuestIdle
 from simulator.host.wakeup import WakeupMeasurement
 from simulator.measure.kernel_thread import fit_kernel_thread
-from simulator.measure.manifest import load_manifest
-from simulator.measure.outputs import MOSTLY_IDLE_RUN, REPETITION_COLUMNS
+from simulator.measure.manifest import MOSTLY_IDLE_RUN, load_manifest
+from simulator.measure.outputs import REPETITION_COLUMNS
 from simulator.tools.validate import check_datasets
 from tests.paths import REPO_ROOT
 from tests.simulator.measure.fakes import (
