@@ -31,6 +31,7 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from simulator.config.files import atomic_path
 from simulator.config.machine_file import machines_dir, shipped_machines
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
@@ -228,15 +229,12 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
         require_guest(facts)
     chosen = like or closest_machine(facts)
     text = machine_file_text(facts, chosen, name, wakeup, clock_ghz, extra_lines)
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        load_machine(tmp)
-        tmp.replace(out)
-    except OSError as exc:
+        with atomic_path(out) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+            load_machine(tmp)
+    except OSError as exc:  # a WriteError
         raise ConfigError("--out", f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
     return chosen
 
 

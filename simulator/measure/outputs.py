@@ -15,18 +15,20 @@
 - ``metadata.yaml``: the command, status (``complete`` or ``partial`` with its cause), host
   facts, installations, server settings, the plan and its estimates.
 
-Every file but the appended table is written to a temporary name and renamed into place.
+Every file but the appended tables is written to a temporary name and renamed into place
+(:func:`simulator.config.files.atomic_path`).
 """
 
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from simulator.config.files import write_text_atomic
 
 REPETITION_COLUMNS = (
     "series", "algorithm", "version", "idle_kind", "repetition", "idle_connections",
@@ -53,16 +55,6 @@ PINNED_COLUMNS = (
 """``script``: ``select-only`` (``-M prepared -S``) or ``select1`` (``SELECT 1;``); ``cpu``: the
 CPU pgbench and the backend were pinned to."""
 MEDIAN_COLUMNS = ("tps", "backend_cpu_us_per_txn", "client_cpu_us_per_txn")
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class RepetitionTable:
@@ -124,12 +116,12 @@ def _wide_column(column: str, series: str) -> str:
 def write_dataset(directory: Path, name: str, table: pd.DataFrame) -> Path:
     """One measurement file of ``snapsim validate``."""
     path = directory / f"{name}.csv"
-    write_text(path, table.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(path, table.to_csv(index=False, float_format="%.6g"))
     return path
 
 
 def write_yaml(path: Path, document: Mapping[str, object], header: str = "") -> None:
     """A YAML file with a comment header."""
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    write_text(path, comments + yaml.safe_dump(dict(document), sort_keys=False, width=100,
+    write_text_atomic(path, comments + yaml.safe_dump(dict(document), sort_keys=False, width=100,
                                                allow_unicode=True))
