@@ -10,7 +10,7 @@
   reads, one row per active-client and idle count, with per installation the median over the
   repetitions of the TPS (``tps_pre14``, ``tps_post14``) and of the CPU per transaction;
 - ``manifest.yaml``: those datasets, the machine file ``host.yaml`` and the single-client point
-  that calibrates it (pre14's 1 client at 0 idle, else post14's), written by
+  that gives its work scale (pre14's 1 client at 0 idle, else post14's), written by
   :func:`simulator.measure.manifest.manifest_document`;
 - ``metadata.yaml``: the command, status (``complete`` or ``partial`` with its cause), host
   facts, installations, server settings, the plan and its estimates.

@@ -3,8 +3,9 @@
 The measurement files and the manifest come from the runs recorded (a point measured by only
 some installations, as after an interruption, is left out of the wide files but kept in
 ``repetitions.csv``); the machine file is the host's probe (``snapsim machine probe``), with
-the kernel's DAMON thread fitted to its CPU in the runs (:mod:`simulator.measure.kernel_thread`);
-the metadata says whether the measurement is complete and, if not, why it stopped.
+the kernel's DAMON thread fitted to its CPU in the runs
+(:mod:`simulator.measure.kernel_thread_fit`); the metadata says whether the measurement is
+complete and, if not, why it stopped.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from simulator.errors import ConfigError
 from simulator.host.facts import HostFacts, host_facts
 from simulator.host.probe import probe_host
 from simulator.host.probe_idle import MeasuredWakeup
-from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
+from simulator.measure.kernel_thread_fit import damon_sample_us, fit_kernel_thread
 from simulator.measure.manifest import MACHINE_FILE, MANIFEST_FILE, manifest_document
 from simulator.measure.outputs import dataset_name, wide_table, write_dataset, write_yaml
 from simulator.measure.plan import Plan, holder_threads
@@ -80,7 +81,7 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     except ConfigError as exc:
         machine_note = f"the probe failed: {exc}"
     if datasets:
-        # the oldest code calibrates, as in the shipped manifest
+        # the oldest code's single-client point gives the work scale, as in the shipped manifest
         label = "tps_pre14" if "tps_pre14" in series else series[0]
         document = manifest_document(name, datasets, None if single is None
                                      else (single, label), descriptions,

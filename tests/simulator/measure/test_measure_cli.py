@@ -25,7 +25,7 @@ from simulator.host.clock import MeasuredClock
 from simulator.host.facts import host_facts
 from simulator.host.probe_idle import GuestIdle
 from simulator.host.wakeup import WakeupMeasurement
-from simulator.measure.kernel_thread import fit_kernel_thread
+from simulator.measure.kernel_thread_fit import fit_kernel_thread
 from simulator.measure.manifest import MOSTLY_IDLE_RUN, load_manifest
 from simulator.measure.outputs import REPETITION_COLUMNS
 from simulator.tools.validate import check_datasets
