@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
+from simulator.config.files import atomic_path, write_text_atomic
 from simulator.errors import ConfigError
 from simulator.measure.manifest import load_manifest
 from simulator.study.experiment_file import dump_yaml
-from simulator.study.store import atomic_path
 from simulator.study.sweep import default_jobs
 from simulator.tools.calibrate import (
     Evaluator,
@@ -97,8 +97,7 @@ def main(args: argparse.Namespace) -> int:
         "fixed": list(args.set),
         "datasets": list(args.dataset or manifest.datasets),
     }
-    with atomic_path(out / "best.yaml") as tmp:
-        tmp.write_text(dump_yaml(document), encoding="utf-8")
+    write_text_atomic(out / "best.yaml", dump_yaml(document))
     print(f"best objective {best['objective']:.4f} after {len(history)} evaluations:")
     for item in sets:
         print(f"  --set {item}")
@@ -115,8 +114,7 @@ def main(args: argparse.Namespace) -> int:
              "worst_series": str(m["worst_series"]),
              "worst_max_abs_rel_error": round(float(m["worst_max_abs_rel_error"]), 6)}
             for m in records]
-        with atomic_path(out / "best.yaml") as tmp:
-            tmp.write_text(dump_yaml(document), encoding="utf-8")
+        write_text_atomic(out / "best.yaml", dump_yaml(document))
         print(f"sensitivity (each value moved by -{args.sensitivity:g} and "
               f"+{args.sensitivity:g}, one at a time):")
         for m in records:

@@ -56,6 +56,7 @@ from simulator.cli.common import (
     warn,
 )
 from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
+from simulator.config.files import write_text_atomic
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import GRID_KEYS, Experiment
@@ -68,7 +69,7 @@ from simulator.study.experiment_file import (
 from simulator.study.metadata import run_metadata, utc_now_iso
 from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
 from simulator.study.runner import Plan, check_estimate, run
-from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
+from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore
 from simulator.study.sweep import PointRecord, connect_dask, default_jobs
 
 DEFAULT_OUT = "snapsim-out"
@@ -233,8 +234,8 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
     computed = resolved.get("computed")
     if isinstance(computed, dict):
         computed["experiment_hash"] = plan.experiment_hash
-    _write_text(out / "config.resolved.yaml", dump_yaml(resolved))
-    _write_text(out / "experiment.yaml", dump_yaml(document))
+    write_text_atomic(out / "config.resolved.yaml", dump_yaml(resolved))
+    write_text_atomic(out / "experiment.yaml", dump_yaml(document))
     tasks = len(plan.tasks)
     where = f"on {args.scheduler}" if args.scheduler else f"with {min(jobs, tasks)} job(s)"
     log(f"{experiment.name}: {tasks} points on {plan.machine.name} {where} -> {out}/")
@@ -331,11 +332,6 @@ def _remove_owned(out: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-
-
-def _write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 def _print_summary(curve: pd.DataFrame) -> None:

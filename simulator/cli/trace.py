@@ -28,9 +28,9 @@ import pandas as pd
 
 from simulator.cli.common import EXIT_OK, log, prepare_kernel
 from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
+from simulator.config.files import atomic_write
 from simulator.errors import ConfigError
 from simulator.study.experiment import plan
-from simulator.study.outputs import atomic_write
 from simulator.study.work_scale import single_client_work_scale
 
 DEFAULT_OUT = "snapsim-trace"

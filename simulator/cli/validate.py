@@ -31,9 +31,9 @@ from simulator.cli.common import (
     show_progress,
     writable_directory,
 )
+from simulator.config.files import atomic_path
 from simulator.errors import ConfigError
 from simulator.measure.manifest import Manifest, load_manifest
-from simulator.study.store import atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.workload_model import workload_model
 from simulator.tools.validate import (
