@@ -15,7 +15,7 @@ from typing import Protocol
 
 import pandas as pd
 
-from simulator.analysis.columns import Columns, columns_for
+from simulator.analysis.columns import POINT_KEYS, Columns, columns_for
 from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
 
@@ -42,6 +42,14 @@ class PointSpec:
     """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces (``snapsim trace``)."""
+
+    def identity(self) -> dict[str, object]:
+        """The point's identifying columns, :data:`~simulator.analysis.columns.POINT_KEYS`.
+
+        The machine by its name; the columns every row of the point starts with.
+        """
+        return {key: self.machine.name if key == "machine" else getattr(self, key)
+                for key in POINT_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +81,11 @@ class ModelEstimate:
 
 @dataclass(frozen=True, slots=True)
 class PointOutput:
-    """What a model returns for one point: one curve row and its per-line table.
+    """What a model returns for one point: its curve row's results and its per-line table.
+
+    ``row`` and ``lines`` carry results only: the sweep puts the point's identity
+    (:meth:`PointSpec.identity`, and its root seed in the curve row) before them (a column of
+    the identity that ``row`` repeats is ignored).
 
     ``traces`` holds the scheduler's recorder tables by name (``scheduler``, ``idle``; see
     :mod:`simulator.runtime.scheduler_stats`) when the spec asked for them, else nothing.
