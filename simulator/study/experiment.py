@@ -46,7 +46,12 @@ from simulator.measure.manifest import (
 )
 from simulator.study.store import document_hash
 from simulator.study.sweep import PointTask
-from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
+from simulator.study.workload_model import (
+    DEFAULT_MODEL,
+    PointSpec,
+    WorkloadModelBase,
+    workload_model,
+)
 from simulator.version import __version__
 
 __all__ = ["FLAGS", "GRID_KEYS", "KEYS", "Experiment", "Flag", "Key", "Prepared",
@@ -302,7 +307,7 @@ class Experiment:
                         source=source, single_client=self._single_client(model, machine),
                         measurements=self._measurements(machine, source))
 
-    def _single_client(self, model: WorkloadModel,
+    def _single_client(self, model: WorkloadModelBase,
                        machine: MachineConfig) -> SingleClientFigure | None:
         """The single-client figure the work scale is found from (``None``: work scale 1)."""
         if self.single_client_tps is None:
@@ -318,7 +323,7 @@ class Experiment:
         return overlay_dataset(self.measurements, machine.name, self.workload, self.idle_kind,
                                source)
 
-    def check(self) -> WorkloadModel:
+    def check(self) -> WorkloadModelBase:
         """Check names and ranges against the workload model; return the model.
 
         Raises:
@@ -355,18 +360,12 @@ class Experiment:
             raise ConfigError("single_client_tps", f"must be positive, got {tps}")
         if self.measurements not in (None, MACHINE):  # a misspelt dataset is found before any work
             measurements_for(str(self.measurements))
-        # A model may also check that the options suit the workload and each algorithm
-        # (optional hooks).
-        check = getattr(model, "check_workload_options", None)
-        if check is not None:
-            check(self.workload, self.options)
-        check_algorithm = getattr(model, "check_algorithm_options", None)
-        if check_algorithm is not None:
-            for algorithm in self.algorithms:
-                check_algorithm(algorithm, self.options)
-        check_experiment = getattr(model, "check_experiment_options", None)
-        if check_experiment is not None:  # options against the algorithms run together
-            check_experiment(self.algorithms, self.options)
+        # The model's own checks that the options suit the workload, each algorithm and the
+        # algorithms run together (hooks that by default do nothing).
+        model.check_workload_options(self.workload, self.options)
+        for algorithm in self.algorithms:
+            model.check_algorithm_options(algorithm, self.options)
+        model.check_experiment_options(self.algorithms, self.options)
         return model
 
 
@@ -435,7 +434,7 @@ class Prepared:
     """
 
     experiment: Experiment
-    model: WorkloadModel
+    model: WorkloadModelBase
     options: dict[str, object]
     """The model's options, resolved (every default filled in; plain YAML data)."""
     machine: MachineConfig
