@@ -97,14 +97,7 @@ def summarise(spec: PointSpec, options: PgOptions, population: Population, utili
             f"warm-up): with {spec.clients} clients a transaction takes longer; increase "
             f"duration_ms and warmup_ms")
     window_s = spec.duration_ns * 1e-9
-    row: dict[str, object] = {
-        "machine": spec.machine.name,
-        "algorithm": spec.algorithm,
-        "workload": spec.workload,
-        "clients": spec.clients,
-        "idle_clients": spec.idle_clients,
-        "idle_kind": spec.idle_kind,
-        "seed": spec.seed,
+    row: dict[str, object] = {  # results only: the sweep puts the point's identity before them
         "tps": len(active) / window_s,
         "mostly_idle_tps": idle_count / window_s,
         "transactions": len(active),

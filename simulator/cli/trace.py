@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     written = []
     for name, file_name in TRACE_FILES.items():
         written.append(atomic_write(out / file_name, _csv_writer(output.traces[name])))
-    row = pd.DataFrame([output.row])
+    row = pd.DataFrame([{**spec.identity(), **output.row}])
     written.append(atomic_write(out / "point.csv", lambda path: row.to_csv(path, index=False)))
     for line in idle_summary(output.traces["idle"]):
         print(line)
