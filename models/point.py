@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import time
 
+from simulator.hardware.latency import LatencyTables
+from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.kernel_thread import kernel_thread
 from simulator.runtime.scheduler import CpuScheduler
@@ -43,11 +45,14 @@ IDLE_KINDS = ("idle", "mostly-idle")
 def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
     """Simulate one point: ``spec`` says what, ``options`` how (costs already scaled)."""
     env = SimEnvironment(seed=spec.seed)
-    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace)
+    topology = Topology.from_config(spec.machine)  # built once, for the scheduler and the machine
+    tables = LatencyTables.build(spec.machine, topology)
+    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace, topology=topology,
+                                          tables=tables)
     if spec.trace:
         env.recorder.declare(TRACE_TABLE, TRACE_COLUMNS)
         env.recorder.declare(IDLE_TRACE_TABLE, IDLE_TRACE_COLUMNS)
-    population = build_population(env, scheduler, spec, options)
+    population = build_population(env, scheduler, spec, options, tables=tables)
     scheduler.on_private_flush = population.machine.flush_private
     processes = Clients(spec, options, env, scheduler, population)
     wall = time.perf_counter()

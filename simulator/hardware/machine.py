@@ -40,6 +40,7 @@ from simulator.hardware.codes import (
 )
 from simulator.hardware.coherence.compiled import CompiledCoherence
 from simulator.hardware.coherence.reference import ReferenceCoherence
+from simulator.hardware.latency import LatencyTables
 from simulator.hardware.topology import Topology
 from simulator.types import FloatArray, IntArray, SequenceFunction
 
@@ -119,6 +120,9 @@ class Machine:
         line_addresses: byte address of each tracked line (multiples of 64, distinct).
         labels: a label per line for reports; defaults to the hexadecimal address.
         implementation: ``"compiled"`` (Numba kernel, default) or ``"reference"`` (plain Python).
+        topology: the machine's topology, and ``tables`` its latency tables, when the caller
+            has built them already (a point builds them once for its scheduler and its
+            machine); built from ``config`` if not given.
     """
 
     def __init__(
@@ -127,6 +131,9 @@ class Machine:
         line_addresses: Sequence[int] | IntArray,
         labels: Sequence[str] | None = None,
         implementation: Implementation = "compiled",
+        *,
+        topology: Topology | None = None,
+        tables: LatencyTables | None = None,
     ) -> None:
         addresses = np.asarray(line_addresses, dtype=np.int64)
         if addresses.ndim != 1 or len(addresses) == 0:
@@ -138,7 +145,9 @@ class Machine:
         if labels is not None and len(labels) != len(addresses):
             raise ValueError("labels must have one entry per line")
         self.config = config
-        self.topology = Topology.from_config(config)
+        self.topology = topology if topology is not None else Topology.from_config(config)
+        if tables is None:
+            tables = LatencyTables.build(config, self.topology)
         self.addresses = addresses
         self.line_numbers = addresses // LINE_BYTES
         self.homes = np.array(
@@ -148,9 +157,11 @@ class Machine:
         self.implementation: Implementation = implementation
         engine: _CoherenceImpl
         if implementation == "compiled":
-            engine = CompiledCoherence(config, self.line_numbers, self.homes)
+            engine = CompiledCoherence(config, self.line_numbers, self.homes, self.topology,
+                                       tables)
         elif implementation == "reference":
-            engine = ReferenceCoherence(config, self.line_numbers, self.homes)
+            engine = ReferenceCoherence(config, self.line_numbers, self.homes, self.topology,
+                                        tables)
         else:
             raise ValueError(
                 f"unknown implementation {implementation!r} (choose compiled or reference)")

@@ -131,15 +131,17 @@ class WorkingSets:
 
     Args:
         machine: the machine (cache sizes, L3 inclusion, latencies, ``mlp.indirect``).
-        topology: its topology (built from ``machine`` if not given).
+        topology: its topology, and ``tables`` its latency tables (built from ``machine`` if
+            not given).
 
     The tasks count their refills (``Task.refills``, ``Task.refill_ns``) and so does the
     scheduler (``SchedulerStats.refills``, ``SchedulerStats.refill_ns``).
     """
 
-    def __init__(self, machine: MachineConfig, topology: Topology | None = None) -> None:
+    def __init__(self, machine: MachineConfig, topology: Topology | None = None,
+                 tables: LatencyTables | None = None) -> None:
         topo = topology or Topology.from_config(machine)
-        tables = LatencyTables.build(machine, topo)
+        tables = tables or LatencyTables.build(machine, topo)
         l2_lines = machine.l2.size_bytes // LINE_BYTES
         l3_lines = machine.l3.size_bytes // LINE_BYTES
         cores_per_domain = machine.topology.cores_per_domain
