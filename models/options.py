@@ -102,6 +102,7 @@ from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_docu
 from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import QUEUES
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
+from .snapshots import ALGORITHMS
 from .snapshots.base import ATOMIC_USERS
 from .workloads import MIX, WORKLOADS
 
@@ -204,7 +205,8 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
                           f"{' or '.join(BACKGROUND_STARTS)}, got {start!r}", source)
     layout = options.get("layout", [])
     try:
-        check_layout_edits(parse_layout_edits(layout, "options.layout"))
+        check_layout_edits(parse_layout_edits(layout, "options.layout"),
+                           tuple(ALGORITHMS.values()))
     except ConfigError as exc:
         raise ConfigError(exc.key, exc.message, source) from None
     churn = _resolve_churn(options.get("churn", {}), source)

@@ -83,7 +83,7 @@ class PostgresModel(WorkloadModelBase):
                 does not run (it would change nothing simulated).
         """
         check_layout_edits_apply(parse_layout_edits(options.get("layout", []), "options.layout"),
-                                 algorithms)
+                                 algorithms, tuple(ALGORITHMS.values()))
 
     def check_config_file(self, data: Mapping[str, object], source: str) -> str | None:
         """``check-config`` of a file of this model (the cost model); ``None``: not one."""

@@ -98,7 +98,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
     churn_slots = slots_for_churn(options.churn_rate_per_s, options.churn_per_transaction, clients)
     n_connections = idle_clients + (0 if reconnecting_clients else clients)
     spare = 3 + churn_slots
-    shmem = build_shared_memory(spec.algorithm, max_connections=max(n_connections, 1) + spare,
+    algorithm = ALGORITHMS[spec.algorithm]
+    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + spare,
                                 btree_inner_pages=inner_level_pages(options.pgbench_scale),
                                 layout_edits=options.layout)
     connections: list[Connection] = []
@@ -120,7 +121,7 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
             for j, pgprocno in enumerate(reversed(free_slots))}
     procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
-    snapshots = ALGORITHMS[spec.algorithm](shmem, tracked, procarray, options)
+    snapshots = algorithm(shmem, tracked, procarray, options)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     if pool:
         snapshots.prepare_churn(list(pool.values()))
