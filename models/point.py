@@ -43,7 +43,8 @@ IDLE_KINDS = ("idle", "mostly-idle")
 def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
     """Simulate one point: ``spec`` says what, ``options`` how (costs already scaled)."""
     env = SimEnvironment(seed=spec.seed)
-    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace)
+    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace,
+                                          refill_rule=options.refill_rule)
     if spec.trace:
         env.recorder.declare(TRACE_TABLE, TRACE_COLUMNS)
         env.recorder.declare(IDLE_TRACE_TABLE, IDLE_TRACE_COLUMNS)

@@ -67,7 +67,7 @@ from simulator.runtime.task import (
     MigrateHook,
     Task,
 )
-from simulator.runtime.working_set import WorkingSets
+from simulator.runtime.working_set import DEFAULT_REFILL_RULE, WorkingSets
 
 __all__ = ["CpuScheduler", "FlushHook"]
 
@@ -155,13 +155,18 @@ class CpuScheduler:
 
     @classmethod
     def from_machine(
-        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
+        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False,
+        refill_rule: str = DEFAULT_REFILL_RULE,
     ) -> CpuScheduler:
-        """The scheduler of a machine: topology, scheduler costs, virtualization, idle states."""
+        """The scheduler of a machine: topology, scheduler costs, virtualization, idle states.
+
+        ``refill_rule``: the working sets' replacement rule on chip
+        (:data:`simulator.runtime.working_set.REFILL_RULES`).
+        """
         topology = Topology.from_config(machine)
         scheduler = cls(env, topology, machine.scheduler, machine.virtualized, idle=machine.idle,
                         trace=trace)
-        scheduler.working_sets = WorkingSets(machine, topology)
+        scheduler.working_sets = WorkingSets(machine, topology, rule=refill_rule)
         return scheduler
 
     # -- public API ---------------------------------------------------------------------------
