@@ -80,8 +80,9 @@ Keys (all optional):
 * ``refill_rule``: how the working sets' lines survive on a chip
   (:mod:`simulator.runtime.working_set`): ``adaptive`` (default: a thrash-resistant L3 keeps
   the share ``C / (D + W)`` of a block whose reuse footprint ``D + W`` exceeds its capacity
-  ``C``, as the adaptive L3s of Intel parts from Ivy Bridge on do) or ``lru`` (the first model,
-  kept for ablation: a loop of working sets larger than the chip refills them whole from DRAM).
+  ``C``, as the adaptive L3s of Intel parts from Ivy Bridge on do), ``random`` (random
+  replacement: the lower end of that rule's range) or ``lru`` (the first model, kept for
+  ablation: a loop of working sets larger than the chip refills them whole from DRAM).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.

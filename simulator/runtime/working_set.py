@@ -34,6 +34,9 @@ and on the cache's replacement rule (``rule``):
   performance caching", ISCA 2007, which keeps about ``C`` lines of a loop of ``F > C`` lines:
   the hit rate ``C / F``. Random replacement keeps less (``h = exp(-(1 - h) F / C)``: 0.49
   instead of 0.71 at ``F = 1.41 C``): the lower end of the range;
+* ``rule="random"``: random replacement, the lower end of that range: each line brought onto
+  the chip evicts a random one, so a block keeps ``W exp(-I / C)`` after ``I`` lines were brought
+  in since it last ran;
 * ``rule="lru"`` (the first model, kept for ablation): the chip is LRU too, so every block of a
   loop larger than the chip is evicted whole before its task runs again.
 
@@ -76,6 +79,7 @@ connections are set up), whose one cold start a short simulated warm-up could no
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -85,9 +89,10 @@ from simulator.hardware.topology import Topology
 
 __all__ = ["DEFAULT_REFILL_RULE", "REFILL_RULES", "WorkingSet", "WorkingSets"]
 
-REFILL_RULES = ("adaptive", "lru")
+REFILL_RULES = ("adaptive", "lru", "random")
 """Replacement rules of a domain's chip: thrash-resistant (``C / (D + W)`` of a block kept
-beyond the capacity) or LRU (the first model, for ablation); the module docstring."""
+beyond the capacity), LRU (the first model, for ablation) or random replacement (the lower
+end of the adaptive rule's range); the module docstring."""
 DEFAULT_REFILL_RULE = "adaptive"
 
 
@@ -238,6 +243,46 @@ class _ReuseStack:
             self._next += 1
 
 
+class _RandomStack:
+    """A randomly replacing cache's blocks (``random``, the lower end of the adaptive range).
+
+    Each line brought onto the chip evicts a random one: a block keeps each of its lines with
+    probability ``exp(-I / C)`` after ``I`` lines were brought in since its last push (a block
+    whose refill found ``h`` of it on chip brings in ``W (1 - h)``). Nothing is brought in
+    while the blocks fit, so a loop that fits stays whole.
+    """
+
+    __slots__ = ("_at", "_inserted", "capacity")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._inserted = 0.0
+        """Lines brought onto the chip so far."""
+        self._at: dict[WorkingSet, tuple[float, int]] = {}
+        """Per block: the insertion count just after its last push, and its lines."""
+
+    def resident(self, block: WorkingSet) -> float:
+        entry = self._at.get(block)
+        if entry is None:
+            return 0.0
+        since, lines = entry
+        return lines * math.exp(-(self._inserted - since) / self.capacity)
+
+    def remove(self, block: WorkingSet) -> float:
+        held = self.resident(block)
+        self._at.pop(block, None)
+        return held
+
+    def push(self, block: WorkingSet, lines: int) -> None:
+        """``block`` is touched whole: the lines it lacked are brought in, evicting others."""
+        self._inserted += max(lines - self.resident(block), 0.0)
+        self._at[block] = (self._inserted, lines)
+
+    def clear(self) -> None:
+        self._at.clear()
+        self._inserted = 0.0
+
+
 class WorkingSets:
     """The private working sets of a machine's tasks (model: the module docstring).
 
@@ -269,9 +314,10 @@ class WorkingSets:
         """Capacity of a domain's stack, in lines."""
         self._core_domain = [topo.domain_of_core(c) for c in range(topo.n_cores)]
         self._l2 = [_Stack(l2_lines, OrderedDict()) for _ in range(topo.n_cores)]
-        self._chip: list[_Stack | _ReuseStack] = (
-            [_ReuseStack(on_chip) for _ in range(topo.n_domains)] if rule == "adaptive"
-            else [_Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)])
+        self._chip: list[_Stack | _ReuseStack | _RandomStack] = [
+            _ReuseStack(on_chip) if rule == "adaptive"
+            else _RandomStack(on_chip) if rule == "random"
+            else _Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)]
         n_dom = topo.n_domains
         home_of = []
         for domain in range(n_dom):

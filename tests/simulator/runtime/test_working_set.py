@@ -346,6 +346,24 @@ def test_a_streaming_working_set_refills_at_the_stream_overlap() -> None:
     assert ws.start(block, 0) == pytest.approx(8 * 90.0 / machine.mlp.stream)
 
 
+def test_the_random_chip_keeps_a_share_that_solves_the_steady_state() -> None:
+    """Random replacement, a loop of F = 2 C: a block keeps h = exp(-(N - 1) W (1 - h) / C) of
+    itself; with 8 blocks of 24 lines on a 96-line chip, h = exp(-1.75 (1 - h)): h = 0.367
+    (and the L2 of 16 lines holds nothing of a block 7 blocks back)."""
+    import math
+
+    ws = sets(toy_machine(sockets=1), "random")
+    blocks = [ws.new(24) for _ in range(8)]
+    for _ in range(60):  # to the steady state
+        for block in blocks:
+            ws.start(block, 0)
+    h = 0.5
+    for _ in range(200):
+        h = math.exp(-1.75 * (1 - h))
+    refill = ws.start(blocks[0], 0)
+    assert refill == pytest.approx((24 * h * 20.0 + 24 * (1 - h) * 90.0) / MLP, rel=0.02)
+
+
 def test_an_unknown_refill_rule_is_refused() -> None:
     with pytest.raises(ValueError, match="refill rule"):
         sets(rule="fifo")
