@@ -197,7 +197,8 @@ class Task:
         return block.lines + (0 if block.code is None else block.code.lines)
 
     def set_working_set(self, lines: int, *, program: str | None = None,
-                        code_lines: int = 0, warm_start: bool = False) -> None:
+                        code_lines: int = 0, warm_start: bool = False,
+                        streaming: bool = False) -> None:
         """Give the task a private working set of ``lines`` cache lines and its program's code.
 
         Each time the task starts running on a CPU it first refills the lines its core's
@@ -205,8 +206,9 @@ class Task:
         on-CPU time counted in :attr:`refill_ns`. ``program`` names the read-only code of
         ``code_lines`` lines that every task of the same program shares (none: no code block).
         ``warm_start``: its first run finds both whole on its core (a busy process that ran
-        before the simulated window). Nothing (the default) is no working set. Set it before
-        the task first runs.
+        before the simulated window). ``streaming``: the private lines are walked in address
+        order (an array), refilled at the machine's ``mlp.stream``. Nothing (the default) is no
+        working set. Set it before the task first runs.
 
         Raises:
             ValueError: a negative or non-integer size, or a program's code with another size.
@@ -227,7 +229,7 @@ class Task:
             raise RuntimeError(f"task {self.name!r}: its scheduler models no working sets (build "
                                "it with CpuScheduler.from_machine)")
         code = None if program is None else working_sets.shared(program, code_lines)
-        self._working_set = working_sets.new(lines, code, warm_start)
+        self._working_set = working_sets.new(lines, code, warm_start, streaming)
 
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.
