@@ -68,6 +68,7 @@ from simulator.study.experiment_file import (
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
 from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
+from simulator.study.provenance import experiment_provenance
 from simulator.study.runner import Plan, check_estimate, run
 from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore
 from simulator.study.sweep import PointRecord, connect_dask, default_jobs
@@ -187,9 +188,10 @@ def _main(args: argparse.Namespace, out: Path) -> int:
                      force=args.force,
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
         written = write_results(result, out)
-        written.append(write_metadata(out, run_metadata(
+        written.append(write_metadata(out, {**run_metadata(
             experiment.machine, started_utc=started_utc,
-            wall_s=time.perf_counter() - started, argv=getattr(args, "argv", None))))
+            wall_s=time.perf_counter() - started, argv=getattr(args, "argv", None)),
+            "provenance": experiment_provenance(prepared)}))
     finally:
         lock.release()
         if client is not None:

@@ -51,6 +51,10 @@ ALL_BYTES = (1 << LINE_BYTES) - 1
 
 Implementation = Literal["compiled", "reference"]
 
+_ADDITIVE_COUNTERS = ("line_ops", "line_class", "line_invalidations", "line_false_hitm",
+                      "line_wait_ns")
+"""The per-line counters that add up (the byte masks accumulate by OR)."""
+
 
 def new_counters() -> FloatArray:
     """A zeroed counter vector: accesses per :class:`AccessClass`, then the :class:`Out` slots."""
@@ -315,15 +319,25 @@ class Machine:
             counts[slot.name.lower()] = float(vector[slot])
         return counts
 
-    def line_table(self) -> pd.DataFrame:
+    def line_counts(self) -> dict[str, npt.NDArray[np.float64]]:
+        """The per-line counters that add up, now: to subtract from a later :meth:`line_table`."""
+        state = self._engine.line_counters()
+        return {name: np.asarray(state[name], dtype=np.float64) for name in _ADDITIVE_COUNTERS}
+
+    def line_table(self, since: dict[str, npt.NDArray[np.float64]] | None = None) -> pd.DataFrame:
         """One row per tracked line: operations, classes, HITM by kind, bytes read and written.
 
         Columns: ``label, address, home, loads, stores, rmws``, one column per access class,
         ``local_hitm`` (same socket, any L3 domain), ``remote_hitm``, ``false_sharing_hitm``,
         ``invalidations``, ``wait_ns``, ``bytes_read`` and ``bytes_written`` (masks, bit i =
-        byte i).
+        byte i). ``since``: counts of an earlier :meth:`line_counts` to subtract (the byte masks,
+        which accumulate by OR, cover everything since the last :meth:`reset_line_counters`).
         """
         state = self._engine.line_counters()
+        if since is not None:
+            state = dict(state)
+            for name in _ADDITIVE_COUNTERS:
+                state[name] = np.asarray(state[name], dtype=np.float64) - since[name]
         ops = np.asarray(state["line_ops"], dtype=np.int64).reshape(self.n_lines, 3)
         classes = np.asarray(state["line_class"], dtype=np.int64).reshape(self.n_lines, N_CLASSES)
         frame = pd.DataFrame(

@@ -63,11 +63,13 @@ MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets", "ratios")
 """Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
 MANIFEST_VERSION = 1
 """The ``version`` a written manifest says (the reader accepts a manifest without one)."""
-_RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
+_PRECISION_KEYS = ("precision", "max_duration_ms")
+"""Run keys of a precision-stopped window (the experiment's keys of the same names)."""
+_RUN_KEYS = ("duration_ms", "warmup_ms", "seed", *_PRECISION_KEYS)
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series", "run", "set")
-_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", "max_clients")
-_RATIO_RUN_KEYS = ("duration_ms", "warmup_ms")
+_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS, "max_clients")
+_RATIO_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS)
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _MACHINE_KEYS = ("single_client_tps",)
 _WORK_SCALE_POINT_KEYS = ("dataset", "series", "clients", "idle_clients")
@@ -379,11 +381,12 @@ def _build(data: object, path: Path) -> Manifest:
     run_section = expect_mapping("run", top.get("run") or {})
     check_keys(run_section, "run", _RUN_KEYS, optional=_RUN_KEYS)
     run = {key: (float(expect_int("run.seed", value)) if key == "seed"
-                 else _fraction(f"run.{key}", value) if key == "duration_ms"
+                 else _fraction(f"run.{key}", value) if key in ("duration_ms", "max_duration_ms")
                  else expect_number(f"run.{key}", value))
            for key, value in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError("run.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    _check_precision("run", run)
     thresholds = expect_mapping("thresholds", top.get("thresholds", {}))
     check_keys(thresholds, "thresholds", _THRESHOLD_KEYS, optional=_THRESHOLD_KEYS)
     limits = {key: _fraction(f"thresholds.{key}", thresholds.get(key, default))
@@ -423,12 +426,13 @@ def _run_window(key: str, value: object, keys: tuple[str, ...]) -> dict[str, flo
     """
     run_section = expect_mapping(key, value or {})
     check_keys(run_section, key, keys, optional=keys)
-    run = {name: (_fraction(f"{key}.{name}", item) if name == "duration_ms"
+    run = {name: (_fraction(f"{key}.{name}", item) if name in ("duration_ms", "max_duration_ms")
                   else float(expect_int(f"{key}.{name}", item)) if name == "max_clients"
                   else expect_number(f"{key}.{name}", item))
            for name, item in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError(f"{key}.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    _check_precision(key, run)
     if run.get("max_clients", 1.0) < 1:
         raise ConfigError(f"{key}.max_clients",
                           f"must be at least 1, got {int(run['max_clients'])}")
@@ -573,6 +577,13 @@ def _column_or_count(key: str, value: object) -> str | int:
     if count < 0:
         raise ConfigError(key, f"must not be negative, got {count}")
     return count
+
+
+def _check_precision(key: str, run: Mapping[str, float]) -> None:
+    """A run's ``precision`` is a fraction between 0 and 1."""
+    if "precision" in run and not 0.0 < run["precision"] < 1.0:
+        raise ConfigError(f"{key}.precision", "expected a fraction between 0 and 1 (e.g. 0.02), "
+                          f"got {run['precision']}")
 
 
 def _fraction(key: str, value: object) -> float:

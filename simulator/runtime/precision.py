@@ -16,7 +16,8 @@ methods of discrete-event output analysis judge it:
   the truncated series is cut into ``k`` batches of ``m`` bins, ``m`` doubled until von
   Neumann's ratio test (J. von Neumann, "Distribution of the ratio of the mean square successive
   difference to the variance", *Annals of Mathematical Statistics* 12(4), 1941) no longer finds
-  positive lag-1 correlation between the batch means at level ``alpha``, with at least
+  lag-1 correlation between the batch means at level ``alpha`` (two-sided here, where LBATCH
+  tests for positive correlation only: see :func:`von_neumann_rejects`), with at least
   ``min_batches`` batches left; the interval is then the batch means' Student-t interval.
 
 :func:`assess` applies both; :class:`Assessment` says the truncation, the mean per bin and the
@@ -28,10 +29,12 @@ truncation MSER-5 misses; the run's caller floors the warm-up where a mechanism'
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 MSER_BATCH = 5
 """Bins per batch of MSER-5."""
@@ -102,22 +105,28 @@ def mser5(values: Sequence[float] | np.ndarray, batch: int = MSER_BATCH) -> tupl
     return best * batch, best == limit and limit > 0
 
 
-def von_neumann_rejects(means: np.ndarray, alpha: float = INDEPENDENCE_ALPHA) -> bool:
-    """Whether von Neumann's ratio test finds positive lag-1 correlation in ``means``.
+def von_neumann_z(means: np.ndarray) -> float:
+    """Von Neumann's ratio of ``means``, standardised (about normal if they are independent).
 
-    ``C = 1 - sum(diff**2) / (2 * sum((x - mean)**2))`` is about normal with mean 0 and variance
-    ``(k - 2) / (k**2 - 1)`` for ``k`` independent normal observations; the test is one-sided
-    (positive correlation is what short batches of a simulation show). A constant series is
-    independent.
+    ``C = 1 - sum(diff**2) / (2 * sum((x - mean)**2))`` has mean 0 and variance
+    ``(k - 2) / (k**2 - 1)`` for ``k`` independent normal observations; positive values mean
+    positive lag-1 correlation. A constant series, or fewer than 3 values: 0.
     """
     k = means.size
     deviations = means - means.mean()
     denominator = float(np.dot(deviations, deviations))
     if k < 3 or denominator <= 0.0:
-        return False
+        return 0.0
     ratio = 1.0 - float(np.sum(np.diff(means) ** 2)) / (2.0 * denominator)
-    z = ratio / math.sqrt((k - 2) / (k * k - 1))
-    return z > _normal_quantile(1.0 - alpha)
+    return ratio / math.sqrt((k - 2) / (k * k - 1))
+
+
+def von_neumann_rejects(means: np.ndarray, alpha: float = INDEPENDENCE_ALPHA) -> bool:
+    """Whether von Neumann's test finds positive lag-1 correlation in ``means``.
+
+    One-sided, as LBATCH's: positive correlation is what makes a batch-means interval too narrow.
+    """
+    return von_neumann_z(means) > _normal_quantile(1.0 - alpha)
 
 
 def batch_means(values: Sequence[float] | np.ndarray, alpha: float = INDEPENDENCE_ALPHA,
@@ -125,23 +134,37 @@ def batch_means(values: Sequence[float] | np.ndarray, alpha: float = INDEPENDENC
     """The batch-means interval of the mean of ``values``, or None if no batch size qualifies.
 
     Batch sizes 1, 2, 4, ... bins; for each, the latest ``k * m`` observations form ``k``
-    batches (the earliest partial batch is dropped, next to the truncation), and the first size
-    whose batch means pass :func:`von_neumann_rejects` with at least ``min_batches`` batches
-    gives the interval.
+    batches (the earliest partial batch is dropped, next to the truncation). A size whose batch
+    means show positive lag-1 correlation (:func:`von_neumann_rejects`) is too small: its
+    interval would be too narrow. The first size whose means show no lag-1 correlation at all
+    (two-sided, at ``alpha``) with at least ``min_batches`` batches gives the interval. Negative
+    correlation, as the bins of a nearly periodic closed loop show (3, 4, 3, 4 completions),
+    makes an interval too wide, not too narrow: such a size's interval is kept and a larger size
+    tried, and if none shows no correlation the largest such size gives it (conservatively). The
+    half-width is at least one observation's share of the total (the resolution of a count).
     """
     array = np.asarray(values, dtype=float)
+    two_sided = _normal_quantile(1.0 - alpha / 2.0)
+    fallback: BatchMeans | None = None
     size = 1
     while array.size // size >= min_batches:
         k = array.size // size
         kept = array[array.size - k * size:]
         means = kept.reshape(k, size).mean(axis=1)
-        if not von_neumann_rejects(means, alpha):
+        z = von_neumann_z(means)
+        if z <= _normal_quantile(1.0 - alpha):  # not positively correlated: a usable interval
             mean = float(means.mean())
             sd = float(means.std(ddof=1))
             half = _t_quantile(0.5 + CONFIDENCE / 2, k - 1) * sd / math.sqrt(k)
-            return BatchMeans(mean=mean, half_width=half, batches=k, batch_size=size)
+            total = float(kept.sum())
+            if total > 0.0:
+                half = max(half, mean / total)
+            interval = BatchMeans(mean=mean, half_width=half, batches=k, batch_size=size)
+            if z >= -two_sided:
+                return interval
+            fallback = interval
         size *= 2
-    return None
+    return fallback
 
 
 def assess(bins: Sequence[float] | np.ndarray, alpha: float = INDEPENDENCE_ALPHA,
@@ -163,3 +186,144 @@ def _t_quantile(p: float, dof: int) -> float:
     from scipy import stats
 
     return float(stats.t.ppf(p, dof))
+
+
+BINS_PER_WINDOW = 100
+"""Bins of a point's first window (:func:`run_window`): its rate series' resolution."""
+DEFAULT_TARGET = 0.02
+"""The relative half-width a fixed window is judged against (its ``converged``)."""
+MAX_GROWTH = 4.0
+"""A window grows at most this many times per step (an estimate from a short window can be far
+off)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The measured window of a run, and how precise the mean rate it holds is."""
+
+    start_ns: float
+    """Where the measurement starts: the warm-up's floor plus what MSER-5 truncated."""
+    end_ns: float
+    relative_half_width: float
+    """Half-width of the 95 % interval of the rate, relative to it (``inf``: no interval)."""
+    target: float
+    """The relative half-width the window was asked for (:data:`DEFAULT_TARGET` if fixed)."""
+    max_duration_reached: bool
+    """The window stopped at its cap before reaching ``target``."""
+    truncation_at_limit: bool
+    """MSER-5's truncation fell at the end of the half it searches (a warm-up not over)."""
+    mark: int
+    """Index of the mark (counters taken every :data:`MSER_BATCH` bins from the floor) at
+    ``start_ns``."""
+
+    @property
+    def converged(self) -> bool:
+        """The interval met its target and the warm-up ended in the first half of the window."""
+        return self.relative_half_width <= self.target and not self.truncation_at_limit
+
+    @property
+    def duration_ns(self) -> float:
+        """Length of the measured window."""
+        return self.end_ns - self.start_ns
+
+
+def completion_bins(times_ns: np.ndarray, start_ns: float, end_ns: float,
+                    bin_ns: float) -> np.ndarray:
+    """Completions per bin of ``bin_ns`` in ``[start_ns, end_ns)``; times outside are left out."""
+    n = max(1, round((end_ns - start_ns) / bin_ns))
+    times = np.asarray(times_ns, dtype=float)
+    inside = times[(times >= start_ns) & (times < end_ns)]
+    index = np.minimum(((inside - start_ns) // bin_ns).astype(np.int64), n - 1)
+    return np.bincount(index, minlength=n).astype(float)
+
+
+def grown_window_ns(measured_ns: float, relative_half_width: float, target: float,
+                    step_ns: float, cap_ns: float) -> float:
+    """The next length of a window measured ``measured_ns`` that missed ``target``.
+
+    The interval narrows as the square root of the length, so the length the target asks for
+    is ``measured x (rel / target)**2``, times 1.2 for the estimate's own error, at most
+    :data:`MAX_GROWTH` times the current length (twice when there is no interval yet), and
+    rounded up to whole ``step_ns`` (the first window: a run's periodic parts stay whole),
+    between one step more and ``cap_ns``.
+    """
+    if math.isfinite(relative_half_width):
+        factor = min(MAX_GROWTH, max(1.0, 1.2 * (relative_half_width / target) ** 2))
+    else:
+        factor = 2.0
+    wanted = math.ceil(measured_ns * factor / step_ns - 1e-9) * step_ns
+    return min(cap_ns, max(measured_ns + step_ns, wanted))
+
+
+class MeasuredWindow:
+    """The measured window of one run: fixed, or grown until its mean rate is precise.
+
+    ``completions()`` gives the completion times (ns) of what is counted so far, ``mark()`` is
+    called at the warm-up's floor and, when growing, every :data:`MSER_BATCH` bins after it (the
+    caller keeps its counters there, so that a window starting at any mark can be summed).
+    Spawn :meth:`marker` with the run's other processes, then :meth:`run`.
+
+    Fixed (``precision`` None): the window is ``[floor, floor + window)``, as asked; its
+    interval is judged against :data:`DEFAULT_TARGET`. Growing: after each window the bins from
+    the floor are assessed (:func:`assess`: MSER-5, then batch means); the run stops when the
+    interval's relative half-width is at most ``precision`` and MSER-5's truncation is not at
+    its limit, or at ``max_window_ns`` (which it then says), and grows by
+    :func:`grown_window_ns` otherwise. Deterministic: every decision is a function of the
+    simulated run.
+    """
+
+    def __init__(self, env: SimEnvironment, floor_ns: float, window_ns: float,
+                 completions: Callable[[], np.ndarray], mark: Callable[[], None],
+                 precision: float | None = None, max_window_ns: float | None = None) -> None:
+        if not window_ns > 0.0:
+            raise ValueError(f"window_ns must be positive, got {window_ns!r}")
+        if precision is not None and not 0.0 < precision < 1.0:
+            raise ValueError(f"precision must be in (0, 1), got {precision!r}")
+        self.env = env
+        self.floor_ns = floor_ns
+        self.window_ns = window_ns
+        self.completions = completions
+        self.mark = mark
+        self.precision = precision
+        self.max_window_ns = max(window_ns, max_window_ns or window_ns)
+        self.bin_ns = window_ns / BINS_PER_WINDOW
+
+    def marker(self) -> ProcessGenerator:
+        """The process that calls ``mark`` at the floor (and, when growing, every batch)."""
+        env = self.env
+        yield env.timeout(self.floor_ns)
+        self.mark()
+        if self.precision is None:
+            return
+        step = self.bin_ns * MSER_BATCH
+        while True:
+            yield env.timeout(step)
+            self.mark()
+
+    def run(self) -> Window:
+        """Simulate through the warm-up and the window; return what was measured."""
+        env, floor = self.env, self.floor_ns
+        end = floor + self.window_ns
+        if self.precision is None:
+            env.run(until=end)
+            bins = completion_bins(self.completions(), floor, end, self.bin_ns)
+            interval = batch_means(bins)
+            relative = interval.relative_half_width if interval is not None else math.inf
+            return Window(start_ns=floor, end_ns=end, relative_half_width=relative,
+                          target=DEFAULT_TARGET, max_duration_reached=False,
+                          truncation_at_limit=mser5(bins)[1], mark=0)
+        while True:
+            env.run(until=end)
+            bins = completion_bins(self.completions(), floor, end, self.bin_ns)
+            assessed = assess(bins)
+            precise = (assessed.relative_half_width <= self.precision
+                       and not assessed.truncation_at_limit)
+            measured = end - floor
+            if precise or measured >= self.max_window_ns * (1.0 - 1e-12):
+                return Window(start_ns=floor + assessed.truncated_bins * self.bin_ns,
+                              end_ns=end, relative_half_width=assessed.relative_half_width,
+                              target=self.precision, max_duration_reached=not precise,
+                              truncation_at_limit=assessed.truncation_at_limit,
+                              mark=assessed.truncated_bins // MSER_BATCH)
+            end = floor + grown_window_ns(measured, assessed.relative_half_width,
+                                          self.precision, self.window_ns, self.max_window_ns)

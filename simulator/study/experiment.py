@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -62,6 +62,8 @@ DEFAULT_EXPERIMENT = "default"
 defaults."""
 MACHINE = "machine"
 """The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
+DEFAULT_MAX_WINDOWS = 20.0
+"""A precise window's default cap, in ``duration_ms``."""
 
 
 def experiments_dir() -> Path:
@@ -172,6 +174,11 @@ def _read_optional_str(key: str, value: object) -> object:
     return None if value is None else expect_str(key, value)
 
 
+def _read_optional_number(key: str, value: object) -> object:
+    """A number, or null."""
+    return None if value is None else expect_number(key, value)
+
+
 def _read_options(key: str, value: object) -> object:
     """The model's options: a mapping (empty: none)."""
     return dict(expect_mapping(key, value or {}))
@@ -227,6 +234,22 @@ class Experiment:
         flag=Flag("MS", "warm-up before measuring", parse=float, window=True)).metadata())
     """Unmeasured warm-up before it (the default experiment's, 5 ms: long enough for every
     hardware thread's idle governor to learn a single client's short idle periods)."""
+    precision: float | None = field(default=None, metadata=Key(
+        read=_read_optional_number, setting=True,
+        flag=Flag("REL", "grow each point's window until the 95 %% interval of its TPS is within "
+                  "this fraction of it (e.g. 0.02; default: the fixed window)",
+                  parse=_number_or_text, null_words=("none", "null"), window=True)).metadata())
+    """Stop each point when the half-width of the 95 % interval of its TPS, relative to it, is
+    at most this (``None``: the fixed window): the point runs ``duration_ms`` after its warm-up,
+    then grows by whole ``duration_ms`` until the interval is precise enough or the window
+    reaches ``max_duration_ms``; the warm-up is the floor, and MSER-5 may move the window's
+    start later (:mod:`simulator.runtime.precision`)."""
+    max_duration_ms: float | None = field(default=None, metadata=Key(
+        read=_read_optional_number, setting=True,
+        flag=Flag("MS", "with --precision, the longest window a point may grow to (default: "
+                  f"{DEFAULT_MAX_WINDOWS:g} x --duration-ms)", parse=_number_or_text,
+                  null_words=("none", "null"), window=True)).metadata())
+    """A precise window's cap (``None``: :data:`DEFAULT_MAX_WINDOWS` times ``duration_ms``)."""
     seeds: tuple[int, ...] = field(default=(0,), metadata=Key(
         list_of=int, minimum=0, grid=True, setting=True).metadata())
     """Root seeds: every point runs once per root seed (replications)."""
@@ -284,6 +307,14 @@ class Experiment:
         the machine and the measurement overlay, and what a stored point's hash covers.
         """
         return {name: key.plain(getattr(self, name)) for name, key in KEYS.items() if key.setting}
+
+    def max_window_ms(self) -> float:
+        """The longest window a point may run: ``duration_ms`` if fixed, else the cap."""
+        if self.precision is None:
+            return self.duration_ms
+        if self.max_duration_ms is None:
+            return DEFAULT_MAX_WINDOWS * self.duration_ms
+        return self.max_duration_ms
 
     def grid(self) -> list[tuple[str, int, int, int]]:
         """``(algorithm, clients, idle_clients, root_seed)`` of every point, in grid order."""
@@ -351,6 +382,18 @@ class Experiment:
             raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
         if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
             raise ConfigError("warmup_ms", f"must not be negative, got {self.warmup_ms}")
+        precision: object = self.precision
+        if precision is not None and not (_is_number(precision) and 0.0 < precision < 1.0):
+            raise ConfigError("precision", "expected a fraction between 0 and 1 (e.g. 0.02) or "
+                              f"null, got {precision!r}")
+        cap: object = self.max_duration_ms
+        if cap is not None:
+            if precision is None:
+                raise ConfigError("max_duration_ms", "applies only with precision (a fixed "
+                                  "window runs duration_ms)")
+            if not (_is_number(cap) and math.isfinite(cap) and cap >= self.duration_ms):
+                raise ConfigError("max_duration_ms", "expected a number of ms at least "
+                                  f"duration_ms ({self.duration_ms:g}), got {cap!r}")
         tps = self.single_client_tps
         if isinstance(tps, str) and tps != MACHINE:
             raise ConfigError("single_client_tps", f"expected a TPS, {MACHINE!r} or null, got "
@@ -376,6 +419,11 @@ FLAGS: tuple[tuple[str, Flag], ...] = tuple(sorted(
     ((name, key.flag) for name, key in KEYS.items() if key.flag is not None),
     key=lambda item: item[1].window))
 """The keys that have a command-line flag, in ``--help``'s order (the window's last)."""
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    """A real number (an int or a float, not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_counts(key: str, values: Sequence[object], minimum: int) -> None:
@@ -500,7 +548,8 @@ def plan(prepared: Prepared, work_scale: float = 1.0) -> list[PointTask]:
                          clients=clients, idle_clients=idle, idle_kind=experiment.idle_kind,
                          duration_ns=experiment.duration_ms * 1e6,
                          warmup_ns=experiment.warmup_ms * 1e6, seed=seed, options=options,
-                         work_scale=work_scale)
+                         work_scale=work_scale, precision=experiment.precision,
+                         max_duration_ns=experiment.max_window_ms() * 1e6)
         tasks.append(PointTask(key=point_key(algorithm, clients, idle, root), index=index,
                                model=experiment.model, spec=spec, root_seed=root))
     return tasks

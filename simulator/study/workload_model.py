@@ -43,6 +43,11 @@ class PointSpec:
     """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces (``snapsim trace``)."""
+    precision: float | None = None
+    """Grow the window until the 95 % interval of the TPS is within this fraction of it
+    (``None``: the fixed window ``[warmup_ns, warmup_ns + duration_ns)``)."""
+    max_duration_ns: float | None = None
+    """A growing window's cap (``None``: ``duration_ns``)."""
 
     def identity(self) -> dict[str, object]:
         """The point's identifying columns, :data:`~simulator.analysis.columns.POINT_KEYS`.

@@ -11,6 +11,7 @@ from simulator.runtime.precision import (
     batch_means,
     mser5,
     von_neumann_rejects,
+    von_neumann_z,
 )
 
 
@@ -66,16 +67,28 @@ def test_von_neumann_finds_correlation_and_accepts_independence() -> None:
 
 
 def test_batch_means_interval_of_hand_computed_batches() -> None:
-    # alternating 0, 2: negative lag-1 correlation passes at batch size 1
-    values = [0.0, 2.0] * 10
+    values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0, 5.0, 8.0, 9.0, 7.0, 9.0, 3.0,
+              2.0, 3.0, 8.0, 4.0]
+    assert abs(von_neumann_z(np.array(values))) < 1.0  # no lag-1 correlation: batches of one
     interval = batch_means(values)
     assert interval is not None
-    assert interval.batch_size == 1
-    assert interval.batches == 20
-    assert interval.mean == pytest.approx(1.0)
-    sd = np.std(values, ddof=1)
+    assert (interval.batch_size, interval.batches) == (1, 20)
+    assert interval.mean == pytest.approx(sum(values) / 20)
     from scipy import stats
+    sd = np.std(values, ddof=1)
     assert interval.half_width == pytest.approx(stats.t.ppf(0.975, 19) * sd / math.sqrt(20))
+
+
+def test_negative_correlation_grows_the_batches_and_a_count_has_its_resolution() -> None:
+    # 0, 2, 0, 2: batches of one are negatively correlated (an interval too wide); batches of
+    # two are constant, and the interval's half-width is one count's share of the 20 counted.
+    values = [0.0, 2.0] * 10
+    assert von_neumann_z(np.array(values)) < -3.0
+    interval = batch_means(values)
+    assert interval is not None
+    assert (interval.batch_size, interval.batches) == (2, 10)
+    assert interval.mean == pytest.approx(1.0)
+    assert interval.half_width == pytest.approx(1.0 / 20.0)
 
 
 def test_batch_means_grows_the_batches_of_a_correlated_series() -> None:
