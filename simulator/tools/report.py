@@ -132,8 +132,8 @@ def _curve_frame(curve: pd.DataFrame) -> pd.DataFrame:
 def _tps_table(curve: pd.DataFrame) -> str:
     """The TPS of every point as ``snapsim run`` prints it, the mean over the seeds.
 
-    Active clients and idle connections against the algorithms; ``*`` marks a point not precise enough
-    to trust.
+    Active clients and idle connections against the algorithms; ``*`` marks a point not precise
+    enough to trust.
     """
     needed = {"algorithm", "clients", "idle_clients", "tps"}
     if not needed <= set(curve.columns) or curve.empty:
