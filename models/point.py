@@ -55,7 +55,7 @@ def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
     topology = Topology.from_config(spec.machine)  # built once, for the scheduler and the machine
     tables = LatencyTables.build(spec.machine, topology)
     scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace, topology=topology,
-                                          tables=tables, refill_rule=options.refill_rule)
+                                          tables=tables)
     if spec.trace:
         env.recorder.declare(TRACE_TABLE, TRACE_COLUMNS)
         env.recorder.declare(IDLE_TRACE_TABLE, IDLE_TRACE_COLUMNS)

@@ -42,6 +42,22 @@ class L3Inclusion(StrEnum):
     """The L3 is filled by L2 victims; an ownership request that hits moves the line out (Zen)."""
 
 
+class L3Replacement(StrEnum):
+    """How a domain's chip (its L3 and its cores' L2s) keeps blocks of data too large for it.
+
+    What :mod:`simulator.runtime.working_set` refills after a context switch; the tracked lines'
+    cache sets are LRU whatever this says.
+    """
+
+    ADAPTIVE = "adaptive"
+    """Thrash-resistant (bimodal / set-dueling insertion): a reuse footprint ``F`` larger than
+    the capacity ``C`` keeps ``C / F`` of each block (Intel's L3s from Ivy Bridge on)."""
+    LRU = "lru"
+    """Least recently used: a cyclic footprint larger than the capacity keeps nothing of it."""
+    RANDOM = "random"
+    """Random replacement: a block keeps ``W exp(-I / C)`` of ``W`` lines after ``I`` others."""
+
+
 class HomeRelation(StrEnum):
     """Which parties of a transfer are near the line's home agent (memory node).
 
@@ -528,6 +544,8 @@ class MachineConfig:
     scheduler: SchedulerConfig
     idle: IdleConfig | None = None
     line_service: LineServiceConfig = field(default_factory=LineServiceConfig)
+    l3_replacement: L3Replacement = L3Replacement.LRU
+    """How the chip keeps working sets larger than itself (``coherence.l3_replacement``)."""
     kernel_thread: KernelThreadConfig | None = None
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 

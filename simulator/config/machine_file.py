@@ -12,7 +12,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
 
     name, description, virtualized, clock, sources (optional: mapping str -> str)
     topology: {sockets, domains_per_socket, cores_per_domain, threads_per_core}
-    coherence: {protocol, l3_inclusion}
+    coherence: {protocol, l3_inclusion, l3_replacement (optional: adaptive, lru or random;
+                default lru)}
     caches: {l1d, l2, l3}, each {size, ways, latency}
     memory: {home_nodes: [{near_domains: [int, ...]}, ...], dram_latency: {near, far},
              placement: {policy: node, node: int} | {policy: interleave, granularity: size}}
@@ -55,6 +56,7 @@ from simulator.config.machine import (
     IdleStateConfig,
     KernelThreadConfig,
     L3Inclusion,
+    L3Replacement,
     LatencyConfig,
     LineServiceConfig,
     MachineConfig,
@@ -236,7 +238,7 @@ def _build_machine(data: Mapping[str, object]) -> MachineConfig:
     top = expect_section(data, "", _TOP_KEYS, optional={"sources", "idle", "line_service",
                                                         "kernel_thread"})
     clock = _frequency("clock", top["clock"])
-    protocol, inclusion = _coherence(top["coherence"])
+    protocol, inclusion, replacement = _coherence(top["coherence"])
     l1d, l2, l3 = _caches(top["caches"], clock)
     return MachineConfig(
         name=expect_str("name", top["name"]),
@@ -246,6 +248,7 @@ def _build_machine(data: Mapping[str, object]) -> MachineConfig:
         topology=_topology(top["topology"]),
         protocol=protocol,
         l3_inclusion=inclusion,
+        l3_replacement=replacement,
         l1d=l1d,
         l2=l2,
         l3=l3,
@@ -284,11 +287,14 @@ def _topology(value: object) -> TopologyConfig:
     return TopologyConfig(**counts)
 
 
-def _coherence(value: object) -> tuple[CoherenceProtocol, L3Inclusion]:
-    data = expect_section(value, "coherence", ("protocol", "l3_inclusion"))
+def _coherence(value: object) -> tuple[CoherenceProtocol, L3Inclusion, L3Replacement]:
+    data = expect_section(value, "coherence", ("protocol", "l3_inclusion", "l3_replacement"),
+                          optional={"l3_replacement"})
     return (
         expect_enum("coherence.protocol", data["protocol"], CoherenceProtocol),
         expect_enum("coherence.l3_inclusion", data["l3_inclusion"], L3Inclusion),
+        expect_enum("coherence.l3_replacement", data.get("l3_replacement", "lru"),
+                    L3Replacement),
     )
 
 

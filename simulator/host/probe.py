@@ -148,6 +148,7 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
         "coherence:",
         f"  protocol: {PROTOCOLS.get(facts.vendor, 'MESI')}   # the vendor's protocol family",
         f"  l3_inclusion: {coherence['l3_inclusion']}   # {borrowed}",
+        f"  l3_replacement: {coherence.get('l3_replacement', 'lru')}   # {borrowed}",
         "caches:",
     ]
     for key, cache in (("l1d", layout.l1d), ("l2", layout.l2), ("l3", layout.l3)):

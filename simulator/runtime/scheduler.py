@@ -68,7 +68,7 @@ from simulator.runtime.task import (
     MigrateHook,
     Task,
 )
-from simulator.runtime.working_set import DEFAULT_REFILL_RULE, WorkingSets
+from simulator.runtime.working_set import WorkingSets
 
 __all__ = ["CpuScheduler", "FlushHook"]
 
@@ -158,20 +158,18 @@ class CpuScheduler:
     def from_machine(
         cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False,
         topology: Topology | None = None, tables: LatencyTables | None = None,
-        refill_rule: str = DEFAULT_REFILL_RULE,
     ) -> CpuScheduler:
         """The scheduler of a machine: topology, scheduler costs, virtualization, idle states.
 
         ``topology`` and ``tables`` (the latency tables its working sets' refills read): the
         machine's, when the caller has built them already (a point builds them once for its
-        scheduler and its machine); built from ``machine`` if not given. ``refill_rule``: the
-        working sets' replacement rule on chip (:data:`simulator.runtime.working_set.REFILL_RULES`).
+        scheduler and its machine); built from ``machine`` if not given.
         """
         if topology is None:
             topology = Topology.from_config(machine)
         scheduler = cls(env, topology, machine.scheduler, machine.virtualized, idle=machine.idle,
                         trace=trace)
-        scheduler.working_sets = WorkingSets(machine, topology, tables, rule=refill_rule)
+        scheduler.working_sets = WorkingSets(machine, topology, tables)
         return scheduler
 
     # -- public API ---------------------------------------------------------------------------

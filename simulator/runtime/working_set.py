@@ -15,7 +15,7 @@ the core's stack and of the domain's stack with all ``W`` lines (a run touches i
 set). What each stack still holds of a block depends on its reuse distance ``D``: the lines of
 the other blocks touched since the block last ran (R. L. Mattson, J. Gecsei, D. R. Slutz,
 I. L. Traiger, "Evaluation techniques for storage hierarchies", IBM Systems Journal 9(2), 1970),
-and on the cache's replacement rule (``rule``):
+and on the chip's replacement rule (the machine file's ``coherence.l3_replacement``):
 
 * the core's L2 is LRU in both rules: the blocks at the bottom lose lines until the stack fits
   its capacity, so a block is whole when ``D + W`` fits and gone when ``D`` alone fills the L2
@@ -24,7 +24,7 @@ and on the cache's replacement rule (``rule``):
   for the simulator's own caches (LRU sets, ``Machine.pollute`` spreads a footprint evenly over
   the sets), which ``tests/simulator/runtime/test_working_set.py`` checks against the coherence
   kernel;
-* the domain's chip, ``rule="adaptive"`` (the default): a thrash-resistant last-level cache
+* the domain's chip, ``adaptive`` (Intel's L3s from Ivy Bridge on): a thrash-resistant cache
   keeps the share ``C / (D + W)`` of a block whose footprint ``D + W`` exceeds its capacity
   ``C``, all of it otherwise. Intel's L3s from Ivy Bridge on switch by set dueling between QLRU
   and a variant that inserts most new lines at the eviction end (uops.info, as above; H. Wong,
@@ -34,11 +34,11 @@ and on the cache's replacement rule (``rule``):
   performance caching", ISCA 2007, which keeps about ``C`` lines of a loop of ``F > C`` lines:
   the hit rate ``C / F``. Random replacement keeps less (``h = exp(-(1 - h) F / C)``: 0.49
   instead of 0.71 at ``F = 1.41 C``): the lower end of the range;
-* ``rule="random"``: random replacement, the lower end of that range: each line brought onto
+* ``random``: random replacement, the lower end of that range: each line brought onto
   the chip evicts a random one, so a block keeps ``W exp(-I / C)`` after ``I`` lines were brought
   in since it last ran;
-* ``rule="lru"`` (the first model, kept for ablation): the chip is LRU too, so every block of a
-  loop larger than the chip is evicted whole before its task runs again.
+* ``lru`` (older parts; the first model, kept for ablation): the chip is LRU too, so every block
+  of a loop larger than the chip is evicted whole before its task runs again.
 
 The lines missing from the core's L2 are refilled before the task's work, each from where it is:
 
@@ -83,17 +83,11 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from simulator.config.machine import LINE_BYTES, L3Inclusion, MachineConfig
+from simulator.config.machine import LINE_BYTES, L3Inclusion, L3Replacement, MachineConfig
 from simulator.hardware.latency import CLEAN, LatencyTables
 from simulator.hardware.topology import Topology
 
-__all__ = ["DEFAULT_REFILL_RULE", "REFILL_RULES", "WorkingSet", "WorkingSets"]
-
-REFILL_RULES = ("adaptive", "lru", "random")
-"""Replacement rules of a domain's chip: thrash-resistant (``C / (D + W)`` of a block kept
-beyond the capacity), LRU (the first model, for ablation) or random replacement (the lower
-end of the adaptive rule's range); the module docstring."""
-DEFAULT_REFILL_RULE = "adaptive"
+__all__ = ["WorkingSet", "WorkingSets"]
 
 
 class WorkingSet:
@@ -287,21 +281,22 @@ class WorkingSets:
     """The private working sets of a machine's tasks (model: the module docstring).
 
     Args:
-        machine: the machine (cache sizes, L3 inclusion, latencies, ``mlp``).
+        machine: the machine (cache sizes, L3 inclusion and replacement, latencies, ``mlp``).
         topology: its topology, and ``tables`` its latency tables (built from ``machine`` if
             not given).
-        rule: the domains' chips' replacement, ``adaptive`` or ``lru`` (:data:`REFILL_RULES`).
+        rule: the chips' replacement rule, instead of the machine's (a micro-benchmark's
+            what-if).
 
     The tasks count their refills (``Task.refills``, ``Task.refill_ns``) and so does the
     scheduler (``SchedulerStats.refills``, ``SchedulerStats.refill_ns``).
     """
 
     def __init__(self, machine: MachineConfig, topology: Topology | None = None,
-                 tables: LatencyTables | None = None, rule: str = DEFAULT_REFILL_RULE) -> None:
-        if rule not in REFILL_RULES:
-            raise ValueError(f"refill rule must be one of {', '.join(REFILL_RULES)}, got {rule!r}")
+                 tables: LatencyTables | None = None,
+                 rule: L3Replacement | None = None) -> None:
+        rule = machine.l3_replacement if rule is None else L3Replacement(rule)
         self.rule = rule
-        """The chips' replacement rule (:data:`REFILL_RULES`)."""
+        """The chips' replacement rule."""
         topo = topology or Topology.from_config(machine)
         tables = tables or LatencyTables.build(machine, topo)
         l2_lines = machine.l2.size_bytes // LINE_BYTES
@@ -316,8 +311,8 @@ class WorkingSets:
         self._core_domain = [topo.domain_of_core(c) for c in range(topo.n_cores)]
         self._l2 = [_Stack(l2_lines, OrderedDict()) for _ in range(topo.n_cores)]
         self._chip: list[_Stack | _ReuseStack | _RandomStack] = [
-            _ReuseStack(on_chip) if rule == "adaptive"
-            else _RandomStack(on_chip) if rule == "random"
+            _ReuseStack(on_chip) if rule is L3Replacement.ADAPTIVE
+            else _RandomStack(on_chip) if rule is L3Replacement.RANDOM
             else _Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)]
         n_dom = topo.n_domains
         home_of = []

@@ -28,12 +28,12 @@ import simpy
 from simulator.config.machine import (
     LINE_BYTES,
     HomeNodeConfig,
+    L3Replacement,
     MachineConfig,
     TopologyConfig,
 )
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 from simulator.runtime.scheduler import CpuScheduler
-from simulator.runtime.working_set import DEFAULT_REFILL_RULE
 
 __all__ = ["LOOP_CODE_LINES", "CtxResult", "lat_ctx", "one_cpu"]
 
@@ -74,7 +74,7 @@ def one_cpu(machine: MachineConfig) -> MachineConfig:
 
 
 def lat_ctx(machine: MachineConfig, size_kib: float, processes: int, *,
-            rule: str = DEFAULT_REFILL_RULE, streaming: bool = True, passes: int = 20,
+            rule: str | None = None, streaming: bool = True, passes: int = 20,
             warmup_passes: int = 3, code_lines: int = LOOP_CODE_LINES) -> CtxResult:
     """The ``lat_ctx -s size_kib processes`` row of ``machine``, pinned to one CPU.
 
@@ -82,7 +82,8 @@ def lat_ctx(machine: MachineConfig, size_kib: float, processes: int, *,
         machine: the machine (its caches, ``mlp``, DRAM and ``scheduler.context_switch``).
         size_kib: each process's array (KiB, >= 0).
         processes: processes in the ring (>= 2).
-        rule: the chip's replacement rule (:data:`simulator.runtime.working_set.REFILL_RULES`).
+        rule: the chip's replacement rule instead of the machine's (``coherence.l3_replacement``:
+            ``adaptive``, ``lru`` or ``random``).
         streaming: the arrays refill at ``mlp.stream`` (lmbench sums them in order); ``False``:
             at ``mlp.indirect``, as a working set reached through pointers.
         passes: measured trips of the token around the ring.
@@ -102,7 +103,10 @@ def lat_ctx(machine: MachineConfig, size_kib: float, processes: int, *,
     if passes < 1 or warmup_passes < 0:
         raise ValueError("lat_ctx needs at least one measured pass (and no negative warm-up)")
     env = SimEnvironment(seed=0)
-    sched = CpuScheduler.from_machine(env, one_cpu(machine), refill_rule=rule)
+    cpu = one_cpu(machine)
+    if rule is not None:
+        cpu = dataclasses.replace(cpu, l3_replacement=L3Replacement(rule))
+    sched = CpuScheduler.from_machine(env, cpu)
     tasks = [sched.new_task(f"lat_ctx-{i}") for i in range(processes)]
     for task in tasks:
         task.set_working_set(lines, program="lat_ctx", code_lines=code_lines,

@@ -50,8 +50,8 @@ def test_shipped_model() -> None:
                                                backend_exit=100000.0, client=20000.0)
     assert costs.pgbench_loop_per_connection_cycles == 100.0
     assert costs.working_set == WorkingSetCosts(
-        backend=ProcessWorkingSet(private=64 * 1024, code=128 * 1024),
-        client=ProcessWorkingSet(private=32 * 1024, code=32 * 1024))
+        backend=ProcessWorkingSet(private=40 * 1024, code=128 * 1024),
+        client=ProcessWorkingSet(private=16 * 1024, code=32 * 1024))
 
 
 @pytest.mark.parametrize(("section", "partial", "missing"), [

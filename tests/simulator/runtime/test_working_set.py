@@ -10,6 +10,7 @@ from simulator.config.machine import (
     IdleConfig,
     IdleStateConfig,
     L3Inclusion,
+    L3Replacement,
     MachineConfig,
 )
 from simulator.hardware.codes import Op
@@ -29,7 +30,8 @@ MLP = 2.0
 def sets(machine: MachineConfig | None = None, rule: str = "lru") -> WorkingSets:
     """The working sets of a toy machine; the chip LRU unless ``rule`` says otherwise (the tests
     below check the LRU chip's exact evictions; the adaptive rule has its own tests at the end)."""
-    return WorkingSets(machine or toy_machine(sockets=2, domains_per_socket=2), rule=rule)
+    return WorkingSets(machine or toy_machine(sockets=2, domains_per_socket=2),
+                       rule=L3Replacement(rule))
 
 
 def test_staying_warm_on_a_core_costs_nothing() -> None:
@@ -365,5 +367,5 @@ def test_the_random_chip_keeps_a_share_that_solves_the_steady_state() -> None:
 
 
 def test_an_unknown_refill_rule_is_refused() -> None:
-    with pytest.raises(ValueError, match="refill rule"):
+    with pytest.raises(ValueError, match="fifo"):
         sets(rule="fifo")
