@@ -343,3 +343,19 @@ def test_a_window_shorter_than_one_transaction_names_a_readable_bound() -> None:
     """A bound below 1 ms reads as two significant digits, not 0.0 ms."""
     assert estimate._ms(131.6) == "131.6"
     assert estimate._ms(0.0316) == "0.032"
+
+
+def test_plot_redraws_the_default_runs_own_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default experiment (``measurements: machine``) shrunk to one point, then ``snapsim plot
+    DIR``: the overlay resolves to the machine's dataset as ``snapsim run`` resolved it."""
+    out = tmp_path / "snapsim-out"
+    assert main(["-q", "run", "--clients", "1", "--idle-clients", "0", "--algorithms", "post14",
+                 "--duration-ms", "1", "--warmup-ms", "1", "--jobs", "1", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert "measurements: machine" in (out / "config.resolved.yaml").read_text(encoding="utf-8")
+    (out / "tps.png").unlink()
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "tps.png").stat().st_size > 0
+    assert "error" not in capsys.readouterr().err
