@@ -44,6 +44,9 @@ from simulator.measure.session import Outcome, Setup, measure
 from simulator.tools.validate import check_datasets
 
 DEFAULT_OUT = "snapsim-measurement"
+MAX_SECONDS = 86_400.0
+"""The longest run, warm-up or settling pause (a day): longer is a typo, and infinity would reach
+pgbench's ``-T`` and ``time.sleep`` after a server started."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -143,8 +146,10 @@ def _plan(args: argparse.Namespace, servers: int) -> Plan:
     for flag, seconds, least in (("--duration-s", args.duration_s, 1.0),
                                  ("--warmup-s", args.warmup_s, 0.0),
                                  ("--settle-s", args.settle_s, 0.0)):
-        if not seconds >= least:
+        if not seconds >= least:  # nan too
             raise ConfigError(flag, f"must be at least {least:g}, got {seconds:g}")
+        if not seconds <= MAX_SECONDS:  # inf too: pgbench's -T and time.sleep take no infinity
+            raise ConfigError(flag, f"must be at most {MAX_SECONDS:g} (a day), got {seconds:g}")
     return Plan(installations=servers, clients=_counts(args.clients, "--clients", 1),
                 idle=_counts(args.idle, "--idle", 0),
                 idle_kinds=tuple(dict.fromkeys(args.idle_kind or ["idle"])),

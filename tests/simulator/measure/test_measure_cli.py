@@ -138,6 +138,10 @@ def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
     (["--shared-buffers", "lots"], "--shared-buffers: expected a size"),
     (["--name", "a b"], "--name: expected letters"),
     (["--idle", "0,100000000"], "--idle: 100000000 idle connections per server"),
+    (["--duration-s", "inf"], "--duration-s: must be at most 86400 (a day), got inf"),
+    (["--warmup-s", "inf"], "--warmup-s: must be at most 86400 (a day), got inf"),
+    (["--settle-s", "inf"], "--settle-s: must be at most 86400 (a day), got inf"),
+    (["--settle-s", "nan"], "--settle-s: must be at least 0, got nan"),
 ])
 def test_bad_input_is_one_line_and_exit_2(
         shared: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: list[str],
