@@ -56,6 +56,9 @@ DEFAULT_EXPERIMENT = "default"
 """The shipped experiment whose machine, algorithms, workload, idle kind and windows are the
 defaults."""
 MACHINE = "machine"
+MAX_SEED = 2**63 - 1
+"""The largest root seed: ``curve.parquet`` stores it as a signed 64-bit integer (a point's own
+seed, derived from it by hashing, is below it too, and NumPy takes any non-negative integer)."""
 """The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
 
 
@@ -234,7 +237,7 @@ class Experiment:
                               f"(choose from {', '.join(model.idle_kinds)})")
         _check_counts("clients", self.clients, minimum=1)
         _check_counts("idle_clients", self.idle_clients, minimum=0)
-        _check_counts("seeds", self.seeds, minimum=0)
+        _check_counts("seeds", self.seeds, minimum=0, maximum=MAX_SEED)
         if not (self.duration_ms > 0 and math.isfinite(self.duration_ms)):
             raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
         if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
@@ -263,13 +266,17 @@ class Experiment:
         return model
 
 
-def _check_counts(key: str, values: Sequence[object], minimum: int) -> None:
+def _check_counts(key: str, values: Sequence[object], minimum: int,
+                  maximum: int | None = None) -> None:
     """The one check of a list of counts (clients, idle connections, root seeds)."""
     if not values:
         raise ConfigError(key, "must be a non-empty list of integers")
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
             raise ConfigError(key, f"must be integers >= {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(key, f"must be integers from {minimum} to {maximum} (2**63 - 1, "
+                              f"the 64-bit integer the tables store), got {value!r}")
     if len(set(values)) != len(values):
         raise ConfigError(key, "lists a value twice")
 

@@ -253,6 +253,11 @@ def test_check_config_takes_shipped_names_and_the_cost_file(
 @pytest.mark.parametrize(("flags", "message"), [
     (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
     (["--seeds", "0"], "--seeds: must be at least 1, got 0"),
+    (["--seed", str(2**64)], "--seed: must be at most 9223372036854775807 (2**63 - 1, the 64-bit "
+                             "integer the tables store), got 18446744073709551616"),
+    (["--seed", str(2**63 - 1), "--seeds", "2"],
+     "--seeds: 2 root seeds from 9223372036854775807 pass 9223372036854775807"),
+    (["--set", f"seeds=[{2**63}]"], "--set: seeds: must be integers from 0 to "),
     (["--set", "seeds=[-3]"], "--set: seeds: must be integers >= 0, got -3"),
     (["--set", "options.costs.clinet=5"], "--set: options.costs.clinet: unknown key"),
     (["--set", "options.churn.rate_per_s=lots"],
