@@ -364,3 +364,46 @@ def test_plot_redraws_the_default_runs_own_directory(
     assert main(["plot", str(out)]) == 0
     assert (out / "tps.png").stat().st_size > 0
     assert "error" not in capsys.readouterr().err
+
+
+def test_an_interrupt_before_any_point_does_not_count_another_runs_points(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the machine is still being checked: the points in ``--out`` are another
+    run's, and the same command would not resume them."""
+    from simulator.cli import run as run_cli
+
+    out = tmp_path / "good"
+    assert main(["-q", "run", "tiny", "--clients", "1", "--idle-clients", "0", "--jobs", "1",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+
+    def interrupted(config: object = None) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_cli, "prepare_kernel", interrupted)
+    assert main(["run", "tiny", "--clients", "4", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["snapsim: interrupted by SIGINT: stopped before any point ran (nothing to "
+                   "resume)"]
+
+
+def test_an_interrupt_mid_run_counts_this_runs_points(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import run as run_cli
+
+    out = tmp_path / "out"
+    base = ["-q", "run", "tiny", "--idle-clients", "0", "--algorithms", "post14", "--jobs", "1",
+            "--no-progress", "--out", str(out)]
+    assert main([*base, "--clients", "1,4"]) == 0
+    capsys.readouterr()
+
+    def interrupted(record: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_cli, "_point_detail", interrupted)
+    assert main([*base, "--clients", "1,4,8,16", "--extend"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"snapsim: interrupted by SIGINT: 3 of this run's 4 point(s) stored in "
+                       f"{out / 'points'}; run the same command again to resume")
