@@ -40,10 +40,12 @@ from simulator.tools.validate import (
     RUN_DEFAULTS,
     check_datasets,
     check_ratios,
+    check_validation_estimate,
     gate_passes,
     plot_validation,
     run_validation,
     summarise,
+    validation_estimate,
 )
 
 DEFAULT_OUT = "snapsim-validation"
@@ -76,6 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, metavar="N",
                         help=f"local worker processes (default: the CPUs, here {default_jobs()})")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster")
+    parser.add_argument("--force", action="store_true",
+                        help="run even when a point's memory estimate exceeds the available "
+                             "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -100,6 +105,14 @@ def main(args: argparse.Namespace) -> int:
     # every input is read before the output directory is made and before the long part
     check_datasets(manifest, datasets, args.machine_set)
     check_ratios(manifest, ratios, args.machine_set)
+    fixed = [key for key, value in (("duration_ms", args.duration_ms),
+                                    ("warmup_ms", args.warmup_ms)) if value is not None]
+    if not args.scheduler:  # a point that cannot fit is refused as by `run`, before any work
+        check_validation_estimate(validation_estimate(
+            manifest, duration_ms=float(duration), warmup_ms=float(warmup),
+            seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
+            datasets=datasets, ratios=ratios, fixed=fixed,
+            machine_overrides=args.machine_set), force=args.force, log=log)
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
     prepare_kernel()
@@ -110,9 +123,8 @@ def main(args: argparse.Namespace) -> int:
             seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
             client=client,
             progress=show_progress(args.no_progress), log=log, datasets=datasets,
-            ratios=ratios, machine_overrides=args.machine_set,
-            fixed=[key for key, value in (("duration_ms", args.duration_ms),
-                                          ("warmup_ms", args.warmup_ms)) if value is not None])
+            ratios=ratios, machine_overrides=args.machine_set, fixed=fixed,
+            force=True)  # checked above
     finally:
         if client is not None:
             client.close()

@@ -20,8 +20,10 @@ from simulator.cli import common, main
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine, machines_dir
+from simulator.errors import ConfigError
 from simulator.hardware import warmup
 from simulator.hardware.machine import Machine
+from simulator.measure.manifest import load_manifest
 from simulator.study import estimate
 
 
@@ -407,3 +409,54 @@ def test_an_interrupt_mid_run_counts_this_runs_points(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (f"snapsim: interrupted by SIGINT: 3 of this run's 4 point(s) stored in "
                        f"{out / 'points'}; run the same command again to resume")
+
+
+@pytest.fixture
+def huge_client_manifest(tmp_path: Path) -> Path:
+    """The shipped manifest with one row of 100,000,000 active clients (newcomer-4 N31)."""
+    import shutil
+
+    copy = tmp_path / "measurements"
+    shutil.copytree(configs_dir() / "measurements", copy)
+    table = copy / "gold5215_idle.csv"
+    table.write_text(table.read_text(encoding="utf-8").replace("\n100,1,", "\n100,100000000,", 1),
+                     encoding="utf-8")
+    return copy / "manifest.yaml"
+
+
+def test_check_config_of_a_manifest_refuses_a_point_too_large_for_memory(
+        huge_client_manifest: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    assert main(["check-config", str(huge_client_manifest)]) == 2
+    line = error_line(capsys)
+    assert line.startswith(f"snapsim: error: {huge_client_manifest}: point ")
+    assert "clients=100000000 idle_clients=100 needs about" in line
+    assert "more than the 16.0 GB available (MemAvailable)" in line
+
+
+def test_validate_refuses_a_point_too_large_for_memory_before_any_work(
+        huge_client_manifest: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import validate as validate_cli
+    from simulator.tools import validate as validate_tools
+
+    def nothing_runs(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated before the memory check")
+
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    monkeypatch.setattr(validate_tools, "run_tasks", nothing_runs)
+    monkeypatch.setattr(validate_tools, "single_client_work_scale", nothing_runs)
+    monkeypatch.setattr(validate_cli, "prepare_kernel", nothing_runs)
+    out = tmp_path / "validation"
+    assert main(["validate", "--manifest", str(huge_client_manifest), "--dataset",
+                 "gold5215_idle", "--jobs", "2", "--out", str(out)]) == 2
+    line = error_line(capsys)
+    assert "point pre14 clients=100000000 idle_clients=100 needs about" in line
+    assert " x 2 workers = " in line
+    assert line.endswith("lower clients or idle_clients, or force the run (--force, force=True)")
+    assert not out.exists()
+    # the library refuses it too (calibrate's evaluations go through it)
+    with pytest.raises(ConfigError, match="clients=100000000 idle_clients=100 needs about"):
+        validate_tools.validate(load_manifest(huge_client_manifest), datasets=["gold5215_idle"],
+                                jobs=1)
