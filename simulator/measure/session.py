@@ -31,8 +31,9 @@ from pathlib import Path
 from simulator.errors import ConfigError
 from simulator.host import procfs
 from simulator.measure.cluster import Cluster, chown_to
-from simulator.measure.holders import Holders
+from simulator.measure.holders import Holders, holder_lifetime_s
 from simulator.measure.installations import Installation
+from simulator.measure.leftovers import WORK_PREFIX
 from simulator.measure.outputs import RepetitionTable
 from simulator.measure.pgbench import (
     PINNED_SCRIPTS,
@@ -44,7 +45,7 @@ from simulator.measure.pgbench import (
     write_select1,
 )
 from simulator.measure.plan import Plan
-from simulator.measure.processes import Registry, RunAs, log_tail, wait_with_usage
+from simulator.measure.processes import LEDGER, Registry, RunAs, log_tail, wait_with_usage
 
 KDAMOND = "kdamond"
 REAP_TIMEOUT_S = 30.0
@@ -118,8 +119,9 @@ def measure(setup: Setup, plan: Plan, outcome: Outcome, log: Log) -> None:
         KeyboardInterrupt: Ctrl-C or SIGTERM (as the command installs it).
     """
     registry = Registry(setup.run_as)
-    work = Path(tempfile.mkdtemp(prefix="snapsim-measure-", dir=setup.work_root))
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=setup.work_root))
     work.chmod(0o711)  # the servers' user walks through to its own directories
+    registry.keep_ledger(work / LEDGER)  # for the next measurement, should this one be killed
     clusters: list[Cluster] = []
     outcome.started_at = now()
     try:
@@ -173,7 +175,9 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
     scripts = {kind: write_script(work, kind) for kind in plan.idle_kinds}
     for path in scripts.values():
         chown_to(path, RunAs())
-    holders = [Holders(cluster, setup.pgbench, work, setup.holder_chunk) for cluster in clusters]
+    hold_s = holder_lifetime_s(plan.estimate_s())
+    holders = [Holders(cluster, setup.pgbench, work, setup.holder_chunk, hold_s=hold_s)
+               for cluster in clusters]
     kdamond = procfs.kernel_threads_named(KDAMOND)
     total, done, began = plan.points, 0, time.monotonic()
     memory: dict[int, int] = {}
@@ -272,9 +276,14 @@ def _pin(pids: list[int], cpu: int, what: str) -> None:
 
 
 def _per_connection(memory: Mapping[int, int], servers: int) -> float | None:
-    """Memory per held connection: the fall of ``MemAvailable`` from the fewest to the most."""
+    """Memory per held connection: the fall of ``MemAvailable`` from the fewest to the most.
+
+    ``None`` when it did not fall: the rest of the machine's memory moved more than the
+    connections took (a few connections beside other work), and no figure is better than a
+    negative one.
+    """
     low, high = min(memory), max(memory)
-    if high == low:
+    if high == low or memory[low] <= memory[high]:
         return None
     return (memory[low] - memory[high]) / ((high - low) * servers)
 
