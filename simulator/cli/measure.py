@@ -34,7 +34,8 @@ from simulator.measure import leftovers
 from simulator.measure.cluster import check_port_free
 from simulator.measure.installations import LABELS, Installation, find_pgbench, installations
 from simulator.measure.manifest import load_manifest
-from simulator.measure.outputs import MACHINE_FILE, PINNED_COLUMNS, RepetitionTable
+from simulator.measure.noise import DISTURBED, REST_SHARE_LIMIT
+from simulator.measure.outputs import PINNED_COLUMNS, RepetitionTable
 from simulator.measure.pgbench import IDLE_KINDS
 from simulator.measure.plan import (
     Plan,
@@ -46,12 +47,16 @@ from simulator.measure.plan import (
     size_bytes,
 )
 from simulator.measure.processes import RunAs
-from simulator.measure.results import MANIFEST, METADATA, manifest_path, write_results
+from simulator.measure.results import manifest_path, write_results
 from simulator.measure.session import Outcome, Setup, measure
 from simulator.study.store import DirectoryLock
 from simulator.tools.validate import check_datasets
 
 DEFAULT_OUT = "snapsim-measurement"
+MEASUREMENT_FILES = ("repetitions.csv", "pinned.csv", "manifest.yaml", "metadata.yaml",
+                     "host.yaml")
+"""What a measurement writes into ``--out`` besides its datasets (the manifest names those) and
+``logs/``: what ``--overwrite`` removes."""
 MAX_SECONDS = 86_400.0
 """The longest run, warm-up or settling pause (a day): longer is a typo, and infinity would reach
 pgbench's ``-T`` and ``time.sleep`` after a server started."""
@@ -271,6 +276,7 @@ def _measure_into(args: argparse.Namespace, out: Path, found: list[Installation]
         if outcome.status != "complete":
             warn(f"partial measurement kept in {out}/ ({len(outcome.table.rows)} of "
                  f"{plan.points} runs; metadata.yaml says why)")
+    _report_disturbed(outcome)
     if interrupted is not None:
         warn(f"snapsim: interrupted by {signal.Signals(interrupted).name}: every server and "
              "client it started is stopped")
@@ -282,6 +288,27 @@ def _measure_into(args: argparse.Namespace, out: Path, found: list[Installation]
     log(f"next: snapsim validate --manifest {out} --out {out}/validation")
     print(out)
     return EXIT_OK
+
+
+def _report_disturbed(outcome: Outcome, shown: int = 5) -> None:
+    """Say which runs other work disturbed (their ``disturbed`` column), if any."""
+    runs = [row for row in outcome.table.rows if row.get(DISTURBED)]
+    pinned = [row for row in (outcome.pinned.rows if outcome.pinned is not None else [])
+              if row.get(DISTURBED)]
+    if not runs and not pinned:
+        return
+    names = [f"{row['series']} {row['idle_kind']} {row['idle_connections']} idle "
+             f"{row['active_connections']} clients rep {row['repetition']}" for row in runs]
+    names += [f"pinned {row['algorithm']} {row['script']} rep {row['repetition']}"
+              for row in pinned]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    counted = f"{len(runs)} of {len(outcome.table.rows)} runs" + (
+        f" and {len(pinned)} pinned runs" if pinned else "")
+    warn(f"disturbed: {counted} (other work took more than {REST_SHARE_LIMIT:.0%} of the "
+         f"machine's CPUs in their windows; disturbed in repetitions.csv): "
+         f"{'; '.join(names[:shown])}{more}. Their TPS is the machine's as much as "
+         "PostgreSQL's: measure again on a quieter machine; validate names the points "
+         "measured on them")
 
 
 def _recorded_runs(out: Path) -> int | None:
@@ -303,9 +330,9 @@ def _remove_measurement(out: Path) -> None:
     Its tables, manifest, machine file, metadata and server logs, and the measurement files its
     manifest names in ``out`` (a measurement of another ``--name`` wrote others).
     """
-    names = ["repetitions.csv", "pinned.csv", MANIFEST, METADATA, MACHINE_FILE]
+    names = list(MEASUREMENT_FILES)
     with contextlib.suppress(ConfigError, OSError):
-        document = read_yaml(out / MANIFEST)
+        document = read_yaml(out / "manifest.yaml")
         datasets = document.get("datasets") if isinstance(document, dict) else None
         for entry in (datasets or {}).values():
             name = entry.get("file") if isinstance(entry, dict) else None

@@ -33,6 +33,7 @@ from simulator.cli.common import (
 )
 from simulator.errors import ConfigError
 from simulator.measure.manifest import Manifest, load_manifest
+from simulator.measure.noise import REST_SHARE_LIMIT
 from simulator.study.store import atomic_path
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.workload_model import workload_model
@@ -139,6 +140,7 @@ def main(args: argparse.Namespace) -> int:
     plots = plot_validation(table, out) if not table.empty else []
     if not summary.empty:
         _print_summary(summary, manifest)
+        _print_disturbed(table)
     if not result.ratios.empty:
         _print_ratios(result.ratios)
         log(f"the ratios' own {result.ratio_simulations} simulations (points no curve "
@@ -174,6 +176,21 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
         print(f"{unconverged} scored points did not converge in their window "
               "(window_converged false in validation.csv): their errors may be the window's; "
               "check them with a longer --duration-ms / --warmup-ms")
+
+
+def _print_disturbed(table: pd.DataFrame) -> None:
+    """Name the points whose measured TPS comes from runs other work disturbed."""
+    disturbed = table[table["disturbed_runs"].fillna(0) > 0]
+    if disturbed.empty:
+        return
+    names = [f"{r.dataset} {r.series} {r.clients} clients {r.idle_clients} idle "
+             f"({r.disturbed_runs} run{'s' if r.disturbed_runs != 1 else ''}"
+             f"{', the work-scale point' if r.work_scale_point else ''})"
+             for r in disturbed.itertuples()]
+    print(f"{len(names)} points were judged on disturbed runs (disturbed_runs in "
+          f"validation.csv: other work took more than {REST_SHARE_LIMIT:.0%} of the measuring "
+          f"machine's CPUs in their windows; their errors may be the noise's; measure again "
+          f"on a quieter machine): {'; '.join(names)}")
 
 
 def _print_ratios(ratios: pd.DataFrame) -> None:

@@ -34,6 +34,7 @@ from simulator.measure.cluster import Cluster, chown_to
 from simulator.measure.holders import Holders, holder_lifetime_s
 from simulator.measure.installations import Installation
 from simulator.measure.leftovers import WORK_PREFIX
+from simulator.measure.noise import DISTURBED, REST_SHARE_LIMIT, is_disturbed, rest_share
 from simulator.measure.outputs import RepetitionTable
 from simulator.measure.pgbench import (
     PINNED_SCRIPTS,
@@ -201,7 +202,7 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
                 log(f"[{done}/{total}] {row['series']} {step.idle_kind} {step.idle} idle, "
                     f"{clients} clients, rep {step.repetition + 1}: {row['tps']:.0f} TPS, "
                     f"backend {row['backend_cpu_us_per_txn']:.1f} us/txn, client "
-                    f"{row['client_cpu_us_per_txn']:.1f} us/txn; about "
+                    f"{row['client_cpu_us_per_txn']:.1f} us/txn{_disturbance(row)}; about "
                     f"{elapsed / done * (total - done) / 60:.0f} min left")
     for holder in holders:
         holder.pause(False)
@@ -237,13 +238,13 @@ def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry:
                           **{key: row[key] for key in ("tps", "transactions", "window_s",
                                                        "backend_cpu_us_per_txn",
                                                        "client_cpu_us_per_txn",
-                                                       "finished_at")}}
+                                                       "finished_at", DISTURBED)}}
                 outcome.pinned.append(pinned)
                 done = len(outcome.pinned.rows)
                 log(f"[pinned {done}/{total}] {cluster.installation.label} {script} on CPU "
                     f"{cpu}, rep {repetition + 1}: {row['tps']:.0f} TPS, backend "
                     f"{row['backend_cpu_us_per_txn']:.2f} us/txn, client "
-                    f"{row['client_cpu_us_per_txn']:.2f} us/txn")
+                    f"{row['client_cpu_us_per_txn']:.2f} us/txn{_disturbance(row)}")
 
 
 @contextlib.contextmanager
@@ -273,6 +274,16 @@ def _pin(pids: list[int], cpu: int, what: str) -> None:
         except PermissionError:
             raise ConfigError("pinned runs", f"cannot pin {what} (PID {pid}) to CPU {cpu}: "
                               "not permitted (run as root or as the servers' user)") from None
+
+
+def _disturbance(row: Mapping[str, object]) -> str:
+    """``; DISTURBED: ...`` for a run that other work disturbed (:mod:`.noise`), else ``""``."""
+    if not row.get(DISTURBED):
+        return ""
+    share = rest_share(float(str(row["rest_cpu_s"])), float(str(row["window_s"])),
+                       os.cpu_count() or 1)
+    return (f"; DISTURBED: other work took {share:.0%} of the CPUs (more than "
+            f"{REST_SHARE_LIMIT:.0%})")
 
 
 def _per_connection(memory: Mapping[int, int], servers: int) -> float | None:
@@ -436,6 +447,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     backend_s = (reaped1 - reaped0) * tick
     holders_s, kdamond_s = (held1 - held0) * tick, (kdamond1 - kdamond0) * tick
     busy_s = (machine1.busy - machine0.busy) * tick
+    rest_s = busy_s - backend_s - client.cpu_s - holders_s - kdamond_s
     transactions = max(report.transactions, 1)
     per_txn = 1e6 / transactions
     background: float | None = 0.0
@@ -455,8 +467,9 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
         "holders_tps": None if background is None else background / (unix1 - unix0),
         "holders_cpu_s": holders_s,
         "kdamond_cpu_s": kdamond_s, "machine_busy_cpu_s": busy_s,
-        "rest_cpu_s": busy_s - backend_s - client.cpu_s - holders_s - kdamond_s,
+        "rest_cpu_s": rest_s,
         "load_1min": procfs.load_average()[0],
         "mem_available_gib": procfs.meminfo_bytes("MemAvailable") / 2**30,
         "finished_at": now(),
+        DISTURBED: is_disturbed(rest_s, wall1 - wall0, os.cpu_count() or 1),
     }

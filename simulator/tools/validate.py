@@ -52,6 +52,7 @@ from simulator.config.overrides import set_dotted
 from simulator.config.values import join_key
 from simulator.errors import ConfigError
 from simulator.measure.manifest import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
+from simulator.measure.noise import disturbed_counts
 from simulator.study import estimate
 from simulator.study.estimate import SweepEstimate, estimate_sweep
 from simulator.study.experiment import Experiment, plan
@@ -81,11 +82,14 @@ VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
                       "work_scale_point", "error", "duration_ms", "warmup_ms",
                       "window_converged", "seeds", "predicted_sd", "predicted_low",
-                      "predicted_high", "measured_inside")
+                      "predicted_high", "measured_inside", "disturbed_runs")
 """Columns of :func:`validate`'s table. With several seeds, ``predicted_tps`` is the mean over
 the seeds (``seeds`` of them), ``predicted_sd`` their standard deviation, ``predicted_low`` /
 ``predicted_high`` the 95 % t-interval of the mean and ``measured_inside`` whether the measured
-TPS lies in it (all four empty with one seed); ``rel_error`` is the mean's."""
+TPS lies in it (all four empty with one seed); ``rel_error`` is the mean's.
+``disturbed_runs``: of the runs whose median is the measured TPS, those that other work on the
+machine disturbed (:mod:`simulator.measure.noise`, from the ``repetitions.csv`` that
+``snapsim measure`` writes beside its datasets; empty for a dataset without one)."""
 RATIO_COLUMNS = ("ratio", "machine", "workload", "batch", "clients", "idle_clients", "idle_kind",
                  "numerator", "denominator", "numerator_tps", "denominator_tps", "published",
                  "predicted", "rel_error", "tolerance", "passed", "expected", "outcome", "reason",
@@ -365,7 +369,36 @@ def _point_table(manifest: Manifest, measured: pd.DataFrame,
     table = pd.DataFrame(rows, columns=[*measured.columns, *added])
     table["measured_inside"] = table["measured_inside"].astype("boolean")
     table["work_scale_point"] = _work_scale_flags(manifest, table)
+    table["disturbed_runs"] = _disturbed_runs(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
+
+
+def _disturbed_runs(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
+    """Per measured row, its disturbed runs (``<NA>`` where no ``repetitions.csv`` says)."""
+    counts: dict[str, Mapping[tuple[str, int, int], tuple[int, int]] | None] = {}
+    values: list[int | None] = []
+    for name, series, clients, idle in zip(table["dataset"], table["series"], table["clients"],
+                                           table["idle_clients"], strict=True):
+        dataset = manifest.dataset(str(name))
+        if dataset.name not in counts:
+            runs = dataset.path.parent / "repetitions.csv"
+            counts[dataset.name] = (disturbed_counts(runs, dataset.idle_kind,
+                                                     _threads(dataset.machine))
+                                    if runs.is_file() else None)
+        found = counts[dataset.name]
+        values.append(None if found is None
+                      else found.get((str(series), int(clients), int(idle)), (0, 0))[0])
+    return pd.Series(values, index=table.index, dtype="Int64")
+
+
+def _threads(machine: str) -> int:
+    """The hardware threads of a dataset's machine (1 if its file does not load)."""
+    try:
+        topology = load_machine(machine).topology
+    except ConfigError:
+        return 1
+    return (topology.sockets * topology.domains_per_socket * topology.cores_per_domain
+            * topology.threads_per_core)
 
 
 def _tps(records: Sequence[PointRecord]) -> MeanInterval:
