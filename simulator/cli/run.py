@@ -56,7 +56,12 @@ from simulator.cli.common import (
     show_progress,
     warn,
 )
-from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
+from simulator.cli.experiment_args import (
+    add_experiment_arguments,
+    blame_file,
+    flag_keys,
+    load_experiment,
+)
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import GRID_KEYS, Experiment
@@ -183,14 +188,14 @@ def _main(args: argparse.Namespace, out: Path, progress: _Progress) -> int:
     started_utc = utc_now_iso()
     with blame_overrides(args.set):
         experiment, document, source = load_experiment(args)
-        prepared = experiment.prepare(source)
+        with blame_file(source, flag_keys(args)):
+            prepared = experiment.prepare(source)
     for key, measured_as, here in prepared.overlay_differences():
         shown = json.dumps(measured_as, separators=(",", ":"))
         warn(f"measurements: {prepared.measurements} was measured with {key}={shown}, this run "
              f"has {json.dumps(here, separators=(',', ':'))}; add --set {key}={shown} to "
              "compare like for like")
     jobs = checked_jobs(args.jobs) or default_jobs()
-    prepare_kernel(prepared.machine)
     # Before the output directory is touched and before anything is simulated.
     check_estimate(prepared, jobs=jobs, local=not args.scheduler, force=args.force, log=log)
     resolved = resolved_document(experiment, prepared.options)
@@ -199,6 +204,7 @@ def _main(args: argparse.Namespace, out: Path, progress: _Progress) -> int:
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
                                     wait=args.wait, extend=args.extend)
+        prepare_kernel(prepared.machine)  # once --out is known to take the run
         result = run(prepared, jobs=jobs, client=client,
                      progress=show_progress(args.no_progress),
                      on_record=_point_detail,

@@ -380,10 +380,10 @@ def test_an_interrupt_before_any_point_does_not_count_another_runs_points(
                  "--out", str(out)]) == 0
     capsys.readouterr()
 
-    def interrupted(config: object = None) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_cli, "prepare_kernel", interrupted)
+    monkeypatch.setattr(run_cli, "check_estimate", interrupted)
     assert main(["run", "tiny", "--clients", "4", "--out", str(out)]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["snapsim: interrupted by SIGINT: stopped before any point ran (nothing to "
@@ -460,3 +460,67 @@ def test_validate_refuses_a_point_too_large_for_memory_before_any_work(
     with pytest.raises(ConfigError, match="clients=100000000 idle_clients=100 needs about"):
         validate_tools.validate(load_manifest(huge_client_manifest), datasets=["gold5215_idle"],
                                 jobs=1)
+
+
+@pytest.mark.parametrize("name", ["mix_key", "seeds"])
+def test_run_names_the_experiment_file_in_its_errors_as_check_config_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """newcomer-4 §3 item 8: `options.mix.tpcc: unknown key` and `seeds: ...` lacked the file."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text({"mix_key": "extends: tiny\nworkload: mix\noptions: {mix: {tpcc: 1}}\n",
+                     "seeds": "extends: tiny\nseeds: [a]\n"}[name], encoding="utf-8")
+    lines = []
+    for command in (["check-config", str(path)], ["run", str(path), "--out",
+                                                   str(tmp_path / "out")]):
+        assert main(command) == 2
+        lines.append(error_line(capsys))
+    assert lines[0] == lines[1]
+    assert lines[1].startswith(f"snapsim: error: {path}: ")
+    assert main(["run", "tiny", "--machine", "nope", "--out", str(tmp_path / "out")]) == 2
+    assert "tiny.yaml" not in error_line(capsys)  # a flag's value is the flag's, not the file's
+
+
+def test_run_refuses_a_bad_out_before_preparing_the_kernel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import run as run_cli
+
+    def no_kernel(config: object = None) -> None:
+        raise AssertionError("the kernel was prepared before --out was checked")
+
+    monkeypatch.setattr(run_cli, "prepare_kernel", no_kernel)
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("x", encoding="utf-8")
+    assert main(["run", "tiny", "--out", str(not_a_directory)]) == 2
+    assert error_line(capsys).endswith(f"--out: {not_a_directory} exists and is not a directory")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["run", "tiny", "--out", str(other)]) == 2
+    assert "is not empty" in error_line(capsys)
+
+
+def test_report_of_a_partial_directory_lists_only_what_it_shows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["-q", "run", "tiny", "--clients", "1", "--idle-clients", "0", "--algorithms",
+                 "post14", "--out", str(out)]) == 0
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "curve.csv").write_bytes((out / "curve.csv").read_bytes())
+    capsys.readouterr()
+    assert main(["report", str(partial)]) == 0
+    assert f"wrote {partial / 'report.html'}: TPS and curve in one file" in capsys.readouterr().err
+    assert main(["report", str(out)]) == 0
+    assert ("TPS, curve, plots, hot lines, configuration and run metadata in one file"
+            in capsys.readouterr().err)
+
+
+def test_the_readme_says_which_postgresql_stands_for_pre14_as_the_tool_does() -> None:
+    from simulator.measure.installations import label_for
+    from tests.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert "12 or 13" not in readme
+    assert "PostgreSQL 9.2 to 13\n(the `pre14` algorithm)" in readme
+    assert label_for(9.2) == label_for(13) == "pre14" != label_for(14)
