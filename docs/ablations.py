@@ -1,4 +1,4 @@
-"""Produce the ablation and sensitivity tables of docs/validation.md.
+"""Produce the ablation and sensitivity tables of docs/investigations/ablations.md.
 
 Usage (from the project root, after ``pip install -e .``)::
 
@@ -11,12 +11,11 @@ off through ``--machine-set`` (a machine-file key of every machine) or ``--set``
 key), written to ``SCRATCH/<variant>/`` (a variant whose ``summary.csv`` exists there is not run
 again; delete the folder to rerun it). The script then writes
 ``docs/validation/ablations.csv`` (variant, dataset, series, median and max absolute relative
-error) and prints the Markdown tables docs/validation.md shows: each series' median / max error
-under each variant, one table per group (scheduling and power; hot lines; invalidation
-fan-out; contended-line service; the background's work; the client's cost and the wake
-path), each with the ``shipped`` column. Exit
-code: 2 if a run failed on bad input, else 0 (a series failing its thresholds is what an
-ablation is expected to show).
+error) and prints the Markdown tables docs/investigations/ablations.md shows: each series'
+median / max error under each variant, one table per group (scheduling and power; hot lines;
+invalidation fan-out; contended-line service; the background's work; the client's cost and the
+wake path), each with the ``shipped`` column. Exit code: 2 if a run failed on bad input, else 0
+(a series failing its thresholds is what an ablation is expected to show).
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ GROUPS: dict[str, list[str]] = {
                         "background-together"],
     "client-and-wake": ["client-fitted", "shipped", "wakeup-1us", "wakeup-3us"],
 }
-"""The tables docs/validation.md shows, each a list of variants in column order."""
+"""The tables docs/investigations/ablations.md shows, each a list of variants in column order."""
 
 
 def run_variant(name: str, scratch: Path, jobs: int | None) -> int:

@@ -34,6 +34,7 @@ from simulator.analysis.intervals import (
 )
 from simulator.config.machine_file import shipped_machines
 from simulator.measure.manifest import load_manifest
+from simulator.tools.pages import check_records, record_run, report
 
 DOCS = Path(__file__).resolve().parent
 OUT = DOCS / "predictions"
@@ -65,6 +66,8 @@ def run_study(machine: str, study: str, scratch: Path, jobs: int | None) -> int:
         OUT.mkdir(exist_ok=True)
         shutil.copyfile(out / "curve.csv", OUT / f"{machine}-{study}.csv")
         shutil.copyfile(out / "tps.png", OUT / f"{machine}-{study}.png")
+        if code == 0:
+            record_run(out, OUT / f"{machine}-{study}.csv")
     return code
 
 
@@ -141,6 +144,21 @@ def _tps_table(curve: pd.DataFrame, row_keys: list[str]) -> tuple[list[str], int
 
 def write_markdown() -> Path:
     """Rewrite docs/predictions.md from the curves in docs/predictions/."""
+    path = DOCS / "predictions.md"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(render_markdown(), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def check() -> int:
+    """0 if docs/predictions.md and its curves are current, else 1 (printing what changed)."""
+    curves = sorted(OUT.glob("*.csv"))
+    return report(DOCS / "predictions.md", check_records(curves), render_markdown())
+
+
+def render_markdown() -> str:
+    """The page the curves in docs/predictions/ give."""
     lines = PAGE_OPENING.splitlines()
     manifest = load_manifest()
     for machine in shipped_machines():
@@ -169,11 +187,7 @@ def write_markdown() -> Path:
             lines += [f"{settings['duration_ms']:g} ms measured after {settings['warmup_ms']:g} "
                       f"ms of warm-up per point, {seed_text}{flag_text}; "
                       f"curve: `predictions/{machine}-{study}.csv`.", ""]
-    path = DOCS / "predictions.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="worker processes per run")
     parser.add_argument("--markdown-only", action="store_true",
                         help="only rewrite docs/predictions.md from docs/predictions/")
+    parser.add_argument("--check", action="store_true",
+                        help="run nothing: exit 0 if docs/predictions.md and its curves are "
+                             "current, 1 naming what changed since they were made")
     args = parser.parse_args(argv)
+    if args.check:
+        return check()
     machines = args.machines.split(",") if args.machines else list(shipped_machines())
     studies = args.studies.split(",")
     unknown = [m for m in machines if m not in shipped_machines()]

@@ -60,6 +60,7 @@ from simulator.analysis.intervals import (
 )
 from simulator.analysis.intervals import MeanInterval as Cell
 from simulator.config.machine_file import shipped_machines
+from simulator.tools.pages import check_records, record_run, report
 
 DOCS = Path(__file__).resolve().parent
 OUT = DOCS / "whatif"
@@ -735,6 +736,8 @@ def run_study(study: Study, machine: str, run: Run, scratch: Path, jobs: int | N
         tmp = target.with_suffix(".csv.tmp")
         curve.to_csv(tmp, index=False)
         tmp.replace(target)
+        if code == 0:
+            record_run(directory, target)
     return code
 
 
@@ -1026,7 +1029,8 @@ per machine a plot, a table of throughput and a table of the counts the question
 """
 
 
-def section(study: Study, number: int, out: Path) -> tuple[list[str], list[str], float]:
+def section(study: Study, number: int, out: Path,
+            draw: bool = True) -> tuple[list[str], list[str], float]:
     """A study's section, its lines for the summary, and its points' wall seconds."""
     body = [f"## {number}. {study.title}", "", f"**Question.** {study.question}", "",
             f"**Design.** {study.design}", "", f"**Assumed design?** **{study.assumed}**", ""]
@@ -1045,7 +1049,8 @@ def section(study: Study, number: int, out: Path) -> tuple[list[str], list[str],
             wall_s += float(pd.to_numeric(curve["wall_s"]).sum())
         tables = build_tables(study, curve)
         image = out / f"{study.name}-{machine}.png"
-        (plot_axis if study.axis else plot)(study, machine, tables, image)
+        if draw:
+            (plot_axis if study.axis else plot)(study, machine, tables, image)
         ran = [run for run in study.runs if run.name in set(curve["run"])]
         body += [f"### {machine}", "", "```bash",
                  *(shlex.join(study.command(machine, run)) for run in ran), "```", "",
@@ -1086,12 +1091,21 @@ def section(study: Study, number: int, out: Path) -> tuple[list[str], list[str],
 
 def write_markdown(out: Path = OUT, page: Path = PAGE) -> Path:
     """Rewrite ``page`` and the plots in ``out`` from the curves in ``out``."""
+    text = render_markdown(out)
+    tmp = page.with_suffix(".md.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(page)
+    return page
+
+
+def render_markdown(out: Path = OUT, draw: bool = True) -> str:
+    """The page the curves in ``out`` give (and their plots, drawn with ``draw``)."""
     lines = PAGE_OPENING.format(command=COMMAND, confidence=100 * CONFIDENCE).splitlines()
     summary: list[str] = []
     body: list[str] = []
     wall_s = 0.0
     for number, study in enumerate(STUDIES, start=1):
-        part, found, seconds = section(study, number, out)
+        part, found, seconds = section(study, number, out, draw)
         body += part
         summary += found
         wall_s += seconds
@@ -1108,10 +1122,13 @@ def write_markdown(out: Path = OUT, page: Path = PAGE) -> Path:
         lines += [f"The points took {wall_s / 60:.0f} min of simulation in all (the sum of the "
                   "curves' `wall_s`, one process per point).", ""]
     lines += body
-    tmp = page.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    tmp.replace(page)
-    return page
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def check(out: Path = OUT, page: Path = PAGE) -> int:
+    """0 if the page and every curve in ``out`` are current, else 1 (printing what changed)."""
+    curves = sorted(out.glob("*.csv"))
+    return report(page, check_records(curves), render_markdown(out, draw=False))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1127,7 +1144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="worker processes per run")
     parser.add_argument("--markdown-only", action="store_true",
                         help="only rewrite docs/whatif.md and its plots from docs/whatif/")
+    parser.add_argument("--check", action="store_true",
+                        help="run nothing: exit 0 if docs/whatif.md and its curves are current, "
+                             "1 naming what changed since they were made")
     args = parser.parse_args(argv)
+    if args.check:
+        return check()
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]
     machines = ([m.strip() for m in args.machines.split(",") if m.strip()]
                 if args.machines else None)

@@ -77,6 +77,12 @@ Keys (all optional):
   it starts running on a core that lost it: after a migration, a core C6 flush, or other
   processes on the core (:mod:`simulator.runtime.working_set`). Default ``true``; ``--set
   options.working_sets=false`` charges none (the ablation ``no-working-sets``).
+* ``refill_rule``: how the working sets' lines survive on a chip
+  (:mod:`simulator.runtime.working_set`): ``adaptive`` (default: a thrash-resistant L3 keeps
+  the share ``C / (D + W)`` of a block whose reuse footprint ``D + W`` exceeds its capacity
+  ``C``, as the adaptive L3s of Intel parts from Ivy Bridge on do), ``random`` (random
+  replacement: the lower end of that rule's range) or ``lru`` (the first model, kept for
+  ablation: a loop of working sets larger than the chip refills them whole from DRAM).
 
 Resolving fills every default in and replaces ``costs`` by the complete cost-model document, so
 the resolved options alone reproduce a run.
@@ -95,6 +101,7 @@ from simulator.config.units import parse_time_ns
 from simulator.config.values import check_keys, describe_kind, expect_int, join_key
 from simulator.errors import ConfigError
 from simulator.hardware.layout_edits import LayoutEdit, parse_layout_edits
+from simulator.runtime.working_set import DEFAULT_REFILL_RULE, REFILL_RULES
 
 from .btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
 from .buffers import PIN_PROTOCOLS
@@ -102,12 +109,13 @@ from .costs import DEFAULT_COSTS_FILE, PgCosts, costs_from_dict, read_costs_docu
 from .lwlock import DEFAULT_QUEUE as DEFAULT_LWLOCK_QUEUE
 from .lwlock import QUEUES
 from .shmem.build import MAX_INNER_PAGES, check_layout_edits
+from .snapshots import ALGORITHMS
 from .snapshots.base import ATOMIC_USERS
 from .workloads import MIX, WORKLOADS
 
 OPTION_KEYS = ("costs", "batch", "think_time", "entries_per_chunk", "atomics", "pgbench_scale",
                "pin", "mix", "run_ahead", "background_threads", "layout", "churn",
-               "lwlock_queue", "working_sets", "background_start")
+               "lwlock_queue", "working_sets", "background_start", "refill_rule")
 CHURN_KEYS = ("rate_per_s", "per_transaction")
 ATOMICS_MODES = ("read_cas", "fused")
 DEFAULT_BATCH = 1
@@ -147,6 +155,8 @@ class PgOptions:
     """How LWLock waiters queue (``options.lwlock_queue``)."""
     working_sets: bool = DEFAULT_WORKING_SETS
     """Processes refill their working sets after going cold (``options.working_sets``)."""
+    refill_rule: str = DEFAULT_REFILL_RULE
+    """How working sets survive on a chip (``options.refill_rule``)."""
 
     @property
     def churns(self) -> bool:
@@ -204,7 +214,8 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
                           f"{' or '.join(BACKGROUND_STARTS)}, got {start!r}", source)
     layout = options.get("layout", [])
     try:
-        check_layout_edits(parse_layout_edits(layout, "options.layout"))
+        check_layout_edits(parse_layout_edits(layout, "options.layout"),
+                           tuple(ALGORITHMS.values()))
     except ConfigError as exc:
         raise ConfigError(exc.key, exc.message, source) from None
     churn = _resolve_churn(options.get("churn", {}), source)
@@ -216,11 +227,16 @@ def resolve_options(options: Mapping[str, object], source: str | None = None) ->
     if not isinstance(working_sets, bool):
         raise ConfigError("options.working_sets", "expected true or false, got "
                           f"{describe_kind(working_sets)}", source)
+    refill_rule = options.get("refill_rule", DEFAULT_REFILL_RULE)
+    if refill_rule not in REFILL_RULES:
+        raise ConfigError("options.refill_rule", f"expected {' or '.join(REFILL_RULES)}, got "
+                          f"{refill_rule!r}", source)
     return {"costs": costs, "batch": batch, "think_time": think_time, "entries_per_chunk": chunk,
             "atomics": atomics, "pgbench_scale": scale, "pin": str(pin), "mix": mix,
             "run_ahead": run_ahead, "background_threads": background,
             "background_start": str(start), "layout": copy.deepcopy(layout), "churn": churn,
-            "lwlock_queue": str(queue), "working_sets": working_sets}
+            "lwlock_queue": str(queue), "working_sets": working_sets,
+            "refill_rule": str(refill_rule)}
 
 
 def parse_options(resolved: Mapping[str, object]) -> PgOptions:
@@ -253,7 +269,8 @@ def parse_options(resolved: Mapping[str, object]) -> PgOptions:
                      churn_rate_per_s=float(churn["rate_per_s"]),
                      churn_per_transaction=bool(churn["per_transaction"]),
                      lwlock_queue=str(full["lwlock_queue"]),
-                     working_sets=bool(full["working_sets"]))
+                     working_sets=bool(full["working_sets"]),
+                     refill_rule=str(full.get("refill_rule", DEFAULT_REFILL_RULE)))
 
 
 def churn_requested(options: Mapping[str, object]) -> bool:

@@ -6,7 +6,12 @@ from collections.abc import Mapping, Sequence
 
 from simulator.errors import ConfigError
 from simulator.hardware.layout_edits import parse_layout_edits
-from simulator.study.workload_model import ModelEstimate, PointOutput, PointSpec
+from simulator.study.workload_model import (
+    ModelEstimate,
+    PointOutput,
+    PointSpec,
+    WorkloadModelBase,
+)
 
 from .columns import CURVE_COLUMN_PREFIXES, CURVE_COLUMNS
 from .costs import check_costs_file
@@ -18,7 +23,7 @@ from .snapshots import ALGORITHMS
 from .workloads import BATCHED, MIX, WORKLOADS
 
 
-class PostgresModel:
+class PostgresModel(WorkloadModelBase):
     """PostgreSQL's snapshot algorithms and pgbench workloads."""
 
     algorithms: tuple[str, ...] = tuple(ALGORITHMS)
@@ -78,7 +83,7 @@ class PostgresModel:
                 does not run (it would change nothing simulated).
         """
         check_layout_edits_apply(parse_layout_edits(options.get("layout", []), "options.layout"),
-                                 algorithms)
+                                 algorithms, tuple(ALGORITHMS.values()))
 
     def check_config_file(self, data: Mapping[str, object], source: str) -> str | None:
         """``check-config`` of a file of this model (the cost model); ``None``: not one."""

@@ -3,7 +3,8 @@
 :func:`run_point` builds the population (:mod:`snapsim_models.population`: the version's shared
 memory, the connections, idle ones first, the algorithm and the machine over the lines it
 touches), starts the backends' server loops and the clients (:mod:`snapsim_models.clients`),
-runs the warm-up and the measured window in SimPy and summarises the window
+runs the warm-up and the measured window in SimPy (fixed, or grown until its TPS is precise:
+:class:`~simulator.runtime.precision.MeasuredWindow`) and summarises the window
 (:mod:`snapsim_models.summary`). An ``idle`` connection is only a procArray entry; a
 ``mostly-idle`` one runs ``SELECT 1`` every 100 ms. A machine's ``kernel_thread`` runs its
 bursts beside them (:mod:`simulator.runtime.kernel_thread`), its share set by the server's
@@ -17,15 +18,23 @@ acquisitions (commits, group clears, adds and removes) per active-client transac
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from simulator.runtime.engine import ProcessGenerator, SimEnvironment
+import numpy as np
+
+from simulator.hardware.latency import LatencyTables
+from simulator.hardware.topology import Topology
+from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.kernel_thread import kernel_thread
+from simulator.runtime.precision import MeasuredWindow
 from simulator.runtime.scheduler import CpuScheduler
 from simulator.runtime.scheduler_stats import (
     IDLE_TRACE_COLUMNS,
     IDLE_TRACE_TABLE,
     TRACE_COLUMNS,
     TRACE_TABLE,
+    BusySnapshot,
+    SchedulerStats,
 )
 from simulator.study.workload_model import PointSpec
 
@@ -33,9 +42,9 @@ from .clients import Clients
 from .lwlock import LockMode
 from .options import PgOptions
 from .population import build_population
-from .summary import Churned, NoTransactionError, PointResult, summarise, window_converged
+from .summary import Churned, NoTransactionError, PointResult, summarise
 
-__all__ = ["IDLE_KINDS", "NoTransactionError", "PointResult", "run_point", "window_converged"]
+__all__ = ["IDLE_KINDS", "NoTransactionError", "PointResult", "run_point"]
 
 IDLE_KINDS = ("idle", "mostly-idle")
 
@@ -43,40 +52,53 @@ IDLE_KINDS = ("idle", "mostly-idle")
 def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
     """Simulate one point: ``spec`` says what, ``options`` how (costs already scaled)."""
     env = SimEnvironment(seed=spec.seed)
-    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace)
+    topology = Topology.from_config(spec.machine)  # built once, for the scheduler and the machine
+    tables = LatencyTables.build(spec.machine, topology)
+    scheduler = CpuScheduler.from_machine(env, spec.machine, trace=spec.trace, topology=topology,
+                                          tables=tables, refill_rule=options.refill_rule)
     if spec.trace:
         env.recorder.declare(TRACE_TABLE, TRACE_COLUMNS)
         env.recorder.declare(IDLE_TRACE_TABLE, IDLE_TRACE_COLUMNS)
-    population = build_population(env, scheduler, spec, options)
+    population = build_population(env, scheduler, spec, options, tables=tables)
     scheduler.on_private_flush = population.machine.flush_private
     processes = Clients(spec, options, env, scheduler, population)
     wall = time.perf_counter()
     processes.start(population.running)
-    busy_before = None
-    stats_before = scheduler.stats.copy()
     exclusive = population.algorithm.proc_array_lock.grants
-    exclusive_before = exclusive[LockMode.EXCLUSIVE]
+    marks: list[_Mark] = []
 
-    def mark() -> ProcessGenerator:
-        nonlocal busy_before, stats_before, exclusive_before
-        yield env.timeout(spec.warmup_ns)
-        busy_before = scheduler.snapshot()
-        stats_before = scheduler.stats.copy()
-        exclusive_before = exclusive[LockMode.EXCLUSIVE]
-        population.machine.reset_line_counters()  # the per-line table covers the measurement
+    def mark() -> None:
+        """Keep the counters a window starting now subtracts (the first starts the table)."""
+        if not marks:
+            population.machine.reset_line_counters()
+            lines = None
+        else:
+            lines = population.machine.line_counts()
+        marks.append(_Mark(scheduler.snapshot(), scheduler.stats.copy(),
+                           exclusive[LockMode.EXCLUSIVE], lines))
 
-    processes.spawn(mark())
+    def active_ends() -> np.ndarray:
+        ends = [t1 for connection in population.connections if connection.active
+                for _, t1, _ in connection.completed]
+        ends.extend(t1 for client in processes.churn_clients for _, t1, _ in client.completed)
+        return np.asarray(ends, dtype=float)
+
+    window = MeasuredWindow(env, spec.warmup_ns, spec.duration_ns, active_ends, mark,
+                            spec.precision, spec.max_duration_ns)
+    processes.spawn(window.marker())
     if spec.machine.kernel_thread is not None:  # one server process per connection
         processes.spawn(kernel_thread(env, scheduler, spec.machine.kernel_thread,
                                       spec.clients + spec.idle_clients, spec.warmup_ns,
                                       spec.duration_ns))
     try:
-        env.run(until=spec.warmup_ns + spec.duration_ns)
-        utilisation = scheduler.utilisation(busy_before)
+        measured = window.run()
+        start = marks[measured.mark]
         churn = Churned(processes.churn_clients, processes.churn_log,
-                         exclusive[LockMode.EXCLUSIVE] - exclusive_before)
-        result = summarise(spec, options, population, utilisation,
-                           scheduler.stats.since(stats_before), time.perf_counter() - wall, churn)
+                         exclusive[LockMode.EXCLUSIVE] - start.exclusive)
+        result = summarise(spec, options, population, measured,
+                           scheduler.utilisation(start.busy), scheduler.stats.since(start.stats),
+                           time.perf_counter() - wall, churn,
+                           population.machine.line_table(start.lines))
         if spec.trace:
             result.traces.update({name: env.recorder.to_frame(name)
                                   for name in (TRACE_TABLE, IDLE_TRACE_TABLE)})
@@ -86,3 +108,15 @@ def run_point(spec: PointSpec, options: PgOptions) -> PointResult:
         processes.close()
         scheduler.close()
         population.release()
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """The counters at one mark of the window (:class:`MeasuredWindow`)."""
+
+    busy: BusySnapshot
+    stats: SchedulerStats
+    exclusive: int
+    """Exclusive ProcArrayLock acquisitions granted so far."""
+    lines: dict[str, np.ndarray] | None
+    """The per-line counts (``None`` at the first mark, where the table starts afresh)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from simulator.hardware.latency import LatencyTables
 from simulator.hardware.machine import Implementation, Machine
 from simulator.hardware.tracked import TrackedMemory
 from simulator.runtime.engine import SimEnvironment
@@ -75,8 +76,8 @@ class Population:
 
 
 def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSpec,
-                     options: PgOptions, implementation: Implementation = "compiled"
-                     ) -> Population:
+                     options: PgOptions, implementation: Implementation = "compiled", *,
+                     tables: LatencyTables | None = None) -> Population:
     """Connect ``spec.idle_clients`` then ``spec.clients`` and build the machine over them.
 
     Every backend that runs (active and mostly-idle ones) gets a task of ``scheduler``. With
@@ -87,7 +88,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
     connecting and disconnecting touch. With ``pgbench -C`` (``per_transaction``) the active
     clients hold no connection of their own: only the idle ones are connected at the start.
     ``implementation`` is the coherence implementation of the machine (the compiled kernel or
-    its reference).
+    its reference). The machine takes the scheduler's topology and ``tables``, the point's
+    latency tables (the machine builds its own if not given).
     """
     machine = spec.machine
     clients, idle_clients = spec.clients, spec.idle_clients
@@ -96,7 +98,8 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
     churn_slots = slots_for_churn(options.churn_rate_per_s, options.churn_per_transaction, clients)
     n_connections = idle_clients + (0 if reconnecting_clients else clients)
     spare = 3 + churn_slots
-    shmem = build_shared_memory(spec.algorithm, max_connections=max(n_connections, 1) + spare,
+    algorithm = ALGORITHMS[spec.algorithm]
+    shmem = build_shared_memory(algorithm, max_connections=max(n_connections, 1) + spare,
                                 btree_inner_pages=inner_level_pages(options.pgbench_scale),
                                 layout_edits=options.layout)
     connections: list[Connection] = []
@@ -118,11 +121,12 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
             for j, pgprocno in enumerate(reversed(free_slots))}
     procarray.capacity = len(procarray) + len(pool)
     tracked = TrackedMemory(shmem.memory)
-    snapshots = ALGORITHMS[spec.algorithm](shmem, tracked, procarray, options)
+    snapshots = algorithm(shmem, tracked, procarray, options)
     snapshots.prepare([connection.backend for connection in connections if connection.runs])
     if pool:
         snapshots.prepare_churn(list(pool.values()))
-    built = tracked.build_machine(machine, implementation=implementation)
+    built = tracked.build_machine(machine, implementation=implementation,
+                                  topology=scheduler.topology, tables=tables)
     for backend in (*backends, *pool.values()):
         backend.machine = built
     return Population(shmem, connections, procarray, tracked, snapshots, built, pool,

@@ -6,16 +6,17 @@ counts the accesses of the same window (of every client, mostly-idle ones includ
 in which no active client completes a transaction (with thousands of clients a transaction can
 take longer than a short window) is an error, :class:`NoTransactionError`, never a TPS of 0.
 
-``transactions_per_client`` is the window's transactions per active client and
-``window_converged`` whether the point is long enough to be trusted (:func:`window_converged`):
-with N clients in a closed loop a transaction period is N / TPS, every client's first
-transaction ends about one period after the start, and the order in which clients reach the
-contended lines can persist for dozens of periods.
+``transactions_per_client`` is the window's transactions per active client; ``tps_ci_rel`` the
+half-width of the 95 % interval of ``tps`` relative to it, from batch means of the window's
+completions (:mod:`simulator.runtime.precision`); ``window_converged`` whether that interval met
+its target (the point's ``precision``, or 2 % for a fixed window) with the warm-up over in the
+window's first half (MSER-5); ``max_duration_reached`` whether a window grown for its precision
+stopped at its cap first. ``warmup_ms`` and ``duration_ms`` are the window as measured: a
+precision run starts it where MSER-5 ends the warm-up, after the point's own warm-up (a floor).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,7 @@ import pandas as pd
 
 from simulator.hardware.codes import CLASS_NAMES, Out
 from simulator.hardware.fields import describe_masks
+from simulator.runtime.precision import Window
 from simulator.runtime.scheduler_stats import SchedulerStats
 from simulator.study.workload_model import PointSpec
 
@@ -31,17 +33,6 @@ from .churn import ChurnClient, ChurnLog
 from .options import PgOptions
 from .population import Completed, Population
 from .workloads import MIX
-
-WARMUP_PERIODS = 3.0
-"""A converged point's warm-up covers at least this many transaction periods (clients / TPS)."""
-MIN_TRANSACTIONS_PER_CLIENT = 40.0
-"""A converged point's window holds at least this many transactions per active client.
-
-A client's count is of whole transactions (the one in flight when the window ends is not
-counted), so ``n`` per client bounds the counting error by about ``1 / n``: 2.5 % at 40."""
-MAX_HALVES_DIFFERENCE = 0.025
-"""The two halves of a converged window complete transactions at rates this close (or within
-two standard errors of a count, ``2 / sqrt(transactions)``, whichever is larger)."""
 
 
 class NoTransactionError(RuntimeError):
@@ -75,10 +66,14 @@ class Churned:
     """Exclusive ProcArrayLock acquisitions granted in the window (churn or not)."""
 
 
-def summarise(spec: PointSpec, options: PgOptions, population: Population, utilisation: float,
-              stats: SchedulerStats, wall_s: float, churn: Churned) -> PointResult:
-    """The curve row, the per-line table and the active clients' transactions of the window."""
-    start, end = spec.warmup_ns, spec.warmup_ns + spec.duration_ns
+def summarise(spec: PointSpec, options: PgOptions, population: Population, window: Window,
+              utilisation: float, stats: SchedulerStats, wall_s: float, churn: Churned,
+              lines: pd.DataFrame) -> PointResult:
+    """The curve row, the per-line table and the active clients' transactions of the window.
+
+    ``utilisation``, ``stats``, ``churn``'s exclusive grants and ``lines`` cover the window.
+    """
+    start, end = window.start_ns, window.end_ns
     active: list[Completed] = []
     idle_count = 0
     for connection in population.connections:
@@ -93,18 +88,11 @@ def summarise(spec: PointSpec, options: PgOptions, population: Population, utili
     if not active:
         raise NoTransactionError(
             f"no active client completed a transaction in the measured window "
-            f"({spec.duration_ns / 1e6:g} ms after {spec.warmup_ns / 1e6:g} ms of "
+            f"({window.duration_ns / 1e6:g} ms after {start / 1e6:g} ms of "
             f"warm-up): with {spec.clients} clients a transaction takes longer; increase "
-            f"duration_ms and warmup_ms")
-    window_s = spec.duration_ns * 1e-9
-    row: dict[str, object] = {
-        "machine": spec.machine.name,
-        "algorithm": spec.algorithm,
-        "workload": spec.workload,
-        "clients": spec.clients,
-        "idle_clients": spec.idle_clients,
-        "idle_kind": spec.idle_kind,
-        "seed": spec.seed,
+            + ("max_duration_ms" if spec.precision is not None else "duration_ms and warmup_ms"))
+    window_s = window.duration_ns * 1e-9
+    row: dict[str, object] = {  # results only: the sweep puts the point's identity before them
         "tps": len(active) / window_s,
         "mostly_idle_tps": idle_count / window_s,
         "transactions": len(active),
@@ -125,18 +113,14 @@ def summarise(spec: PointSpec, options: PgOptions, population: Population, utili
     row["connects_per_s"] = connects
     row["disconnects_per_s"] = disconnects
     row["procarray_exclusive_per_txn"] = churn.procarray_exclusive / n
-    row["duration_ms"] = spec.duration_ns / 1e6
-    row["warmup_ms"] = spec.warmup_ns / 1e6
-    per_client = len(active) / spec.clients
-    row["transactions_per_client"] = per_client
-    middle_ns = spec.warmup_ns + spec.duration_ns / 2
-    first_half = sum(1 for _, t1, _ in active if t1 < middle_ns)
-    row["window_converged"] = window_converged(spec.clients, len(active) / window_s,
-                                               spec.warmup_ns, per_client,
-                                               (first_half, len(active) - first_half))
+    row["duration_ms"] = window.duration_ns / 1e6
+    row["warmup_ms"] = start / 1e6
+    row["transactions_per_client"] = len(active) / spec.clients
+    row["tps_ci_rel"] = window.relative_half_width
+    row["max_duration_reached"] = window.max_duration_reached
+    row["window_converged"] = window.converged
     row["wall_s"] = wall_s
     machine = population.machine
-    lines = machine.line_table()
     read, written = describe_masks(population.shmem.memory, machine, lines)
     lines["fields_read"] = read
     lines["fields_written"] = written
@@ -144,41 +128,6 @@ def summarise(spec: PointSpec, options: PgOptions, population: Population, utili
         {"start_us": [t0 / 1e3 for t0, _, _ in active],
          "end_us": [t1 / 1e3 for _, t1, _ in active]})
     return PointResult(row=row, lines=lines, transactions=transactions)
-
-
-def window_converged(clients: int, tps: float, warmup_ns: float,
-                     transactions_per_client: float,
-                     halves: tuple[int, int] | None = None) -> bool:
-    """Whether a point's warm-up and window are long enough for its TPS to be trusted.
-
-    Three conditions, each against a way a short point goes wrong:
-
-    * the warm-up covers :data:`WARMUP_PERIODS` transaction periods (``clients / tps``): the
-      first transactions of all clients end together about one period after the start;
-    * the window holds :data:`MIN_TRANSACTIONS_PER_CLIENT` transactions per client (the error of
-      counting whole transactions);
-    * the window is stationary: its two halves (``halves``: transactions completed in each)
-      agree within :data:`MAX_HALVES_DIFFERENCE`. The order in which the clients reach a
-      contended line, set by their start phases, can persist for dozens of periods and change
-      the rate; a window that straddles the end of such a phase shows it as unequal halves.
-
-    Left out: a phase that lasts through the whole window (equal halves, a wrong rate), which
-    only longer windows or other seeds reveal, and the variance between seeds.
-    """
-    if tps <= 0:
-        return False
-    period_ns = clients / tps * 1e9
-    if warmup_ns < WARMUP_PERIODS * period_ns:
-        return False
-    if transactions_per_client < MIN_TRANSACTIONS_PER_CLIENT:
-        return False
-    if halves is None:
-        return True
-    total = halves[0] + halves[1]
-    if total <= 0:
-        return False
-    tolerance = max(MAX_HALVES_DIFFERENCE, 2.0 / math.sqrt(total))
-    return abs(halves[0] - halves[1]) / (total / 2) <= tolerance
 
 
 def _latencies(active: list[Completed]) -> dict[str, float]:

@@ -6,7 +6,10 @@ The layouts use :mod:`simulator.hardware.layout`.
 models touch and returns a :class:`PgSharedMemory` with named regions. Sources are the PostgreSQL
 files, cited as ``file:line@version`` (pa = ``src/backend/storage/ipc/procarray.c``, shmem.c =
 ``src/backend/storage/ipc/shmem.c``); struct layouts are in
-:mod:`snapsim_models.shmem.structs`. Version keys and their layout family (each algorithm class's
+:mod:`snapsim_models.shmem.structs`. The builder is handed the version
+(:class:`~snapsim_models.shmem.memory.MemoryVersion`: an algorithm's class, with its key, its
+layout family and the what-if regions it appends) and never looks one up by name. Version keys
+and their layout family (each algorithm class's
 :attr:`~snapsim_models.snapshots.base.SnapshotAlgorithm.layout`):
 
 ==================  ========  ===============================================================
@@ -22,7 +25,8 @@ version             layout    shared memory
 ==================  ========  ===============================================================
 
 ``post14_shared_cache`` (layout pg14) is post14's memory plus, at the end, one shared snapshot (a
-what-if: a header line and an xid array of ``procArray->maxProcs`` entries).
+what-if: a header line and an xid array of ``procArray->maxProcs`` entries; its class's
+``shared_snapshot``); ``running_xids`` appends its count and array (``running_xids_array``).
 
 Allocation rules: 9.1's ``ShmemAlloc`` MAXALIGNs (8 B) and BUFFERALIGNs (32 B) requests of at
 least BLCKSZ (shmem.c:167-208@9.2); 9.6+ CACHELINEALIGN (128 B = ``PG_CACHE_LINE_SIZE``,
@@ -59,11 +63,10 @@ from simulator.hardware.layout import Region, Struct
 from simulator.hardware.layout_edits import EditedSharedMemory, LayoutEdit, Move
 
 from ..btree import DEFAULT_PGBENCH_SCALE, inner_level_pages
-from ..snapshots import LAYOUT_OF_VERSION, VERSIONS
 from . import structs as st
 from .memory import (
-    SHARED_SNAPSHOT_VERSIONS,
     Layout,
+    MemoryVersion,
     PgSharedMemory,
     PinnedPage,
     ProcCounts,
@@ -271,8 +274,9 @@ def _build_pg91(version: str, procs: ProcCounts, base: int, pgproc_phase: int,
     return replace(memory, proc_struct_lock=proc_struct_lock)
 
 
-def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
+def _build_modern(version: MemoryVersion, procs: ProcCounts, base: int,
                   inner_pages: Sequence[int], edits: Sequence[LayoutEdit]) -> PgSharedMemory:
+    layout = version.layout
     slots = _btree_slots(layout, inner_pages)
     shm = EditedSharedMemory(base, edits)
     shm.alloc("PGShmemHeader", _PG_SHMEM_HEADER, align=MAXALIGN)
@@ -338,7 +342,7 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
     proc_struct_lock = shm.alloc("ProcStructLock", _PROC_STRUCT_LOCK, align=CACHELINEALIGN)
     shared_snapshot: Region | None = None
     shared_snapshot_xids: Region | None = None
-    if version in SHARED_SNAPSHOT_VERSIONS:
+    if version.shared_snapshot:
         # ASSUMPTION (a what-if, no PostgreSQL version): allocated last, as a patch would from
         # CreateSharedProcArray after the procArray, so every other region keeps post14's address.
         # The xid array holds GetMaxSnapshotXidCount() = procArray->maxProcs entries (procarray.c
@@ -348,11 +352,11 @@ def _build_modern(version: str, layout: Layout, procs: ProcCounts, base: int,
                                          align=CACHELINEALIGN)
     running_hdr: Region | None = None
     running_xids: Region | None = None
-    if version == "running_xids":  # ASSUMPTION (a what-if): one more ShmemAlloc, 128-aligned
+    if version.running_xids_array:  # ASSUMPTION (a what-if): one more ShmemAlloc, 128-aligned
         running_hdr = shm.alloc("RunningXids", st.RUNNING_XIDS_HDR, align=CACHELINEALIGN)
         running_xids = shm.alloc("runningXids", st.RUNNING_XIDS_ENTRY,
                                  procs.procarray_max_procs, align=8)
-    memory = _shared_memory(version, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
+    memory = _shared_memory(version.name, layout, procs, shm, variable_cache=vc, lwlocks=lwlocks,
                             proc_hdr=proc_hdr, pgproc=pgproc, procarray=procarray,
                             pgprocnos=pgprocnos, descs=descs, slots=slots)
     return replace(memory, proc_struct_lock=proc_struct_lock, pgxact=pgxact, xids=xids,
@@ -392,7 +396,7 @@ def _shared_memory(version: str, layout: Layout, procs: ProcCounts,
 
 
 def build_shared_memory(
-    version: str,
+    version: MemoryVersion,
     max_connections: int,
     *,
     procs: ProcCounts | None = None,
@@ -404,7 +408,8 @@ def build_shared_memory(
     """Lay out the shared memory of a PostgreSQL version.
 
     Args:
-        version: one of :data:`VERSIONS`.
+        version: the version to lay out: its key, layout family and what-if regions (an
+            algorithm's class, :class:`~snapsim_models.snapshots.base.SnapshotAlgorithm`).
         max_connections: ``max_connections`` (client PGPROC slots).
         procs: slot counts; defaults to :meth:`ProcCounts.for_layout` (its ``max_connections``
             must then equal ``max_connections``).
@@ -421,12 +426,9 @@ def build_shared_memory(
         The regions of that version.
 
     Raises:
-        ConfigError: unknown version, bad counts or a layout edit that cannot be made (names
-            the offending key).
+        ConfigError: bad counts or a layout edit that cannot be made (names the offending key).
     """
-    layout = LAYOUT_OF_VERSION.get(version)
-    if layout is None:
-        raise ConfigError("version", f"unknown version {version!r} (choose {', '.join(VERSIONS)})")
+    layout = version.layout
     if max_connections < 1:
         raise ConfigError("max_connections", f"must be at least 1, got {max_connections}")
     if base < 0 or base % CACHELINEALIGN:
@@ -440,19 +442,20 @@ def build_shared_memory(
             raise ConfigError(
                 "pg91_pgproc_phase", f"must be 0, 8, ..., 56; got {pg91_pgproc_phase}"
             )
-        return _build_pg91(version, procs, base, pg91_pgproc_phase, btree_inner_pages,
+        return _build_pg91(version.name, procs, base, pg91_pgproc_phase, btree_inner_pages,
                            layout_edits)
-    return _build_modern(version, layout, procs, base, btree_inner_pages, layout_edits)
+    return _build_modern(version, procs, base, btree_inner_pages, layout_edits)
 
 
-def check_layout_edits(edits: Sequence[LayoutEdit]) -> dict[int, list[str]]:
-    """Check layout edits against every version's shared memory.
+def check_layout_edits(edits: Sequence[LayoutEdit],
+                       versions: Sequence[MemoryVersion]) -> dict[int, list[str]]:
+    """Check layout edits against the shared memory of ``versions`` (every algorithm's).
 
     Each edit must fit at least one layout family (its region, and the fields it names, exist
     there) and be possible wherever it fits.
 
     Returns:
-        per edit (by index), the versions it changes.
+        per edit (by index), the keys of the versions it changes, in the order of ``versions``.
 
     Raises:
         ConfigError: an edit that fits no version (an unknown struct, array or field) or cannot
@@ -464,18 +467,18 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> dict[int, list[str]]:
         return applied_in
     reasons: dict[int, str] = {}
     names: set[str] = set()
-    for version in VERSIONS:  # every version: the what-ifs append regions of their own
+    for version in versions:  # every version: the what-ifs append regions of their own
         try:
             memory = build_shared_memory(version, 1, layout_edits=edits)
         except ConfigError as exc:
-            raise ConfigError(exc.key, f"{exc.message} (version {version})") from None
+            raise ConfigError(exc.key, f"{exc.message} (version {version.name})") from None
         shm = memory.memory
         assert isinstance(shm, EditedSharedMemory)
         for index in shm.applied:
-            applied_in[index].append(version)
+            applied_in[index].append(version.name)
         for index, reason in shm.unapplied.items():
             if reason:
-                reasons.setdefault(index, f"{reason} (version {version})")
+                reasons.setdefault(index, f"{reason} (version {version.name})")
         names.update(region.name for region in shm.regions)
     for index, edit in enumerate(edits):
         if applied_in[index]:
@@ -489,8 +492,11 @@ def check_layout_edits(edits: Sequence[LayoutEdit]) -> dict[int, list[str]]:
     return applied_in
 
 
-def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str]) -> None:
-    """Check that each layout edit changes at least one of ``versions`` (an experiment's).
+def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str],
+                             every_version: Sequence[MemoryVersion]) -> None:
+    """Check that each layout edit changes at least one of ``versions`` (an experiment's keys).
+
+    ``every_version``: every algorithm's (:func:`check_layout_edits`).
 
     An edit that fits only versions the experiment does not run would change nothing it
     simulates (``{move: PGPROC.xmin, to: own_line}`` with ``pre14`` alone: 13's PGPROC has no
@@ -500,7 +506,7 @@ def check_layout_edits_apply(edits: Sequence[LayoutEdit], versions: Sequence[str
         ConfigError: :func:`check_layout_edits`'s errors, or an edit that applies to none of
             ``versions``, named by the edit's key with the versions it does change.
     """
-    applied_in = check_layout_edits(edits)
+    applied_in = check_layout_edits(edits, every_version)
     for index, edit in enumerate(edits):
         if not set(applied_in[index]) & set(versions):
             raise ConfigError(f"{edit.key}.{edit.kind}", f"changes none of the experiment's "

@@ -13,14 +13,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from simulator.hardware.layout import Region, SharedMemory
 
 __all__ = [
     "CSN_COUNTER_FIELD",
-    "SHARED_SNAPSHOT_VERSIONS",
     "Layout",
+    "MemoryVersion",
     "PgSharedMemory",
     "PinnedPage",
     "ProcCounts",
@@ -29,11 +29,37 @@ __all__ = [
 Layout = Literal["pg91", "pg13", "pg14", "csn"]
 """Layout family: 9.1, the 9.2-13 family as of 13, 14+, and 14 plus the CSN patch's state."""
 
-SHARED_SNAPSHOT_VERSIONS: frozenset[str] = frozenset({"post14_shared_cache"})
-"""Versions whose shared memory ends with the one shared snapshot (a what-if, not PostgreSQL)."""
-
 CSN_COUNTER_FIELD = "nextCommitSeqNo"
 """The VariableCache field that holds the CSN counter (csn only)."""
+
+
+class MemoryVersion(Protocol):
+    """What the shared-memory builder needs of a version: its key, layout family and additions.
+
+    A snapshot algorithm's class has these as class attributes
+    (:class:`~snapsim_models.snapshots.base.SnapshotAlgorithm`) and is handed to the builder
+    as it is, so that the builder never looks a version up by name.
+    """
+
+    @property
+    def name(self) -> str:
+        """The version key (an experiment's algorithm name)."""
+        ...
+
+    @property
+    def layout(self) -> Layout:
+        """The layout family of its shared memory."""
+        ...
+
+    @property
+    def shared_snapshot(self) -> bool:
+        """Whether its memory ends with one shared snapshot (a what-if, not PostgreSQL)."""
+        ...
+
+    @property
+    def running_xids_array(self) -> bool:
+        """Whether its memory ends with the running xids' count and dense array (a what-if)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -140,7 +166,7 @@ class PgSharedMemory:
     """The modelled shared memory of one version. Regions absent from a version are ``None``.
 
     Attributes:
-        version: version key (:data:`~snapsim_models.snapshots.VERSIONS`).
+        version: version key (:attr:`MemoryVersion.name`).
         layout: layout family.
         procs: slot counts.
         memory: the allocator with every region (for labels and the list of lines).

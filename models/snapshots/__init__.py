@@ -40,7 +40,6 @@ backend's PGPROC (``running_xids`` also renumbers its entries); ``csn`` models n
 
 from __future__ import annotations
 
-from ..shmem.memory import Layout
 from .base import SnapshotAlgorithm
 from .csn import Csn
 from .pg91 import Pg91
@@ -51,7 +50,6 @@ from .running_xids import RunningXids
 __all__ = [
     "ALGORITHMS",
     "BARRIER_CYCLES",
-    "LAYOUT_OF_VERSION",
     "VERSIONS",
     "Csn",
     "Pg91",
@@ -73,7 +71,4 @@ ALGORITHMS: dict[str, type[SnapshotAlgorithm]] = {
 
 
 VERSIONS: tuple[str, ...] = tuple(ALGORITHMS)
-"""The algorithm keys, in :data:`ALGORITHMS`' order (the shared memory is built per key)."""
-
-LAYOUT_OF_VERSION: dict[str, Layout] = {name: cls.layout for name, cls in ALGORITHMS.items()}
-"""Algorithm key to the layout family of its shared memory (:attr:`SnapshotAlgorithm.layout`)."""
+"""The algorithm keys, in :data:`ALGORITHMS`' order."""

@@ -92,9 +92,14 @@ class SnapshotAlgorithm(ABC):
     name: ClassVar[str]
     layout: ClassVar[Layout]
     """The shared-memory layout family the version runs on
-    (:func:`~snapsim_models.shmem.build.build_shared_memory`). ``pgxact_split`` and the variants
+    (:func:`~snapsim_models.shmem.build.build_shared_memory`, which is handed the class: a
+    :class:`~snapsim_models.shmem.memory.MemoryVersion`). ``pgxact_split`` and the variants
     built on it share 14's memory; ``post14_shared_cache`` appends its shared snapshot to it and
     ``running_xids`` its count and array (allocated last: nothing else moves)."""
+    shared_snapshot: ClassVar[bool] = False
+    """Whether the version's shared memory ends with one shared snapshot (a what-if)."""
+    running_xids_array: ClassVar[bool] = False
+    """Whether it ends with a count and a dense array of the running xids (a what-if)."""
     lock_protocol: ClassVar[str] = "atomic"
     supports_churn: ClassVar[bool] = True
     """Whether connections can come and go (:meth:`proc_array_add`, :meth:`proc_array_remove`)."""

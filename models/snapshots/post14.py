@@ -382,6 +382,7 @@ class Post14SharedCache(Post14):
     """
 
     name = "post14_shared_cache"
+    shared_snapshot = True
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the shared snapshot's header fields and one access per array line."""

@@ -66,6 +66,7 @@ class RunningXids(PgxactSplit):
     """
 
     name = "running_xids"
+    running_xids_array = True
 
     def prepare(self, backends: Sequence[Backend]) -> None:
         """Register the count, every entry slot (K can reach the N entries) and 14's lines."""

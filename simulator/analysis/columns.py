@@ -20,8 +20,10 @@ POINT_KEYS = ("machine", "algorithm", "workload", "clients", "idle_clients", "id
 TRANSACTIONS_PER_CLIENT = "transactions_per_client"
 """Curve column: the measured window's transactions per active client."""
 WINDOW_CONVERGED = "window_converged"
-"""Curve column: whether the point's warm-up and window are long enough to trust its TPS (the
-workload model's rule); ``False`` marks a point of too few transactions."""
+"""Curve column: whether the 95 % interval of the point's TPS met its target (the experiment's
+``precision``, 2 % for a fixed window) with the warm-up over in the window's first half."""
+MAX_DURATION_REACHED = "max_duration_reached"
+"""Curve column: a window grown for its precision stopped at its cap first."""
 
 _ACCESS_CLASSES = {
     "l1_hit": "hits in the thread's own L1d",
@@ -75,10 +77,16 @@ _CURVE = {
                      "ones included"),
     "cas_failures": ("1/transaction", "compare-and-swap attempts that failed because the word "
                      "changed since it was read"),
-    "duration_ms": ("ms", "simulated time measured"),
-    "warmup_ms": ("ms", "simulated warm-up before the window"),
+    "duration_ms": ("ms", "simulated time measured (with precision: as long as the point ran)"),
+    "warmup_ms": ("ms", "simulated time before the window (with precision: the warm-up and "
+                  "what MSER-5 truncated after it)"),
     TRANSACTIONS_PER_CLIENT: ("transactions", "window transactions per active client"),
-    WINDOW_CONVERGED: ("bool", "whether warm-up and window are long enough to trust the TPS"),
+    "tps_ci_rel": ("fraction", "half-width of the 95 % interval of tps, relative to it (batch "
+                   "means of the window's completions; inf: too few batches)"),
+    MAX_DURATION_REACHED: ("bool", "the window grew to max_duration_ms before its interval met "
+                           "the precision"),
+    WINDOW_CONVERGED: ("bool", "the interval of tps met its target (precision; 2 % for a fixed "
+                       "window) and the warm-up was over in the window's first half"),
     "work_scale": ("factor", "base work scale of --single-client-tps (1 without it)"),
     "error": ("-", "empty, or why the point failed"),
     "measured_tps": ("1/s", "the published measurement of the point (named measurements)"),
@@ -89,7 +97,7 @@ SUMMARY_KEYS = tuple(key for key in POINT_KEYS if key != "seed")
 """Columns that identify a point of ``curve_summary.csv``: the point keys but the seed."""
 
 NOT_SUMMARISED = ("root_seed", "duration_ms", "warmup_ms", "work_scale", "measured_tps", "error",
-                  WINDOW_CONVERGED)
+                  WINDOW_CONVERGED, MAX_DURATION_REACHED)
 """Curve columns without statistics in ``curve_summary.csv``, numbers among them: the root seed
 (what the summary is over), the run's settings (the same for every seed), the measurement
 compared with (carried as it is), the error and the trust flag (summarised their own way)."""

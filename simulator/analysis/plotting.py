@@ -9,7 +9,7 @@
   columns), one stacked bar per point.
 - :func:`plot_ratio`: TPS of one algorithm over another's on the same grid.
 - :func:`plot_contention`: throughput or latency of atomics on one line against threads (the
-  table of ``simulator.tools.ccbench.contention_sweep``), one line per placement and operation.
+  table of ``simulator.tools.contention.contention_sweep``), one line per placement and operation.
 
 No file I/O and no ``plt.show()``: notebooks display the Axes, the CLI saves the figure. Each
 function takes the ``curve`` table of a result and reads only generic columns (point keys,

@@ -12,7 +12,8 @@ The summarised columns are every numeric, non-boolean column of the curve except
 and :data:`~simulator.analysis.columns.NOT_SUMMARISED` (the root seed, the run's settings, the
 measurement, the error and the trust flag): the results, rates, latencies and per-transaction
 counts, a model's own numeric columns included. ``window_converged`` becomes whether every
-successful seed's window converged; ``measured_tps``, the same for every seed, is carried.
+successful seed's window converged, ``max_duration_reached`` whether any seed's window stopped at
+its cap; ``measured_tps``, the same for every seed, is carried.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import math
 import pandas as pd
 
 from simulator.analysis.columns import (
+    MAX_DURATION_REACHED,
     NOT_SUMMARISED,
     POINT_KEYS,
     SUMMARY_KEYS,
@@ -52,15 +54,16 @@ def summarised_columns(curve: pd.DataFrame) -> list[str]:
 def curve_summary(curve: pd.DataFrame) -> pd.DataFrame:
     """One row per point of ``curve``: its keys, ``n_seeds``, ``n_failed`` and the statistics.
 
-    Columns: the summary keys ``curve`` has, ``n_seeds``, ``n_failed``, ``window_converged`` and
-    ``measured_tps`` when ``curve`` has them, then per summarised column (in the curve's order)
-    ``_mean``, ``_sd``, ``_low``, ``_high``. A point whose seeds all failed has ``n_seeds`` 0 and
-    empty statistics.
+    Columns: the summary keys ``curve`` has, ``n_seeds``, ``n_failed``, ``window_converged``,
+    ``max_duration_reached`` and ``measured_tps`` when ``curve`` has them, then per summarised
+    column (in the curve's order) ``_mean``, ``_sd``, ``_low``, ``_high``. A point whose seeds
+    all failed has ``n_seeds`` 0 and empty statistics.
     """
     keys = [key for key in SUMMARY_KEYS if key in curve.columns]
     columns = summarised_columns(curve)
     head = [*keys, "n_seeds", "n_failed",
-            *(name for name in (WINDOW_CONVERGED, "measured_tps") if name in curve.columns)]
+            *(name for name in (WINDOW_CONVERGED, MAX_DURATION_REACHED, "measured_tps")
+              if name in curve.columns)]
     names = [*head, *(f"{column}_{statistic}" for column in columns
                       for statistic in SUMMARY_STATISTICS)]
     if curve.empty:
@@ -79,6 +82,9 @@ def curve_summary(curve: pd.DataFrame) -> pd.DataFrame:
         if WINDOW_CONVERGED in curve.columns:
             row[WINDOW_CONVERGED] = (bool((ok[WINDOW_CONVERGED].astype(str) == "True").all())
                                      if len(ok) else None)
+        if MAX_DURATION_REACHED in curve.columns:
+            row[MAX_DURATION_REACHED] = (bool((ok[MAX_DURATION_REACHED].astype(str)
+                                               == "True").any()) if len(ok) else None)
         if "measured_tps" in curve.columns:
             measured = group["measured_tps"].dropna()
             row["measured_tps"] = float(measured.iloc[0]) if len(measured) else math.nan

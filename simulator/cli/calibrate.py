@@ -19,11 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.cli.common import EXIT_OK, checked_jobs, log, prepare_kernel, writable_directory
+from simulator.cli.common import (
+    EXIT_OK,
+    add_precision_arguments,
+    checked_jobs,
+    log,
+    precision_settings,
+    prepare_kernel,
+    writable_directory,
+)
+from simulator.config.files import atomic_path, write_text_atomic
 from simulator.errors import ConfigError
 from simulator.measure.manifest import load_manifest
 from simulator.study.experiment_file import dump_yaml
-from simulator.study.store import atomic_path
 from simulator.study.sweep import default_jobs
 from simulator.tools.calibrate import (
     Evaluator,
@@ -49,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="budget of validation runs (default 30)")
     parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
     parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    add_precision_arguments(parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a fixed override for every point")
     parser.add_argument("--jobs", type=int, metavar="N", help="local worker processes")
@@ -74,6 +83,7 @@ def main(args: argparse.Namespace) -> int:
     jobs = checked_jobs(args.jobs) or default_jobs()
     check_datasets(manifest, args.dataset)  # before the output directory is made
     settings = {**RUN_DEFAULTS, **manifest.run}
+    precision, cap, _ = precision_settings(args, manifest.run)
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
     prepare_kernel()
@@ -81,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
         manifest, parameters, datasets=args.dataset,
         duration_ms=float(args.duration_ms or settings["duration_ms"]),
         warmup_ms=float(args.warmup_ms if args.warmup_ms is not None else settings["warmup_ms"]),
-        overrides=args.set, jobs=jobs, log=log)
+        overrides=args.set, jobs=jobs, log=log, precision=precision, max_duration_ms=cap)
     history = calibrate(evaluator, max_evaluations=args.max_evaluations)
     with atomic_path(out / "calibration.csv") as tmp:
         history.to_csv(tmp, index=False)
@@ -97,8 +107,7 @@ def main(args: argparse.Namespace) -> int:
         "fixed": list(args.set),
         "datasets": list(args.dataset or manifest.datasets),
     }
-    with atomic_path(out / "best.yaml") as tmp:
-        tmp.write_text(dump_yaml(document), encoding="utf-8")
+    write_text_atomic(out / "best.yaml", dump_yaml(document))
     print(f"best objective {best['objective']:.4f} after {len(history)} evaluations:")
     for item in sets:
         print(f"  --set {item}")
@@ -115,8 +124,7 @@ def main(args: argparse.Namespace) -> int:
              "worst_series": str(m["worst_series"]),
              "worst_max_abs_rel_error": round(float(m["worst_max_abs_rel_error"]), 6)}
             for m in records]
-        with atomic_path(out / "best.yaml") as tmp:
-            tmp.write_text(dump_yaml(document), encoding="utf-8")
+        write_text_atomic(out / "best.yaml", dump_yaml(document))
         print(f"sensitivity (each value moved by -{args.sensitivity:g} and "
               f"+{args.sensitivity:g}, one at a time):")
         for m in records:

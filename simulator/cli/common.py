@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from simulator.config.machine import MachineConfig
@@ -112,3 +114,41 @@ def prepare_kernel(config: MachineConfig | None = None) -> None:
     started = time.perf_counter()
     warm_kernel(config)
     log(f"kernel ready in {time.perf_counter() - started:.1f} s")
+
+
+def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--precision`` and ``--max-duration-ms``, as ``snapsim run`` has them."""
+    parser.add_argument("--precision", type=float, metavar="REL",
+                        help="grow each point's window until the 95 %% interval of its TPS is "
+                             "within this fraction of it (e.g. 0.02; default: the manifest's "
+                             "run settings, else the fixed window)")
+    parser.add_argument("--max-duration-ms", type=float, metavar="MS",
+                        help="with --precision, the longest window a point may grow to "
+                             "(default: 20 x its duration)")
+
+
+def precision_settings(args: argparse.Namespace,
+                       run: Mapping[str, float]) -> tuple[float | None, float | None, list[str]]:
+    """The precision and cap of ``--precision`` / ``--max-duration-ms`` over a manifest's ``run``.
+
+    Returns the two values (``None``: not set) and the flags given, which apply to every point
+    (a dataset's own ``run:`` does not replace them).
+
+    Raises:
+        ConfigError: a precision outside (0, 1), a cap that is not positive, or a cap without a
+            precision.
+    """
+    precision = args.precision if args.precision is not None else run.get("precision")
+    cap = args.max_duration_ms if args.max_duration_ms is not None else run.get("max_duration_ms")
+    if args.precision is not None and not 0.0 < args.precision < 1.0:
+        raise ConfigError("--precision", "expected a fraction between 0 and 1 (e.g. 0.02), got "
+                          f"{args.precision}")
+    if args.max_duration_ms is not None:
+        if not args.max_duration_ms > 0.0:
+            raise ConfigError("--max-duration-ms", f"must be positive, got {args.max_duration_ms}")
+        if precision is None:
+            raise ConfigError("--max-duration-ms", "applies only with --precision")
+    given = [key for key, value in (("precision", args.precision),
+                                    ("max_duration_ms", args.max_duration_ms))
+             if value is not None]
+    return precision, cap, given

@@ -11,56 +11,49 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from simulator.errors import ConfigError
-from simulator.study.experiment import DEFAULT_EXPERIMENT, Experiment
+from simulator.study.experiment import DEFAULT_EXPERIMENT, FLAGS, KEYS, Experiment, Flag
 from simulator.study.experiment_file import (
     STDIN_SOURCE,
     apply_overrides,
     apply_seed_flags,
     experiment_from_document,
+    list_items,
     read_experiment_source,
 )
 
-_FLAG_KEYS = {  # flag attribute -> experiment key
-    "machine": "machine", "workload": "workload", "idle_kind": "idle_kind",
-    "single_client_tps": "single_client_tps", "duration_ms": "duration_ms",
-    "warmup_ms": "warmup_ms",
-}
-
-
 
 def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
-    """The experiment and the flags that change it, but ``--set`` (:func:`load_experiment`)."""
+    """The experiment and the flags that change it, but ``--set`` (:func:`load_experiment`).
+
+    A flag per key that has one (:data:`~simulator.study.experiment.FLAGS`), then ``--seed``.
+    """
     parser.add_argument("experiment", nargs="?", metavar="EXPERIMENT",
                         help="experiment file, shipped experiment name or - (standard input) "
                              "(default: default)")
-    parser.add_argument("--machine", metavar="NAME|PATH", help="shipped machine or machine file")
-    parser.add_argument("--machine-set", action="append", metavar="KEY=VALUE",
-                        help="edit a key of the machine file (repeatable; added to the "
-                             "experiment's machine_set), e.g. scheduler.run_queues=global")
-    parser.add_argument("--algorithms", metavar="A,B,...", help="comma-separated algorithms")
-    parser.add_argument("--workload", metavar="NAME", help="workload name")
-    parser.add_argument("--clients", metavar="LIST", help="active clients, e.g. 1,48")
-    parser.add_argument("--idle-clients", metavar="LIST", help="idle connections, e.g. 0,1000")
-    parser.add_argument("--idle-kind", metavar="KIND", help="idle or mostly-idle")
-    parser.add_argument("--single-client-tps", type=_tps_value, metavar="TPS",
-                        help="the single-client TPS the work scale is found from: a TPS "
-                             "measured with the experiment's workload, 'machine' (the machine's "
-                             "own measured figure, the default) or 'none' (work scale 1)")
-    parser.add_argument("--duration-ms", type=float, metavar="MS", help="simulated time per point")
-    parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up before measuring")
+    for key, flag in FLAGS:
+        settings: dict[str, Any] = {"metavar": flag.metavar, "help": flag.help}
+        if flag.parse is not None:
+            settings["type"] = flag.parse
+        if flag.repeatable:
+            settings["action"] = "append"
+        parser.add_argument(f"--{key.replace('_', '-')}", **settings)
     parser.add_argument("--seed", type=int, metavar="N", help="root seed (one replication)")
 
 
-def _tps_value(text: str) -> float | str:
-    """``--single-client-tps``: a number, ``machine`` or ``none`` (the experiment checks it)."""
-    if text.strip().lower() in ("none", "null"):
-        return "none"
-    try:
-        return float(text)
-    except ValueError:
-        return text.strip()
+def _document_value(key: str, flag: Flag, value: object) -> object:
+    """A flag's value as the experiment's document holds it.
+
+    A list of names is split here; a list of counts stays text, as in a file (the experiment's
+    check judges its items).
+    """
+    if isinstance(value, str) and value.strip().lower() in flag.null_words:
+        return None
+    if KEYS[key].list_of is str and isinstance(value, str):
+        return list_items(key, value)
+    return value
 
 
 def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, object], str]:
@@ -71,23 +64,17 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
     """
     document, source = read_experiment_source(args.experiment or DEFAULT_EXPERIMENT)
     document = apply_overrides(document, [])  # a private copy
-    for attribute, key in _FLAG_KEYS.items():
-        value = getattr(args, attribute, None)
-        if value is not None:
-            document[key] = None if value == "none" and key == "single_client_tps" else value
-    if args.algorithms is not None:
-        document["algorithms"] = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-    if args.clients is not None:
-        document["clients"] = args.clients  # text, as in a file: the experiment's check judges
-    if args.idle_clients is not None:
-        document["idle_clients"] = args.idle_clients
+    for key, flag in FLAGS:
+        value = getattr(args, key, None)
+        if value is not None and not flag.repeatable:
+            document[key] = _document_value(key, flag, value)
     apply_seed_flags(document, args.seed, getattr(args, "seeds", None))
     document = apply_overrides(document, args.set)
-    machine_set = getattr(args, "machine_set", None)
-    if machine_set:
-        previous = document.get("machine_set") or []
-        document["machine_set"] = [*(previous if isinstance(previous, list) else [previous]),
-                                   *machine_set]
+    for key, flag in FLAGS:  # a repeatable flag's items add to what the file and --set give
+        items = getattr(args, key, None)
+        if flag.repeatable and items:
+            previous = document.get(key) or []
+            document[key] = [*(previous if isinstance(previous, list) else [previous]), *items]
     document.pop("computed", None)
     name = "stdin" if source == STDIN_SOURCE else Path(source).stem
     with blame_file(source, flag_keys(args)):
@@ -97,13 +84,9 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
 
 def flag_keys(args: argparse.Namespace) -> set[str]:
     """The experiment keys this command line's flags set (their errors are the flags')."""
-    keys = {key for attribute, key in _FLAG_KEYS.items()
-            if getattr(args, attribute, None) is not None}
-    for attribute, key in (("algorithms", "algorithms"), ("clients", "clients"),
-                           ("idle_clients", "idle_clients"), ("seed", "seeds"),
-                           ("seeds", "seeds"), ("machine_set", "machine_set")):
-        if getattr(args, attribute, None) is not None:
-            keys.add(key)
+    keys = {key for key, _ in FLAGS if getattr(args, key, None) is not None}
+    if getattr(args, "seed", None) is not None or getattr(args, "seeds", None) is not None:
+        keys.add("seeds")
     return keys
 
 

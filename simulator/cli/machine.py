@@ -8,7 +8,8 @@ from pathlib import Path
 from simulator.cli.common import EXIT_OK, log
 from simulator.errors import ConfigError
 from simulator.host import clock
-from simulator.host.probe import host_facts, probe_host, require_guest
+from simulator.host.facts import host_facts
+from simulator.host.probe import probe_host, require_guest
 from simulator.host.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 
 ACTIONS = ("probe",)

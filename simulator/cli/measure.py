@@ -27,7 +27,7 @@ from simulator.cli.run import Interrupted
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.host import clock
-from simulator.host.probe import host_facts
+from simulator.host.facts import host_facts
 from simulator.host.probe_idle import MeasuredWakeup
 from simulator.host.wakeup import DEFAULT_ROUND_TRIPS, measure_for_machine_file
 from simulator.measure import leftovers
@@ -422,7 +422,7 @@ def _wakeup(round_trips: int) -> MeasuredWakeup | None:
 
     ``None`` on bare metal or with 0 round trips.
     """
-    if round_trips == 0 or host_facts().guest_idle is None:
+    if round_trips == 0 or host_facts().layout().guest_idle is None:
         return None
     return measure_for_machine_file(round_trips, log)
 
@@ -434,7 +434,7 @@ def _clock(repeats: int) -> float | None:
     its vCPUs run at. ``None`` on bare metal (cpufreq gives the maximum), with 0 repeats, or
     where the measurement does not apply (then said).
     """
-    if repeats == 0 or host_facts().guest_idle is None:
+    if repeats == 0 or host_facts().layout().guest_idle is None:
         return None
     try:
         return clock.measure_for_machine_file(log, repeats)

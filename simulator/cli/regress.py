@@ -17,6 +17,7 @@ from pathlib import Path
 
 from simulator.analysis.tables import format_table
 from simulator.cli.common import EXIT_FAILED, EXIT_OK, checked_jobs, prepare_kernel
+from simulator.config.files import atomic_path, write_text_atomic
 from simulator.errors import ConfigError
 from simulator.study.experiment_file import (
     apply_overrides,
@@ -25,7 +26,6 @@ from simulator.study.experiment_file import (
     load_document,
 )
 from simulator.study.runner import run
-from simulator.study.store import atomic_path
 from simulator.tools.regress import compare, load_baseline, load_tolerances
 
 
@@ -64,8 +64,7 @@ def main(args: argparse.Namespace) -> int:
         with atomic_path(curve_path) as tmp:
             result.curve.to_csv(tmp, index=False)
         if args.set:
-            with atomic_path(experiment_path) as tmp:
-                tmp.write_text(dump_yaml(document), encoding="utf-8")
+            write_text_atomic(experiment_path, dump_yaml(document))
         print(f"updated the baseline {directory}/ ({len(result.curve)} points)")
         return EXIT_OK
     moved = compare(baseline, result.curve, tolerances)

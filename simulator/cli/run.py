@@ -62,6 +62,7 @@ from simulator.cli.experiment_args import (
     flag_keys,
     load_experiment,
 )
+from simulator.config.files import write_text_atomic
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
 from simulator.study.experiment import GRID_KEYS, Experiment
@@ -73,8 +74,9 @@ from simulator.study.experiment_file import (
 )
 from simulator.study.metadata import run_metadata, utc_now_iso
 from simulator.study.outputs import OWNED, POINTS_DIR, write_metadata, write_results
+from simulator.study.provenance import experiment_provenance
 from simulator.study.runner import Plan, check_estimate, run
-from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore, atomic_path
+from simulator.study.store import LOCK_NAME, DirectoryLock, PointStore
 from simulator.study.sweep import PointRecord, connect_dask, default_jobs
 
 DEFAULT_OUT = "snapsim-out"
@@ -214,9 +216,10 @@ def _main(args: argparse.Namespace, out: Path, progress: _Progress) -> int:
                      on_start=lambda plan: _start(plan, args, experiment, document, out, jobs,
                                                   progress))
         written = write_results(result, out)
-        written.append(write_metadata(out, run_metadata(
+        written.append(write_metadata(out, {**run_metadata(
             experiment.machine, started_utc=started_utc,
-            wall_s=time.perf_counter() - started, argv=getattr(args, "argv", None))))
+            wall_s=time.perf_counter() - started, argv=getattr(args, "argv", None)),
+            "provenance": experiment_provenance(prepared)}))
     finally:
         lock.release()
         if client is not None:
@@ -261,8 +264,8 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
     computed = resolved.get("computed")
     if isinstance(computed, dict):
         computed["experiment_hash"] = plan.experiment_hash
-    _write_text(out / "config.resolved.yaml", dump_yaml(resolved))
-    _write_text(out / "experiment.yaml", dump_yaml(document))
+    write_text_atomic(out / "config.resolved.yaml", dump_yaml(resolved))
+    write_text_atomic(out / "experiment.yaml", dump_yaml(document))
     tasks = len(plan.tasks)
     where = f"on {args.scheduler}" if args.scheduler else f"with {min(jobs, tasks)} job(s)"
     log(f"{experiment.name}: {tasks} points on {plan.machine.name} {where} -> {out}/")
@@ -360,11 +363,6 @@ def _remove_owned(out: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-
-
-def _write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 def _print_summary(curve: pd.DataFrame) -> None:

@@ -28,9 +28,9 @@ import pandas as pd
 
 from simulator.cli.common import EXIT_OK, log, prepare_kernel
 from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
+from simulator.config.files import atomic_write
 from simulator.errors import ConfigError
 from simulator.study.experiment import plan
-from simulator.study.outputs import atomic_write
 from simulator.study.work_scale import single_client_work_scale
 
 DEFAULT_OUT = "snapsim-trace"
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     written = []
     for name, file_name in TRACE_FILES.items():
         written.append(atomic_write(out / file_name, _csv_writer(output.traces[name])))
-    row = pd.DataFrame([output.row])
+    row = pd.DataFrame([{**spec.identity(), **output.row}])
     written.append(atomic_write(out / "point.csv", lambda path: row.to_csv(path, index=False)))
     for line in idle_summary(output.traces["idle"]):
         print(line)

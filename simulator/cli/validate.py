@@ -15,7 +15,9 @@ counts the measured values that lie inside the model's interval.
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -25,16 +27,25 @@ from simulator.analysis.tables import format_table
 from simulator.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    add_precision_arguments,
     checked_jobs,
     log,
+    precision_settings,
     prepare_kernel,
     show_progress,
     writable_directory,
 )
+from simulator.config import configs_dir
+from simulator.config.files import atomic_path
 from simulator.errors import ConfigError
 from simulator.measure.manifest import Manifest, load_manifest
 from simulator.measure.noise import REST_SHARE_LIMIT
-from simulator.study.store import atomic_path
+from simulator.study.provenance import (
+    PROVENANCE_FILE,
+    changed,
+    read_provenance,
+    write_provenance,
+)
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.workload_model import workload_model
 from simulator.tools.validate import (
@@ -47,6 +58,7 @@ from simulator.tools.validate import (
     run_validation,
     summarise,
     validation_estimate,
+    validation_provenance,
 )
 
 DEFAULT_OUT = "snapsim-validation"
@@ -67,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated time per point (default: the manifest's run settings, "
                         "a dataset's own where it has them)")
     parser.add_argument("--warmup-ms", type=float, metavar="MS", help="warm-up per point")
+    add_precision_arguments(parser)
     parser.add_argument("--seeds", type=int, default=1, metavar="N",
                         help="run every point with N root seeds (the manifest's seed and the "
                              "next N-1): predictions are means with 95 %% intervals, and the "
@@ -83,10 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run even when a point's memory estimate exceeds the available "
                              "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--check", action="store_true",
+                        help="run nothing: say whether --out's validation is current (exit 0) "
+                             "or what changed since it was made: the model's code, a machine, "
+                             "the cost file, the manifest or a dataset (exit 1); default --out: "
+                             "the shipped docs/validation in a checkout")
 
 
 def main(args: argparse.Namespace) -> int:
     """Validate, write the tables and plots, print the summary; exit 1 if a series fails."""
+    if args.check:
+        return _check(Path(args.out) if args.out else _default_check_dir())
     started = time.perf_counter()
     manifest = load_manifest(args.manifest)
     settings = {**RUN_DEFAULTS, **manifest.run}
@@ -99,6 +119,7 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("--warmup-ms", f"must not be negative, got {warmup}")
     if args.seeds < 1:
         raise ConfigError("--seeds", f"must be at least 1, got {args.seeds}")
+    precision, cap, precision_flags = precision_settings(args, manifest.run)
     workload_model()  # the model is installed
     selecting = bool(args.dataset or args.ratio)
     datasets = (args.dataset or []) if selecting else None
@@ -106,14 +127,16 @@ def main(args: argparse.Namespace) -> int:
     # every input is read before the output directory is made and before the long part
     check_datasets(manifest, datasets, args.machine_set)
     check_ratios(manifest, ratios, args.machine_set)
-    fixed = [key for key, value in (("duration_ms", args.duration_ms),
-                                    ("warmup_ms", args.warmup_ms)) if value is not None]
+    fixed = [*(key for key, value in (("duration_ms", args.duration_ms),
+                                      ("warmup_ms", args.warmup_ms)) if value is not None),
+             *precision_flags]
     if not args.scheduler:  # a point that cannot fit is refused as by `run`, before any work
         check_validation_estimate(validation_estimate(
             manifest, duration_ms=float(duration), warmup_ms=float(warmup),
             seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
             datasets=datasets, ratios=ratios, fixed=fixed,
-            machine_overrides=args.machine_set), force=args.force, log=log)
+            machine_overrides=args.machine_set, precision=precision, max_duration_ms=cap),
+            force=args.force, log=log)
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
     prepare_kernel()
@@ -124,8 +147,8 @@ def main(args: argparse.Namespace) -> int:
             seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
             client=client,
             progress=show_progress(args.no_progress), log=log, datasets=datasets,
-            ratios=ratios, machine_overrides=args.machine_set, fixed=fixed,
-            force=True)  # checked above
+            ratios=ratios, machine_overrides=args.machine_set, precision=precision,
+            max_duration_ms=cap, fixed=fixed, force=True)  # checked above
     finally:
         if client is not None:
             client.close()
@@ -137,6 +160,8 @@ def main(args: argparse.Namespace) -> int:
         summary.to_csv(tmp, index=False)
     with atomic_path(out / "ratios.csv") as tmp:
         result.ratios.to_csv(tmp, index=False)
+    recipe = _recipe(args, manifest, precision, cap)
+    write_provenance(out / PROVENANCE_FILE, validation_provenance(manifest, recipe), recipe)
     plots = plot_validation(table, out) if not table.empty else []
     if not summary.empty:
         _print_summary(summary, manifest)
@@ -149,6 +174,56 @@ def main(args: argparse.Namespace) -> int:
         f"({len(table)} measured points, {len(result.ratios)} ratios, "
         f"{time.perf_counter() - started:.1f} s)")
     return EXIT_OK if gate_passes(summary, result.ratios) else EXIT_FAILED
+
+
+def _recipe(args: argparse.Namespace, manifest: Manifest, precision: float | None,
+            cap: float | None) -> dict[str, object]:
+    """What ``--check`` needs to recompute the provenance: the run's settings."""
+    return {"manifest": args.manifest, "seeds": args.seeds, "duration_ms": args.duration_ms,
+            "warmup_ms": args.warmup_ms, "precision": precision, "max_duration_ms": cap,
+            "set": list(args.set), "machine_set": list(args.machine_set),
+            "dataset": list(args.dataset or []), "ratio": list(args.ratio or []),
+            "run": dict(manifest.run)}
+
+
+def _default_check_dir() -> Path:
+    """The shipped validation in a checkout (``docs/validation``), else ``./{DEFAULT_OUT}``."""
+    shipped = configs_dir().parent / "docs" / "validation"
+    return shipped if shipped.is_dir() else Path(DEFAULT_OUT)
+
+
+def _check(out: Path) -> int:
+    """Compare ``out``'s recorded provenance with the current inputs; 0 current, 1 stale."""
+    recorded, recipe = read_provenance(out / PROVENANCE_FILE)
+    manifest_arg = recipe.get("manifest")
+    manifest = load_manifest(None if manifest_arg is None else str(manifest_arg))
+    current = validation_provenance(manifest, {**recipe, "run": dict(manifest.run)})
+    stale = changed(recorded, current)
+    if not stale:
+        print(f"{out}: current (made by what is here now)")
+        return EXIT_OK
+    print(f"{out}: stale; changed since it was made: {', '.join(stale)}")
+    command = shlex.join(["snapsim", "validate", *_recipe_flags(recipe), "--out", str(out)])
+    print(f"regenerate it with: {command}")
+    return EXIT_FAILED
+
+
+def _recipe_flags(recipe: Mapping[str, object]) -> list[str]:
+    """The command-line flags of a recorded recipe."""
+    flags: list[str] = []
+    if recipe.get("manifest") is not None:
+        flags += ["--manifest", str(recipe["manifest"])]
+    if recipe.get("seeds") not in (None, 1):
+        flags += ["--seeds", str(recipe["seeds"])]
+    for key in ("duration_ms", "warmup_ms", "precision", "max_duration_ms"):
+        if recipe.get(key) is not None:
+            flags += [f"--{key.replace('_', '-')}", f"{recipe[key]:g}"]
+    for key, flag in (("set", "--set"), ("machine_set", "--machine-set"),
+                      ("dataset", "--dataset"), ("ratio", "--ratio")):
+        value = recipe.get(key)
+        for item in value if isinstance(value, list) else []:
+            flags += [flag, str(item)]
+    return flags
 
 
 def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:

@@ -3,7 +3,8 @@
 The floor every other one stands on. It reads YAML (one safe, duplicate-rejecting loader), checks
 values strictly and names the dotted key of any bad one, converts quantities with units, and
 describes a machine as frozen dataclasses. It finds the shipped ``configs/`` directory in one
-place, :func:`configs_dir`.
+place, :func:`configs_dir`, and writes every file snapsim writes through one atomic writer
+(:mod:`.files`).
 """
 
 from __future__ import annotations

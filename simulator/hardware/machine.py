@@ -40,6 +40,7 @@ from simulator.hardware.codes import (
 )
 from simulator.hardware.coherence.compiled import CompiledCoherence
 from simulator.hardware.coherence.reference import ReferenceCoherence
+from simulator.hardware.latency import LatencyTables
 from simulator.hardware.topology import Topology
 from simulator.types import FloatArray, IntArray, SequenceFunction
 
@@ -49,6 +50,10 @@ ALL_BYTES = (1 << LINE_BYTES) - 1
 """Byte mask of a whole line."""
 
 Implementation = Literal["compiled", "reference"]
+
+_ADDITIVE_COUNTERS = ("line_ops", "line_class", "line_invalidations", "line_false_hitm",
+                      "line_wait_ns")
+"""The per-line counters that add up (the byte masks accumulate by OR)."""
 
 
 def new_counters() -> FloatArray:
@@ -119,6 +124,9 @@ class Machine:
         line_addresses: byte address of each tracked line (multiples of 64, distinct).
         labels: a label per line for reports; defaults to the hexadecimal address.
         implementation: ``"compiled"`` (Numba kernel, default) or ``"reference"`` (plain Python).
+        topology: the machine's topology, and ``tables`` its latency tables, when the caller
+            has built them already (a point builds them once for its scheduler and its
+            machine); built from ``config`` if not given.
     """
 
     def __init__(
@@ -127,6 +135,9 @@ class Machine:
         line_addresses: Sequence[int] | IntArray,
         labels: Sequence[str] | None = None,
         implementation: Implementation = "compiled",
+        *,
+        topology: Topology | None = None,
+        tables: LatencyTables | None = None,
     ) -> None:
         addresses = np.asarray(line_addresses, dtype=np.int64)
         if addresses.ndim != 1 or len(addresses) == 0:
@@ -138,7 +149,9 @@ class Machine:
         if labels is not None and len(labels) != len(addresses):
             raise ValueError("labels must have one entry per line")
         self.config = config
-        self.topology = Topology.from_config(config)
+        self.topology = topology if topology is not None else Topology.from_config(config)
+        if tables is None:
+            tables = LatencyTables.build(config, self.topology)
         self.addresses = addresses
         self.line_numbers = addresses // LINE_BYTES
         self.homes = np.array(
@@ -148,9 +161,11 @@ class Machine:
         self.implementation: Implementation = implementation
         engine: _CoherenceImpl
         if implementation == "compiled":
-            engine = CompiledCoherence(config, self.line_numbers, self.homes)
+            engine = CompiledCoherence(config, self.line_numbers, self.homes, self.topology,
+                                       tables)
         elif implementation == "reference":
-            engine = ReferenceCoherence(config, self.line_numbers, self.homes)
+            engine = ReferenceCoherence(config, self.line_numbers, self.homes, self.topology,
+                                        tables)
         else:
             raise ValueError(
                 f"unknown implementation {implementation!r} (choose compiled or reference)")
@@ -304,15 +319,25 @@ class Machine:
             counts[slot.name.lower()] = float(vector[slot])
         return counts
 
-    def line_table(self) -> pd.DataFrame:
+    def line_counts(self) -> dict[str, npt.NDArray[np.float64]]:
+        """The per-line counters that add up, now: to subtract from a later :meth:`line_table`."""
+        state = self._engine.line_counters()
+        return {name: np.asarray(state[name], dtype=np.float64) for name in _ADDITIVE_COUNTERS}
+
+    def line_table(self, since: dict[str, npt.NDArray[np.float64]] | None = None) -> pd.DataFrame:
         """One row per tracked line: operations, classes, HITM by kind, bytes read and written.
 
         Columns: ``label, address, home, loads, stores, rmws``, one column per access class,
         ``local_hitm`` (same socket, any L3 domain), ``remote_hitm``, ``false_sharing_hitm``,
         ``invalidations``, ``wait_ns``, ``bytes_read`` and ``bytes_written`` (masks, bit i =
-        byte i).
+        byte i). ``since``: counts of an earlier :meth:`line_counts` to subtract (the byte masks,
+        which accumulate by OR, cover everything since the last :meth:`reset_line_counters`).
         """
         state = self._engine.line_counters()
+        if since is not None:
+            state = dict(state)
+            for name in _ADDITIVE_COUNTERS:
+                state[name] = np.asarray(state[name], dtype=np.float64) - since[name]
         ops = np.asarray(state["line_ops"], dtype=np.int64).reshape(self.n_lines, 3)
         classes = np.asarray(state["line_class"], dtype=np.int64).reshape(self.n_lines, N_CLASSES)
         frame = pd.DataFrame(

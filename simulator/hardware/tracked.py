@@ -27,8 +27,10 @@ import numpy.typing as npt
 
 from simulator.config.machine import LINE_BYTES, MachineConfig
 from simulator.hardware.codes import Op
+from simulator.hardware.latency import LatencyTables
 from simulator.hardware.layout import Region, SharedMemory
 from simulator.hardware.machine import Implementation, Machine
+from simulator.hardware.topology import Topology
 from simulator.types import IntArray
 
 
@@ -317,13 +319,18 @@ class TrackedMemory:
         self._known.clear()
 
     def build_machine(self, config: MachineConfig,
-                      implementation: Implementation = "compiled") -> Machine:
-        """The machine over every registered line (after this no line can be added)."""
+                      implementation: Implementation = "compiled", *,
+                      topology: Topology | None = None,
+                      tables: LatencyTables | None = None) -> Machine:
+        """The machine over every registered line (after this no line can be added).
+
+        ``topology`` and ``tables``: the machine's, if already built (see :class:`Machine`).
+        """
         if not self._numbers:
             raise RuntimeError("no line was registered")
         addresses = [n * LINE_BYTES for n in self._numbers]
         labels = [self.memory.label_for_line(n) for n in self._numbers]
         self.machine = Machine(config, addresses, labels=labels,
-                               implementation=implementation)
+                               implementation=implementation, topology=topology, tables=tables)
         self.private_lines = np.array([user != _SHARED for user in self._users], dtype=np.bool_)
         return self.machine

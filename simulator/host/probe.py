@@ -1,6 +1,7 @@
 """A machine file for the host: topology, caches and NUMA nodes read from Linux, latencies borrowed.
 
-:func:`probe_host` reads what Linux publishes about the machine it runs on:
+:func:`probe_host` reads what Linux publishes about the machine it runs on
+(:func:`simulator.host.facts.host_facts`):
 
 * ``/sys/devices/system/cpu/cpu*/topology/``: each online CPU's package (socket), core and SMT
   siblings (``physical_package_id``, ``core_id``, ``thread_siblings_list``);
@@ -27,153 +28,21 @@ stand for all) and offline CPUs.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.config.files import atomic_path
 from simulator.config.machine_file import machines_dir, shipped_machines
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.host.probe_idle import GuestIdle, MeasuredWakeup, guest_idle, guest_idle_lines
+from simulator.host.facts import HostFacts, HostLayout, host_facts
+from simulator.host.probe_idle import MeasuredWakeup, guest_idle_lines
 
-__all__ = ["HostFacts", "closest_machine", "host_facts", "machine_file_text", "probe_host",
-           "require_guest"]
+__all__ = ["closest_machine", "machine_file_text", "probe_host", "require_guest"]
 
-VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
 PROTOCOLS = {"intel": "MESIF", "amd": "MOESI", "arm": "MESI"}
 """The coherence protocol family of each vendor (Intel's MESIF, AMD's MOESI); Arm's is
 implementation-specific, MESI is the plain case."""
-
-
-@dataclass(frozen=True, slots=True)
-class Cache:
-    """One cache level as sysfs describes it (per instance)."""
-
-    size_bytes: int
-    ways: int
-
-
-@dataclass(frozen=True, slots=True)
-class HostFacts:
-    """What the host publishes: topology, caches, NUMA nodes, vendor, clock."""
-
-    model_name: str
-    vendor: str
-    virtualized: bool
-    clock_mhz: float
-    sockets: int
-    domains_per_socket: int
-    cores_per_domain: int
-    threads_per_core: int
-    l1d: Cache
-    l2: Cache
-    l3: Cache
-    node_domains: tuple[tuple[int, ...], ...]
-    """Per NUMA node, the L3 domains whose CPUs it holds."""
-    guest_idle: GuestIdle | None = None
-    """How an idle vCPU waits (the cpuidle driver and its halt polling); None on bare metal."""
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from None
-
-
-def _cpu_list(text: str) -> list[int]:
-    """``0-3,8,10-11`` as a list of CPU numbers."""
-    cpus: list[int] = []
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cpus.extend(range(int(first), int(last or first) + 1))
-    return cpus
-
-
-def _size_bytes(text: str) -> int:
-    match = re.fullmatch(r"(\d+)([KMG]?)", text)
-    if match is None:
-        raise ConfigError("cache size", f"unreadable size {text!r}")
-    return int(match.group(1)) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[match.group(2)]
-
-
-def host_facts(root: Path = Path("/")) -> HostFacts:
-    """Read the host's facts below ``root`` (``/`` on a real host; a copied tree in tests).
-
-    Raises:
-        ConfigError: a file is missing or unreadable, or the topology is not regular (sockets
-            with different core counts, an L3 that spans sockets, a cache level missing).
-    """
-    cpu_dir = root / "sys/devices/system/cpu"
-    online = _cpu_list(_read(cpu_dir / "online"))
-    package: dict[int, int] = {}
-    core: dict[int, tuple[int, int]] = {}
-    for cpu in online:
-        topology = cpu_dir / f"cpu{cpu}" / "topology"
-        package[cpu] = int(_read(topology / "physical_package_id"))
-        siblings = _cpu_list(_read(topology / "thread_siblings_list"))
-        core[cpu] = (package[cpu], min(siblings))
-    caches: dict[int, Cache] = {}
-    l3_groups: set[tuple[int, ...]] = set()
-    first = online[0]
-    for index in sorted((cpu_dir / f"cpu{first}" / "cache").glob("index*")):
-        kind = _read(index / "type")
-        if kind == "Instruction":
-            continue
-        level = int(_read(index / "level"))
-        caches[level] = Cache(_size_bytes(_read(index / "size")),
-                              int(_read(index / "ways_of_associativity")))
-    for cpu in online:
-        for index in (cpu_dir / f"cpu{cpu}" / "cache").glob("index*"):
-            if _read(index / "level") == "3":
-                l3_groups.add(tuple(_cpu_list(_read(index / "shared_cpu_list"))))
-    missing = [f"L{level}" for level in (1, 2, 3) if level not in caches]
-    if missing:
-        raise ConfigError("caches", f"sysfs describes no {', '.join(missing)} cache for CPU "
-                          f"{first}")
-    sockets = sorted(set(package.values()))
-    cores_of = {s: {c for cpu, c in core.items() if package[cpu] == s} for s in sockets}
-    counts = {len(cores) for cores in cores_of.values()}
-    if len(counts) != 1:
-        raise ConfigError("topology", f"sockets with different core counts: {sorted(counts)}")
-    threads = {sum(1 for other in online if core[other] == core[cpu]) for cpu in online}
-    if len(threads) != 1:
-        raise ConfigError("topology", f"cores with different thread counts: {sorted(threads)}")
-    domains = sorted(l3_groups)
-    domain_of = {cpu: index for index, group in enumerate(domains) for cpu in group}
-    for group in domains:
-        if len({package[cpu] for cpu in group if cpu in package}) != 1:
-            raise ConfigError("topology", f"an L3 shared by CPUs {list(group)} spans sockets")
-    per_socket = len(domains) // len(sockets)
-    cores_per_socket = counts.pop()
-    if per_socket < 1 or len(domains) % len(sockets) or cores_per_socket % per_socket:
-        raise ConfigError("topology", f"{len(domains)} L3 domains do not divide evenly over "
-                          f"{len(sockets)} socket(s) of {cores_per_socket} cores")
-    nodes: list[tuple[int, ...]] = []
-    for node in sorted((root / "sys/devices/system/node").glob("node[0-9]*"),
-                       key=lambda path: int(path.name.removeprefix("node"))):
-        cpus = [cpu for cpu in _cpu_list(_read(node / "cpulist")) if cpu in domain_of]
-        if cpus:
-            nodes.append(tuple(sorted({domain_of[cpu] for cpu in cpus})))
-    if not nodes:
-        nodes = [tuple(range(len(domains)))]
-    cpuinfo = _read(root / "proc/cpuinfo")
-    field = dict(re.findall(r"^([^\t:\n]+?)\s*:\s*(.*)$", cpuinfo, flags=re.MULTILINE))
-    vendor = VENDORS.get(field.get("vendor_id", ""), "arm" if "CPU implementer" in field else "")
-    max_freq = cpu_dir / f"cpu{first}" / "cpufreq" / "cpuinfo_max_freq"
-    clock_mhz = (int(_read(max_freq)) / 1000 if max_freq.exists()
-                 else float(field.get("cpu MHz", "0") or 0))
-    if not clock_mhz > 0:
-        raise ConfigError("clock", "neither cpufreq nor /proc/cpuinfo gives a clock")
-    virtualized = " hypervisor" in f" {field.get('flags', '')} "
-    return HostFacts(
-        model_name=field.get("model name", "unknown CPU"), vendor=vendor or "unknown",
-        virtualized=virtualized, clock_mhz=clock_mhz,
-        sockets=len(sockets), domains_per_socket=per_socket,
-        cores_per_domain=cores_per_socket // per_socket, threads_per_core=threads.pop(),
-        l1d=caches[1], l2=caches[2], l3=caches[3], node_domains=tuple(nodes),
-        guest_idle=guest_idle(root, first) if virtualized else None)
 
 
 def _section(document: Mapping[str, object], key: str) -> Mapping[str, object]:
@@ -200,6 +69,7 @@ def closest_machine(facts: HostFacts) -> str:
     Same vendor first; then one that has every distance class the host needs (another L3 domain
     in a socket, another socket); then the nearest core count per socket (in ratio).
     """
+    layout = facts.layout()
     best: tuple[float, str] | None = None
     for name in shipped_machines():
         document = read_yaml(machines_dir() / f"{name}.yaml")
@@ -207,12 +77,12 @@ def closest_machine(facts: HostFacts) -> str:
             raise ConfigError(name, "a shipped machine file is not a mapping")
         topology, latency = _section(document, "topology"), _section(document, "latency")
         cost = 0.0 if _vendor_of(document) == facts.vendor else 100.0
-        if facts.domains_per_socket > 1 and "cross_domain_hit" not in latency:
+        if layout.domains_per_socket > 1 and "cross_domain_hit" not in latency:
             cost += 50.0
-        if facts.sockets > 1 and "remote_hit" not in latency:
+        if layout.sockets > 1 and "remote_hit" not in latency:
             cost += 50.0
         cores = int(str(topology["domains_per_socket"])) * int(str(topology["cores_per_domain"]))
-        cost += abs(math.log(cores / (facts.domains_per_socket * facts.cores_per_domain)))
+        cost += abs(math.log(cores / (layout.domains_per_socket * layout.cores_per_domain)))
         cost += 1.0 if bool(document.get("virtualized")) != facts.virtualized else 0.0
         if best is None or cost < best[0]:
             best = (cost, name)
@@ -248,6 +118,7 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
     ``clock_ghz`` when it was (:mod:`simulator.host.clock`), else from Linux. ``extra_lines``
     end the file (a section measured elsewhere, such as a measurement's ``kernel_thread``).
     """
+    layout = facts.layout()
     source = read_yaml(machines_dir() / f"{like}.yaml")
     if not isinstance(source, Mapping):
         raise ConfigError("like", f"{like} is not a machine file")
@@ -265,34 +136,34 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
         "# Replace them with measurements of this host where you have them (for example",
         "# core-to-core CAS ping-pong for local_hitm / remote_hitm, Intel MLC for DRAM).",
         f"name: {name}",
-        f'description: "{facts.model_name}, probed ({facts.sockets} socket(s), '
-        f'{facts.sockets * facts.domains_per_socket * facts.cores_per_domain} cores)"',
+        f'description: "{facts.model_name}, probed ({layout.sockets} socket(s), '
+        f'{layout.sockets * layout.domains_per_socket * layout.cores_per_domain} cores)"',
         f"virtualized: {str(facts.virtualized).lower()}   # {host}: the hypervisor cpu flag",
-        _clock_line(facts, host, clock_ghz),
+        _clock_line(layout, host, clock_ghz),
         "topology:",
-        f"  sockets: {facts.sockets}   # {host}: physical packages",
-        f"  domains_per_socket: {facts.domains_per_socket}   # {host}: distinct L3s per socket",
-        f"  cores_per_domain: {facts.cores_per_domain}   # {host}",
-        f"  threads_per_core: {facts.threads_per_core}   # {host}: SMT siblings",
+        f"  sockets: {layout.sockets}   # {host}: physical packages",
+        f"  domains_per_socket: {layout.domains_per_socket}   # {host}: distinct L3s per socket",
+        f"  cores_per_domain: {layout.cores_per_domain}   # {host}",
+        f"  threads_per_core: {layout.threads_per_core}   # {host}: SMT siblings",
         "coherence:",
         f"  protocol: {PROTOCOLS.get(facts.vendor, 'MESI')}   # the vendor's protocol family",
         f"  l3_inclusion: {coherence['l3_inclusion']}   # {borrowed}",
         "caches:",
     ]
-    for key, cache in (("l1d", facts.l1d), ("l2", facts.l2), ("l3", facts.l3)):
+    for key, cache in (("l1d", layout.l1d), ("l2", layout.l2), ("l3", layout.l3)):
         level = _section(caches, key)
         lines.append(f"  {key}: {{size: {_size_text(cache.size_bytes)}, ways: {cache.ways}, "
                      f"latency: {level['latency']}}}   # size and ways {host}; latency "
                      f"{borrowed}")
     lines += ["memory:", "  home_nodes:"]
-    for node in facts.node_domains:
+    for node in layout.node_domains:
         lines.append(f"    - {{near_domains: {_flow(list(node))}}}   # {host}: a NUMA node")
     lines += [
         f"  dram_latency: {_flow(memory['dram_latency'])}   # {borrowed}",
         f"  placement: {_flow(memory['placement'])}   # {borrowed}",
         f"latency:   # {borrowed}",
     ]
-    needs = {"cross_domain": facts.domains_per_socket > 1, "remote": facts.sockets > 1}
+    needs = {"cross_domain": layout.domains_per_socket > 1, "remote": layout.sockets > 1}
     stand_ins = {"cross_domain": ("remote", "local"), "remote": ("cross_domain", "local")}
     for key, value in latency.items():
         distance = str(key).rsplit("_", 1)[0]
@@ -306,11 +177,11 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
             lines.append(f"  {distance}_{kind}: {_flow(latency[f'{other}_{kind}'])}   "
                          f"# ASSUMPTION: {like} has no such distance; its {other}_{kind}")
     lines.append(f"mlp: {_flow(dict(mlp))}   # {borrowed}")
-    if facts.guest_idle is not None:
+    if layout.guest_idle is not None:
         lines.append(f"scheduler:   # {borrowed}, but ipi_exit (this host is a guest)")
         lines += [f"  {key}: {_flow(value)}" for key, value in scheduler.items()
                   if key != "ipi_exit"]
-        lines += guest_idle_lines(facts.guest_idle, wakeup)
+        lines += guest_idle_lines(layout.guest_idle, wakeup)
     else:
         lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
         if "idle" in source:  # a bare-metal host's own idle states are not read yet
@@ -328,7 +199,7 @@ def require_guest(facts: HostFacts) -> None:
     Raises:
         ConfigError: the host is not a virtual machine (``--measure-wakeup``).
     """
-    if facts.guest_idle is None:
+    if facts.layout().guest_idle is None:
         raise ConfigError("--measure-wakeup", "this host is not a virtual machine: its idle "
                           "CPUs do not halt into a hypervisor, and it has no ipi_exit")
 
@@ -350,6 +221,7 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
     from simulator.config.machine_file import load_machine
 
     facts = host_facts(root)
+    facts.layout()  # a host that cannot be read is the first error
     if like is not None and like not in shipped_machines():
         raise ConfigError("--like", f"unknown machine {like!r} (choose from "
                           f"{', '.join(shipped_machines())})")
@@ -357,21 +229,18 @@ def probe_host(out: Path, like: str | None = None, root: Path = Path("/"),
         require_guest(facts)
     chosen = like or closest_machine(facts)
     text = machine_file_text(facts, chosen, name, wakeup, clock_ghz, extra_lines)
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        load_machine(tmp)
-        tmp.replace(out)
-    except OSError as exc:
+        with atomic_path(out) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+            load_machine(tmp)
+    except OSError as exc:  # a WriteError
         raise ConfigError("--out", f"cannot write {out}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
     return chosen
 
 
-def _clock_line(facts: HostFacts, host: str, clock_ghz: float | None) -> str:
+def _clock_line(layout: HostLayout, host: str, clock_ghz: float | None) -> str:
     """The machine file's clock: measured, else Linux's figure, said which."""
-    linux = f"{facts.clock_mhz / 1000:.2f} GHz"
+    linux = f"{layout.clock_mhz / 1000:.2f} GHz"
     if clock_ghz is None:
         return f"clock: {linux}   # {host}: cpufreq maximum, else cpu MHz"
     if not clock_ghz > 0:

@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GuestIdle", "MeasuredWakeup", "guest_idle", "guest_idle_lines", "text_or_none"]
+from simulator.host.procfs import kernel_text
+
+__all__ = ["GuestIdle", "MeasuredWakeup", "guest_idle", "guest_idle_lines"]
 
 IPI_EXIT_US = 5.0
 """Extra cost of waking a halted vCPU (µs): see the comment written with it."""
@@ -55,16 +57,8 @@ class MeasuredWakeup:
     """Its round trip with one process on each of two vCPUs (µs)."""
 
 
-def text_or_none(path: Path) -> str | None:
-    """A kernel file's stripped text (sysfs, procfs), ``None`` when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-
-
 def _number(path: Path, default: float) -> float:
-    text = text_or_none(path)
+    text = kernel_text(path)
     try:
         return float(text) if text is not None else default
     except ValueError:
@@ -76,7 +70,7 @@ def guest_idle(root: Path, cpu: int) -> GuestIdle:
 
     Missing files mean the defaults of a guest without a cpuidle driver: it halts at once.
     """
-    driver = text_or_none(root / "sys/devices/system/cpu/cpuidle/current_driver") or "none"
+    driver = kernel_text(root / "sys/devices/system/cpu/cpuidle/current_driver") or "none"
     poll_ns = 0
     if driver == "haltpoll":
         poll_ns = int(_number(root / "sys/module/haltpoll/parameters/guest_halt_poll_ns", 0.0))

@@ -7,6 +7,8 @@ blocked; ``nonvoluntary_ctxt_switches``: it was preempted); ``/proc/stat``'s fir
 machine's time by kind since boot. Nothing here starts or
 stops a process: names are read only to find processes to account for (the kernel's ``kdamond``
 threads), never to signal them.
+
+:func:`kernel_text` is the one reader of a kernel file's text, under ``/proc`` or ``/sys``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,37 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
+
+from simulator.errors import ConfigError
 
 PROC = Path("/proc")
 TICKS_PER_S = float(os.sysconf("SC_CLK_TCK"))
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 """Of ``/proc/stat``'s cpu line: user, nice, system, irq, softirq, steal (not idle, iowait;
 guest time is already inside user)."""
+
+
+@overload
+def kernel_text(path: Path, *, required: Literal[False] = False) -> str | None: ...
+
+
+@overload
+def kernel_text(path: Path, *, required: Literal[True]) -> str: ...
+
+
+def kernel_text(path: Path, *, required: bool = False) -> str | None:
+    """A kernel file's stripped text (sysfs, procfs); ``None`` when it cannot be read.
+
+    Raises:
+        ConfigError: naming the file and why, when it cannot be read and is ``required``.
+    """
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        if required:
+            raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from None
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +196,12 @@ def load_average() -> tuple[float, float, float]:
     return float(parts[0]), float(parts[1]), float(parts[2])
 
 
-def meminfo_bytes(key: str) -> int:
-    """A field of ``/proc/meminfo`` (``MemAvailable``, ``MemTotal``) in bytes, 0 if absent."""
-    for line in (PROC / "meminfo").read_text(encoding="utf-8").splitlines():
+def meminfo_bytes(key: str, proc: Path = PROC) -> int:
+    """A field of ``/proc/meminfo`` (``MemAvailable``, ``MemTotal``) in bytes, 0 if absent.
+
+    ``proc``: where ``/proc`` is (a copied tree in tests).
+    """
+    for line in (proc / "meminfo").read_text(encoding="utf-8").splitlines():
         name, _, rest = line.partition(":")
         if name == key:
             return int(rest.split()[0]) * 1024

@@ -10,8 +10,8 @@ Modules: :mod:`.installations` (bin directories, versions, the label check), :mo
 (every started process, stopped by PID), :mod:`.cluster` (one server's life), :mod:`.pgbench`
 (commands and output parsing), :mod:`.holders` (idle and mostly idle connections), :mod:`.plan`
 (points, order, estimates and limits), :mod:`.session` (the measurement itself),
-:mod:`.kernel_thread` (the DAMON thread's line fitted to its measured CPU), :mod:`.results` and
-:mod:`.outputs` (the files written) and :mod:`.manifest` (the measurement manifest, the datasets
-``snapsim validate`` and the experiment pipeline read). The host's own facts and CPU accounting
-are :mod:`simulator.host`'s.
+:mod:`.kernel_thread_fit` (the DAMON thread's line fitted to its measured CPU), :mod:`.results` and
+:mod:`.outputs` (the files written) and :mod:`.manifest` (the measurement manifest, read and
+written: the datasets ``snapsim validate`` and the experiment pipeline read). The host's own
+facts and CPU accounting are :mod:`simulator.host`'s.
 """

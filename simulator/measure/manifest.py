@@ -1,12 +1,14 @@
 """Published measurements: the manifest that maps measurement CSVs to simulated points.
 
-A manifest (YAML, format in the README and in ``configs/measurements/manifest.yaml``) lists
-datasets. Each names a CSV file (relative to the manifest), the machine and workload it ran,
-its idle kind, the columns (or constants) that give the active and idle clients, and which TPS
-column is which algorithm. :meth:`Dataset.table` turns a dataset into tidy rows
-``dataset, series, algorithm, machine, workload, idle_kind, clients, idle_clients,
-measured_tps``. A manifest may also fix, per machine, the measured point that gives its
-single-client TPS (the one optional per-machine fit: its work scale), and error thresholds.
+This module reads a manifest (:func:`load_manifest`) and writes one (:func:`manifest_document`,
+the manifest of a ``snapsim measure``), both from the same key tuples. A manifest (YAML, format
+in the README and in ``configs/measurements/manifest.yaml``) lists datasets. Each names a CSV
+file (relative to the manifest), the machine and workload it ran, its idle kind, the columns (or
+constants) that give the active and idle clients, and which TPS column is which algorithm.
+:meth:`Dataset.table` turns a dataset into tidy rows ``dataset, series, algorithm, machine,
+workload, idle_kind, clients, idle_clients, measured_tps``. A manifest may also fix, per machine,
+the measured point that gives its single-client TPS (the one optional per-machine fit: its work
+scale), and error thresholds.
 
 A series is ``column: algorithm`` or, to mark a known gap of the model, ``column: {algorithm:
 pre14, expected: fail, reason: "..."}``: ``snapsim validate`` reports such a series as an
@@ -24,14 +26,16 @@ experiment's ``options``), the published ratio, its relative tolerance and the s
 can be marked ``expected: fail`` like a series.
 
 Nothing here knows what the algorithms mean; names are checked by whoever runs the points
-(:func:`simulator.tools.validate.check_ratios` for the ratios).
+(:func:`simulator.tools.validate.check_ratios` for the ratios). The writer uses the model's words
+for what ``snapsim measure`` runs (:data:`MEASURED_WORKLOAD`, :data:`BACKGROUND_THREADS`); a test
+checks them against the workload model, which this floor may not import.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,15 +56,22 @@ from simulator.errors import ConfigError
 
 MEASURED_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                     "clients", "idle_clients", "measured_tps")
+MANIFEST_FILE = "manifest.yaml"
+"""The manifest's name in a measurement's directory (``snapsim measure --out``)."""
 _TOP_KEYS = ("version", "thresholds", "machines", "run", "datasets", "ratios")
 MANIFEST_KEYS = ("thresholds", "machines", "run", "datasets", "ratios")
 """Top-level keys found only in a manifest (``version`` is not one: other files may have it)."""
-_RUN_KEYS = ("duration_ms", "warmup_ms", "seed")
+MANIFEST_VERSION = 1
+"""The ``version`` a written manifest says (the reader accepts a manifest without one)."""
+_PRECISION_KEYS = ("precision", "max_duration_ms")
+"""Run keys of a precision-stopped window (the experiment's keys of the same names)."""
+_RUN_KEYS = ("duration_ms", "warmup_ms", "seed", *_PRECISION_KEYS)
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series", "run", "set")
-_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", "max_clients")
-_RATIO_RUN_KEYS = ("duration_ms", "warmup_ms")
+_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS, "max_clients")
+_RATIO_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS)
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
+_MACHINE_KEYS = ("single_client_tps",)
 _WORK_SCALE_POINT_KEYS = ("dataset", "series", "clients", "idle_clients")
 _SERIES_KEYS = ("algorithm", "expected", "reason")
 _RATIO_KEYS = ("machine", "stand_in", "workload", "batch", "clients", "idle_clients", "idle_kind",
@@ -73,6 +84,19 @@ SET_PREFIX = "options"
 machine, workload and counts are the dataset's or the ratio's own)."""
 EXPECTED = ("pass", "fail")
 """Values of a series' or a ratio's ``expected``: ``fail`` marks a known gap of the model."""
+MACHINE_FILE = "host.yaml"
+"""The machine file of a measurement's host (``snapsim machine probe``), beside its manifest."""
+MEASURED_WORKLOAD = "select-only"
+"""The model's workload that ``pgbench -M prepared -S`` runs."""
+BACKGROUND_THREADS = f"{SET_PREFIX}.background_threads"
+"""The model's option a mostly idle dataset's ``set:`` gives: the pgbench threads that drove
+its mostly idle connections."""
+MOSTLY_IDLE_RUN: Mapping[str, float] = {"duration_ms": 100}
+"""The window of every point among mostly idle connections: one sleep period, in which each
+connection sends one query. Shorter windows hold too few background queries for a steady load
+(two clients among 1,000 connections in 5 ms: 50 queries, and the model flags the window as not
+converged); a manifest can add ``max_clients`` to keep the long window for its small points only,
+as the published Gold 5215 files do (their 48-client points run 5 ms, for time)."""
 
 
 def shipped_manifest_path() -> Path:
@@ -340,7 +364,7 @@ def load_manifest(path: str | Path | None = None, data: object = None) -> Manife
     """
     manifest_path = Path(path) if path is not None else shipped_manifest_path()
     if manifest_path.is_dir():  # a measurement's directory (snapsim measure --out)
-        manifest_path = manifest_path / "manifest.yaml"
+        manifest_path = manifest_path / MANIFEST_FILE
     source = str(manifest_path)
     try:
         return _build(read_yaml(manifest_path) if data is None else data, manifest_path)
@@ -357,11 +381,12 @@ def _build(data: object, path: Path) -> Manifest:
     run_section = expect_mapping("run", top.get("run") or {})
     check_keys(run_section, "run", _RUN_KEYS, optional=_RUN_KEYS)
     run = {key: (float(expect_int("run.seed", value)) if key == "seed"
-                 else _fraction(f"run.{key}", value) if key == "duration_ms"
+                 else _fraction(f"run.{key}", value) if key in ("duration_ms", "max_duration_ms")
                  else expect_number(f"run.{key}", value))
            for key, value in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError("run.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    _check_precision("run", run)
     thresholds = expect_mapping("thresholds", top.get("thresholds", {}))
     check_keys(thresholds, "thresholds", _THRESHOLD_KEYS, optional=_THRESHOLD_KEYS)
     limits = {key: _fraction(f"thresholds.{key}", thresholds.get(key, default))
@@ -375,8 +400,8 @@ def _build(data: object, path: Path) -> Manifest:
     for machine, value in expect_mapping("machines", top.get("machines") or {}).items():
         key = f"machines.{machine}"
         entry = expect_mapping(key, value)
-        check_keys(entry, key, ("single_client_tps",))
-        point = expect_mapping(f"{key}.single_client_tps", entry["single_client_tps"])
+        check_keys(entry, key, _MACHINE_KEYS)
+        point = expect_mapping(f"{key}.single_client_tps", entry[_MACHINE_KEYS[0]])
         check_keys(point, f"{key}.single_client_tps", _WORK_SCALE_POINT_KEYS)
         dataset = expect_str(f"{key}.single_client_tps.dataset", point["dataset"])
         if dataset not in datasets:
@@ -401,12 +426,13 @@ def _run_window(key: str, value: object, keys: tuple[str, ...]) -> dict[str, flo
     """
     run_section = expect_mapping(key, value or {})
     check_keys(run_section, key, keys, optional=keys)
-    run = {name: (_fraction(f"{key}.{name}", item) if name == "duration_ms"
+    run = {name: (_fraction(f"{key}.{name}", item) if name in ("duration_ms", "max_duration_ms")
                   else float(expect_int(f"{key}.{name}", item)) if name == "max_clients"
                   else expect_number(f"{key}.{name}", item))
            for name, item in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError(f"{key}.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
+    _check_precision(key, run)
     if run.get("max_clients", 1.0) < 1:
         raise ConfigError(f"{key}.max_clients",
                           f"must be at least 1, got {int(run['max_clients'])}")
@@ -553,11 +579,60 @@ def _column_or_count(key: str, value: object) -> str | int:
     return count
 
 
+def _check_precision(key: str, run: Mapping[str, float]) -> None:
+    """A run's ``precision`` is a fraction between 0 and 1."""
+    if "precision" in run and not 0.0 < run["precision"] < 1.0:
+        raise ConfigError(f"{key}.precision", "expected a fraction between 0 and 1 (e.g. 0.02), "
+                          f"got {run['precision']}")
+
+
 def _fraction(key: str, value: object) -> float:
     number = expect_number(key, value)
     if not number > 0:
         raise ConfigError(key, f"must be positive, got {number}")
     return number
+
+
+def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]]],
+                      work_scale_point: tuple[str, str] | None,
+                      descriptions: Mapping[str, str],
+                      background_threads: int = 1) -> dict[str, object]:
+    """The manifest of a measurement's datasets, as :func:`load_manifest` reads it.
+
+    ``datasets`` maps a dataset to its idle kind and series (``tps_pre14``: the TPS of the
+    algorithm after ``tps_``); ``work_scale_point`` is the dataset and series of the
+    single-client point, if measured; ``background_threads``: the pgbench threads that drove the
+    mostly idle connections at the largest count, which the mostly idle dataset's ``set:`` gives
+    the model (:data:`BACKGROUND_THREADS`). Every key is the reader's, in its order.
+    """
+    entries: dict[str, object] = {}
+    for dataset, (idle_kind, series) in datasets.items():
+        mostly_idle = idle_kind == "mostly-idle"
+        entries[dataset] = _entry(
+            _DATASET_KEYS, file=f"{dataset}.csv", description=descriptions[dataset],
+            machine=MACHINE_FILE, workload=MEASURED_WORKLOAD, idle_kind=idle_kind,
+            clients="active_connections", idle_clients="idle_connections",
+            series={label: label.removeprefix("tps_") for label in series},
+            run=_entry(_DATASET_RUN_KEYS, **MOSTLY_IDLE_RUN) if mostly_idle else None,
+            set={BACKGROUND_THREADS: background_threads} if mostly_idle else None)
+    machines = None
+    if work_scale_point is not None:
+        point = _entry(_WORK_SCALE_POINT_KEYS, dataset=work_scale_point[0],
+                       series=work_scale_point[1], clients=1, idle_clients=0)
+        machines = {name: _entry(_MACHINE_KEYS, single_client_tps=point)}
+    return _entry(_TOP_KEYS, version=MANIFEST_VERSION, machines=machines, datasets=entries)
+
+
+def _entry(keys: tuple[str, ...], **values: object) -> dict[str, object]:
+    """``values`` that are not ``None`` under the reader's ``keys``, in their order.
+
+    Raises:
+        ValueError: a key the reader does not know (a bug of the writer).
+    """
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise ValueError(f"not a manifest key here: {', '.join(unknown)} (keys: {keys})")
+    return {key: values[key] for key in keys if values.get(key) is not None}
 
 
 def dataset_for(reference: str, source: str | None = None) -> Dataset:

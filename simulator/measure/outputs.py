@@ -10,22 +10,25 @@
   reads, one row per active-client and idle count, with per installation the median over the
   repetitions of the TPS (``tps_pre14``, ``tps_post14``) and of the CPU per transaction;
 - ``manifest.yaml``: those datasets, the machine file ``host.yaml`` and the single-client point
-  that calibrates it (pre14's 1 client at 0 idle, else post14's);
+  that gives its work scale (pre14's 1 client at 0 idle, else post14's), written by
+  :func:`simulator.measure.manifest.manifest_document`;
 - ``metadata.yaml``: the command, status (``complete`` or ``partial`` with its cause), host
   facts, installations, server settings, the plan and its estimates.
 
-Every file but the appended table is written to a temporary name and renamed into place.
+Every file but the appended tables is written to a temporary name and renamed into place
+(:func:`simulator.config.files.atomic_path`).
 """
 
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from simulator.config.files import write_text_atomic
 
 REPETITION_COLUMNS = (
     "series", "algorithm", "version", "idle_kind", "repetition", "idle_connections",
@@ -54,24 +57,6 @@ PINNED_COLUMNS = (
 """``script``: ``select-only`` (``-M prepared -S``) or ``select1`` (``SELECT 1;``); ``cpu``: the
 CPU pgbench and the backend were pinned to; ``disturbed`` as in :data:`REPETITION_COLUMNS`."""
 MEDIAN_COLUMNS = ("tps", "backend_cpu_us_per_txn", "client_cpu_us_per_txn")
-WORKLOAD = "select-only"
-MACHINE_FILE = "host.yaml"
-MOSTLY_IDLE_RUN = {"duration_ms": 100}
-"""The window of every point among mostly idle connections: one sleep period, in which each
-connection sends one query. Shorter windows hold too few background queries for a steady load
-(two clients among 1,000 connections in 5 ms: 50 queries, and the model flags the window as not
-converged); a manifest can add ``max_clients`` to keep the long window for its small points only,
-as the published Gold 5215 files do (their 48-client points run 5 ms, for time)."""
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class RepetitionTable:
@@ -133,44 +118,12 @@ def _wide_column(column: str, series: str) -> str:
 def write_dataset(directory: Path, name: str, table: pd.DataFrame) -> Path:
     """One measurement file of ``snapsim validate``."""
     path = directory / f"{name}.csv"
-    write_text(path, table.to_csv(index=False, float_format="%.6g"))
+    write_text_atomic(path, table.to_csv(index=False, float_format="%.6g"))
     return path
-
-
-def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]]],
-                      work_scale_point: tuple[str, str] | None,
-                      descriptions: Mapping[str, str],
-                      background_threads: int = 1) -> dict[str, object]:
-    """The manifest of a measurement's datasets.
-
-    ``datasets`` maps a dataset to its idle kind and series; ``work_scale_point`` is the dataset and
-    series of the single-client point, if measured; ``background_threads``: the pgbench threads
-    that drove the mostly idle connections at the largest count, which the mostly idle dataset's
-    ``set:`` gives the model (``options.background_threads``).
-    """
-    entries: dict[str, object] = {}
-    for dataset, (idle_kind, series) in datasets.items():
-        entry: dict[str, object] = {
-            "file": f"{dataset}.csv", "description": descriptions[dataset],
-            "machine": MACHINE_FILE, "workload": WORKLOAD, "idle_kind": idle_kind,
-            "clients": "active_connections", "idle_clients": "idle_connections",
-            "series": {label: label.removeprefix("tps_") for label in series},
-        }
-        if idle_kind == "mostly-idle":
-            entry["run"] = dict(MOSTLY_IDLE_RUN)
-            entry["set"] = {"options.background_threads": background_threads}
-        entries[dataset] = entry
-    document: dict[str, object] = {"version": 1}
-    if work_scale_point is not None:
-        document["machines"] = {name: {"single_client_tps": {
-            "dataset": work_scale_point[0], "series": work_scale_point[1], "clients": 1,
-            "idle_clients": 0}}}
-    document["datasets"] = entries
-    return document
 
 
 def write_yaml(path: Path, document: Mapping[str, object], header: str = "") -> None:
     """A YAML file with a comment header."""
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    write_text(path, comments + yaml.safe_dump(dict(document), sort_keys=False, width=100,
+    write_text_atomic(path, comments + yaml.safe_dump(dict(document), sort_keys=False, width=100,
                                                allow_unicode=True))

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulator.config.files import write_text_atomic
 from simulator.errors import ConfigError
 
 DATABASE = "postgres"
@@ -88,8 +89,7 @@ def pinned_command(pgbench: Path, server: Server, script: str, select1: Path,
 def write_select1(directory: Path) -> Path:
     """The pinned runs' ``SELECT 1;`` script, written into ``directory``."""
     path = directory / "select1.sql"
-    path.write_text(SELECT1_SCRIPT, encoding="utf-8")
-    return path
+    return write_text_atomic(path, SELECT1_SCRIPT)
 
 
 def holder_command(pgbench: Path, server: Server, connections: int, script: Path,
@@ -106,8 +106,7 @@ def holder_command(pgbench: Path, server: Server, connections: int, script: Path
 def write_script(directory: Path, idle_kind: str) -> Path:
     """The holders' script of an idle kind, written into ``directory``."""
     path = directory / f"{idle_kind}.sql"
-    path.write_text(SCRIPTS[idle_kind], encoding="utf-8")
-    return path
+    return write_text_atomic(path, SCRIPTS[idle_kind])
 
 
 def parse_report(text: str) -> Report:

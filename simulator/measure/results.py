@@ -3,8 +3,9 @@
 The measurement files and the manifest come from the runs recorded (a point measured by only
 some installations, as after an interruption, is left out of the wide files but kept in
 ``repetitions.csv``); the machine file is the host's probe (``snapsim machine probe``), with
-the kernel's DAMON thread fitted to its CPU in the runs (:mod:`simulator.measure.kernel_thread`);
-the metadata says whether the measurement is complete and, if not, why it stopped.
+the kernel's DAMON thread fitted to its CPU in the runs
+(:mod:`simulator.measure.kernel_thread_fit`); the metadata says whether the measurement is
+complete and, if not, why it stopped.
 """
 
 from __future__ import annotations
@@ -16,23 +17,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from simulator.errors import ConfigError
-from simulator.host import probe
-from simulator.host.facts import host_facts
+from simulator.host.facts import HostFacts, host_facts
 from simulator.host.probe import probe_host
 from simulator.host.probe_idle import MeasuredWakeup
-from simulator.measure.kernel_thread import damon_sample_us, fit_kernel_thread
-from simulator.measure.outputs import (
-    MACHINE_FILE,
-    dataset_name,
-    manifest_document,
-    wide_table,
-    write_dataset,
-    write_yaml,
-)
+from simulator.measure.kernel_thread_fit import damon_sample_us, fit_kernel_thread
+from simulator.measure.manifest import MACHINE_FILE, MANIFEST_FILE, manifest_document
+from simulator.measure.outputs import dataset_name, wide_table, write_dataset, write_yaml
 from simulator.measure.plan import Plan, holder_threads
 from simulator.measure.session import Outcome, Setup
 
-MANIFEST = "manifest.yaml"
 METADATA = "metadata.yaml"
 _DESCRIPTIONS = {"idle": "N fully idle connections (\\sleep 1s)",
                  "mostly-idle": "N mostly idle connections (\\sleep 100ms; SELECT 1;)"}
@@ -48,6 +41,7 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     ``scheduler.ipi_exit``; ``clock_ghz``: the guest's clock measured before the runs.
     """
     out = setup.out
+    facts = host_facts()
     written: list[Path] = []
     series = [f"tps_{inst.label}" for inst in setup.installations]
     versions = ", ".join(f"{inst.label} = {inst.version}" for inst in setup.installations)
@@ -87,7 +81,7 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     except ConfigError as exc:
         machine_note = f"the probe failed: {exc}"
     if datasets:
-        # the oldest code calibrates, as in the shipped manifest
+        # the oldest code's single-client point gives the work scale, as in the shipped manifest
         label = "tps_pre14" if "tps_pre14" in series else series[0]
         document = manifest_document(name, datasets, None if single is None
                                      else (single, label), descriptions,
@@ -97,8 +91,8 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
                   f"Validate the model against it: snapsim validate --manifest {out}\n"
                   "Every repetition, with where the CPU went: repetitions.csv; host and "
                   "settings: metadata.yaml.")
-        write_yaml(out / MANIFEST, document, header)
-        written.append(out / MANIFEST)
+        write_yaml(out / MANIFEST_FILE, document, header)
+        written.append(out / MANIFEST_FILE)
     metadata = {
         "status": outcome.status, "cause": outcome.cause or None,
         "command": None if argv is None else shlex.join(["snapsim", *argv]),
@@ -110,9 +104,9 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
         "plan": dataclasses.asdict(plan), "server_settings": outcome.settings,
         "memory_per_connection_mb": None if outcome.memory_per_connection_bytes is None
         else round(outcome.memory_per_connection_bytes / 2**20, 3),
-        "machine_file": machine_note, "host": host_facts(), **extra,
+        "machine_file": machine_note, "host": facts.as_metadata(), **extra,
         "pinned": None if outcome.pinned is None else pinned_summary(
-            outcome.pinned.rows, clock_ghz or _linux_clock_ghz()),
+            outcome.pinned.rows, clock_ghz or _linux_clock_ghz(facts)),
         "stopped_on_exit": outcome.stopped,
     }
     write_yaml(out / METADATA, metadata, "snapsim measure: how this measurement was made")
@@ -120,10 +114,10 @@ def write_results(setup: Setup, plan: Plan, outcome: Outcome, name: str,
     return written
 
 
-def _linux_clock_ghz() -> float | None:
+def _linux_clock_ghz(facts: HostFacts) -> float | None:
     """The clock Linux gives (cpufreq maximum, else "cpu MHz"); ``None`` if unreadable."""
     try:
-        return probe.host_facts().clock_mhz / 1000
+        return facts.layout().clock_mhz / 1000
     except ConfigError:
         return None
 
@@ -134,7 +128,7 @@ def pinned_summary(rows: Sequence[Mapping[str, object]],
 
     The cycles are the CPU time per transaction at ``clock_ghz`` (left out when it is not
     known), each side's context switch included (the cost file's figures are net of it:
-    docs/validation.md, "Work scales").
+    docs/investigations/work-scales.md).
     """
     summary: list[dict[str, object]] = []
     keys = dict.fromkeys((str(row["algorithm"]), str(row["script"])) for row in rows)
@@ -157,4 +151,4 @@ def pinned_summary(rows: Sequence[Mapping[str, object]],
 
 def manifest_path(out: Path) -> Path:
     """The manifest a measurement writes into ``out``."""
-    return out / MANIFEST
+    return out / MANIFEST_FILE

@@ -45,6 +45,7 @@ from simulator.config.machine import (
     MachineConfig,
     SchedulerConfig,
 )
+from simulator.hardware.latency import LatencyTables
 from simulator.hardware.topology import Topology
 from simulator.runtime.engine import SimEnvironment
 from simulator.runtime.idle_threads import IdleThreads
@@ -67,7 +68,7 @@ from simulator.runtime.task import (
     MigrateHook,
     Task,
 )
-from simulator.runtime.working_set import WorkingSets
+from simulator.runtime.working_set import DEFAULT_REFILL_RULE, WorkingSets
 
 __all__ = ["CpuScheduler", "FlushHook"]
 
@@ -155,13 +156,22 @@ class CpuScheduler:
 
     @classmethod
     def from_machine(
-        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False
+        cls, env: SimEnvironment, machine: MachineConfig, *, trace: bool = False,
+        topology: Topology | None = None, tables: LatencyTables | None = None,
+        refill_rule: str = DEFAULT_REFILL_RULE,
     ) -> CpuScheduler:
-        """The scheduler of a machine: topology, scheduler costs, virtualization, idle states."""
-        topology = Topology.from_config(machine)
+        """The scheduler of a machine: topology, scheduler costs, virtualization, idle states.
+
+        ``topology`` and ``tables`` (the latency tables its working sets' refills read): the
+        machine's, when the caller has built them already (a point builds them once for its
+        scheduler and its machine); built from ``machine`` if not given. ``refill_rule``: the
+        working sets' replacement rule on chip (:data:`simulator.runtime.working_set.REFILL_RULES`).
+        """
+        if topology is None:
+            topology = Topology.from_config(machine)
         scheduler = cls(env, topology, machine.scheduler, machine.virtualized, idle=machine.idle,
                         trace=trace)
-        scheduler.working_sets = WorkingSets(machine, topology)
+        scheduler.working_sets = WorkingSets(machine, topology, tables, rule=refill_rule)
         return scheduler
 
     # -- public API ---------------------------------------------------------------------------

@@ -43,7 +43,11 @@ class TaskScheduler(Protocol):
     """What a :class:`Task` uses of its scheduler (``CpuScheduler``).
 
     The per-thread state a running task reads on its hot path, and the scheduler's operations
-    a task's wake-up, block and preemption call.
+    a task's wake-up, block and preemption call. The underscored members are shared on purpose:
+    they are the scheduler's internals, which its tasks (and only they) read and call directly,
+    a "friend" interface kept to attribute reads for the segment loop's speed; the underscore
+    keeps them out of the scheduler's public API, which models and tools use. mypy checks
+    ``CpuScheduler`` against this list.
     """
 
     env: SimEnvironment
@@ -193,7 +197,8 @@ class Task:
         return block.lines + (0 if block.code is None else block.code.lines)
 
     def set_working_set(self, lines: int, *, program: str | None = None,
-                        code_lines: int = 0, warm_start: bool = False) -> None:
+                        code_lines: int = 0, warm_start: bool = False,
+                        streaming: bool = False) -> None:
         """Give the task a private working set of ``lines`` cache lines and its program's code.
 
         Each time the task starts running on a CPU it first refills the lines its core's
@@ -201,8 +206,9 @@ class Task:
         on-CPU time counted in :attr:`refill_ns`. ``program`` names the read-only code of
         ``code_lines`` lines that every task of the same program shares (none: no code block).
         ``warm_start``: its first run finds both whole on its core (a busy process that ran
-        before the simulated window). Nothing (the default) is no working set. Set it before
-        the task first runs.
+        before the simulated window). ``streaming``: the private lines are walked in address
+        order (an array), refilled at the machine's ``mlp.stream``. Nothing (the default) is no
+        working set. Set it before the task first runs.
 
         Raises:
             ValueError: a negative or non-integer size, or a program's code with another size.
@@ -223,7 +229,7 @@ class Task:
             raise RuntimeError(f"task {self.name!r}: its scheduler models no working sets (build "
                                "it with CpuScheduler.from_machine)")
         code = None if program is None else working_sets.shared(program, code_lines)
-        self._working_set = working_sets.new(lines, code, warm_start)
+        self._working_set = working_sets.new(lines, code, warm_start, streaming)
 
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.
@@ -252,7 +258,9 @@ class Task:
         """
         if not work_ns >= 0.0:
             raise ValueError(f"task {self.name!r}: work must be >= 0 ns, got {work_ns!r}")
-        return self._run(float(work_ns), smt_scaled)
+        if smt_scaled:
+            return self._segments(float(work_ns), 0.0)
+        return self._segments(0.0, float(work_ns))
 
     def run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
         """Execute work and memory stalls together, as one segment: ``yield from``.
@@ -267,11 +275,7 @@ class Task:
         if not (work_ns >= 0.0 and stall_ns >= 0.0):
             raise ValueError(f"task {self.name!r}: work and stall must be >= 0 ns, got "
                              f"{work_ns!r} and {stall_ns!r}")
-        if stall_ns == 0.0:
-            return self._run(float(work_ns), True)
-        if work_ns == 0.0:
-            return self._run(float(stall_ns), False)
-        return self._run_mixed(float(work_ns), float(stall_ns))
+        return self._segments(float(work_ns), float(stall_ns))
 
     def start_segment(self, work_ns: float, stall_ns: float) -> float | None:
         """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
@@ -387,11 +391,15 @@ class Task:
 
     # -- process bodies -----------------------------------------------------------------------
 
-    def _run(self, work_ns: float, smt_scaled: bool) -> ProcessGenerator:
-        """Run the work in segments cut at slice ends, one timeout per segment.
+    def _segments(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+        """:meth:`run` and :meth:`run_mixed`: segments cut at slice ends, one timeout each.
 
-        This is the hot path: the segment loop, the SMT rate and the accounting of a completed
-        run are inlined here so a ``run`` costs one generator level and one timeout.
+        The one generator loop: every ``run`` (a client's round trip, a kernel thread's burst,
+        ``run(0)`` to get a thread) and the segments :meth:`start_segment` leaves to the
+        scheduler (a wake-up, a slice end, a run-queue wait). A segment's rule is
+        :meth:`start_segment`'s, which keeps its own copy for the hot path (no generator): the
+        work runs at the SMT rate sampled at the segment's start, the stall at full rate, and
+        when a slice ends inside the segment the stall is consumed before the work.
         """
         if self._active:
             raise self._busy_error()
@@ -409,60 +417,15 @@ class Task:
                     yield from self._end_slice()
                     continue
                 rate = 1.0
-                if smt_scaled:
+                if work_ns > 0.0:
                     for sibling in self._siblings:
                         if holder[sibling] is not None:
                             rate = sched._smt_rate
                             break
-                wall = work_ns / rate
-                if wall <= left:
-                    if wall > 0.0 and not fast_forward(wall):
-                        self._segment_start = sched.env.now
-                        yield timeout(wall)
-                        self._segment_start = -1.0
-                    self._slice_used += wall  # inlined _charge()
-                    if smt_scaled:
-                        self.cpu_ns += wall
-                    else:
-                        self.stall_ns += wall
-                    return
-                if not fast_forward(left):
-                    self._segment_start = sched.env.now
-                    yield timeout(left)
-                    self._segment_start = -1.0
-                self._charge(left, smt_scaled)
-                work_ns -= left * rate
-                if work_ns <= _EPS_NS:
-                    return
-        finally:
-            self._active = False
-
-    def _run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
-        """:meth:`run_mixed`: segments cut at slice ends; within a segment stall goes first."""
-        if self._active:
-            raise self._busy_error()
-        self._active = True
-        try:
-            if self.thread is None:
-                yield from self._wake()
-            sched = self._sched
-            holder = sched._holder
-            timeout = sched.env.wait
-            fast_forward = sched.env.fast_forward
-            while True:
-                left = sched._slice_ns - self._slice_used
-                if left <= 0.0 or self._resched:
-                    yield from self._end_slice()
-                    continue
-                rate = 1.0
-                for sibling in self._siblings:
-                    if holder[sibling] is not None:
-                        rate = sched._smt_rate
-                        break
                 work_wall = work_ns / rate
                 wall = stall_ns + work_wall
                 if wall <= left:
-                    if not fast_forward(wall):
+                    if wall > 0.0 and not fast_forward(wall):  # run(0): only get a thread
                         self._segment_start = sched.env.now
                         yield timeout(wall)
                         self._segment_start = -1.0

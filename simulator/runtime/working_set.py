@@ -12,12 +12,33 @@ tracks the working sets as blocks of lines in two LRU stacks:
 
 When a task starts running on a core (:meth:`WorkingSets.start`) its block moves to the top of
 the core's stack and of the domain's stack with all ``W`` lines (a run touches its whole working
-set); the blocks at the bottom lose lines until the stack fits its capacity again. This is LRU
-by stack distance (R. L. Mattson, J. Gecsei, D. R. Slutz, I. L. Traiger, "Evaluation techniques
-for storage hierarchies", IBM Systems Journal 9(2), 1970): a task's line is still cached when
-fewer lines than the cache holds were touched since its task last ran. It is exact for the
-simulator's own caches (LRU sets, ``Machine.pollute`` spreads a footprint evenly over the sets),
-which ``tests/simulator/runtime/test_working_set.py`` checks against the coherence kernel.
+set). What each stack still holds of a block depends on its reuse distance ``D``: the lines of
+the other blocks touched since the block last ran (R. L. Mattson, J. Gecsei, D. R. Slutz,
+I. L. Traiger, "Evaluation techniques for storage hierarchies", IBM Systems Journal 9(2), 1970),
+and on the cache's replacement rule (``rule``):
+
+* the core's L2 is LRU in both rules: the blocks at the bottom lose lines until the stack fits
+  its capacity, so a block is whole when ``D + W`` fits and gone when ``D`` alone fills the L2
+  (Intel's L2s are QLRU, which keeps nothing of a loop larger than the cache, as LRU does:
+  A. Abel, J. Reineke, "nanoBench", ISPASS 2020, and https://uops.info/cache.html). It is exact
+  for the simulator's own caches (LRU sets, ``Machine.pollute`` spreads a footprint evenly over
+  the sets), which ``tests/simulator/runtime/test_working_set.py`` checks against the coherence
+  kernel;
+* the domain's chip, ``rule="adaptive"`` (the default): a thrash-resistant last-level cache
+  keeps the share ``C / (D + W)`` of a block whose footprint ``D + W`` exceeds its capacity
+  ``C``, all of it otherwise. Intel's L3s from Ivy Bridge on switch by set dueling between QLRU
+  and a variant that inserts most new lines at the eviction end (uops.info, as above; H. Wong,
+  "Intel Ivy Bridge Cache Replacement Policy", blog.stuffedcow.net, 2013: the hit rate of a
+  loop larger than the L3 falls gradually instead of to zero), the bimodal insertion of
+  M. Qureshi, A. Jaleel, Y. Patt, S. Steely, J. Emer, "Adaptive insertion policies for high
+  performance caching", ISCA 2007, which keeps about ``C`` lines of a loop of ``F > C`` lines:
+  the hit rate ``C / F``. Random replacement keeps less (``h = exp(-(1 - h) F / C)``: 0.49
+  instead of 0.71 at ``F = 1.41 C``): the lower end of the range;
+* ``rule="random"``: random replacement, the lower end of that range: each line brought onto
+  the chip evicts a random one, so a block keeps ``W exp(-I / C)`` after ``I`` lines were brought
+  in since it last ran;
+* ``rule="lru"`` (the first model, kept for ablation): the chip is LRU too, so every block of a
+  loop larger than the chip is evicted whole before its task runs again.
 
 The lines missing from the core's L2 are refilled before the task's work, each from where it is:
 
@@ -36,11 +57,14 @@ A shared code block is read-only: a task taking it to another core leaves the ol
 and the lines the new core lacks come from the domain's chip at the L3 latency (another task of
 the program ran there) or from DRAM near the domain.
 
-A refill costs ``sum(lines x latency) / mlp``, the machine's overlap of independent misses
-(``mlp.indirect``: refills are loads along pointers and code, not a stream). The context-switch
-cost growing with the working set is measured by C. Li, C. Ding, K. Shen, "Quantifying the cost
-of context switch", ExpCS 2007; Linux treats a task as cache-hot for
-``sysctl_sched_migration_cost`` = 0.5 ms (``kernel/sched/fair.c``).
+A refill costs ``sum(lines x latency) / mlp``, the machine's overlap of independent misses:
+``mlp.indirect`` for a working set of loads along pointers and code (the default), ``mlp.stream``
+for one walked in address order (``streaming``: an array such as lmbench ``lat_ctx``'s, which the
+L2's stream prefetcher fetches ahead). The context-switch cost growing with the working set is
+measured by lmbench ``lat_ctx`` (L. McVoy, C. Staelin, "lmbench: Portable tools for performance
+analysis", USENIX 1996; ``simulator/tools/ctxbench.py`` reproduces it on a machine file) and by
+C. Li, C. Ding, K. Shen, "Quantifying the cost of context switch", ExpCS 2007; Linux treats a
+task as cache-hot for ``sysctl_sched_migration_cost`` = 0.5 ms (``kernel/sched/fair.c``).
 
 Left out: a running task's block is refreshed only when it starts on a CPU (a long run beside a
 busy SMT sibling can lose lines it is touching), shared lines and the models' per-transaction
@@ -55,6 +79,7 @@ connections are set up), whose one cold start a short simulated warm-up could no
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -62,7 +87,13 @@ from simulator.config.machine import LINE_BYTES, L3Inclusion, MachineConfig
 from simulator.hardware.latency import CLEAN, LatencyTables
 from simulator.hardware.topology import Topology
 
-__all__ = ["WorkingSet", "WorkingSets"]
+__all__ = ["DEFAULT_REFILL_RULE", "REFILL_RULES", "WorkingSet", "WorkingSets"]
+
+REFILL_RULES = ("adaptive", "lru", "random")
+"""Replacement rules of a domain's chip: thrash-resistant (``C / (D + W)`` of a block kept
+beyond the capacity), LRU (the first model, for ablation) or random replacement (the lower
+end of the adaptive rule's range); the module docstring."""
+DEFAULT_REFILL_RULE = "adaptive"
 
 
 class WorkingSet:
@@ -74,17 +105,20 @@ class WorkingSet:
         core: the core it last ran on (``None`` before its first run).
         home_domain: the L3 domain of its first run (its memory's NUMA node is near it).
         warm_start: its first run finds it (and its code) whole on its core: no refill.
+        streaming: it is walked in address order (refilled at ``mlp.stream``, not
+            ``mlp.indirect``).
     """
 
-    __slots__ = ("code", "core", "home_domain", "lines", "warm_start")
+    __slots__ = ("code", "core", "home_domain", "lines", "streaming", "warm_start")
 
     def __init__(self, lines: int, code: WorkingSet | None = None,
-                 warm_start: bool = False) -> None:
+                 warm_start: bool = False, streaming: bool = False) -> None:
         self.lines = lines
         self.code = code
         self.core: int | None = None
         self.home_domain = -1
         self.warm_start = warm_start
+        self.streaming = streaming
 
 
 @dataclass(slots=True)
@@ -126,20 +160,150 @@ class _Stack:
         self.total = 0
 
 
+class _ReuseStack:
+    """A thrash-resistant cache's blocks: resident lines from the reuse distance (``adaptive``).
+
+    Every block keeps its size and the instant (a push count) it was last pushed; a Fenwick tree
+    over the instants sums the lines of the blocks pushed since, the block's LRU stack distance
+    ``D``, in ``O(log n)``. A block holds ``W`` lines while ``D + W`` fits the capacity ``C``,
+    else ``W x C / (D + W)`` (the module docstring).
+    """
+
+    __slots__ = ("_at", "_next", "_tree", "capacity", "total")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.total = 0
+        """Lines of all the blocks (each once, whatever it holds)."""
+        self._at: dict[WorkingSet, tuple[int, int]] = {}
+        """Per block: its last push's instant and its lines then."""
+        self._tree = [0] * 1025
+        self._next = 1
+
+    def resident(self, block: WorkingSet) -> float:
+        entry = self._at.get(block)
+        if entry is None:
+            return 0.0
+        instant, lines = entry
+        footprint = self.total - self._prefix(instant) + lines  # D + W
+        if footprint <= self.capacity:
+            return lines
+        return lines * self.capacity / footprint
+
+    def remove(self, block: WorkingSet) -> float:
+        held = self.resident(block)
+        entry = self._at.pop(block, None)
+        if entry is not None:
+            self._add(entry[0], -entry[1])
+            self.total -= entry[1]
+        return held
+
+    def push(self, block: WorkingSet, lines: int) -> None:
+        """``block`` becomes the most recent, with ``lines``."""
+        self.remove(block)
+        if self._next >= len(self._tree):
+            self._compact()
+        instant = self._next
+        self._next += 1
+        self._at[block] = (instant, lines)
+        self._add(instant, lines)
+        self.total += lines
+
+    def clear(self) -> None:
+        self._at.clear()
+        self._tree = [0] * 1025
+        self._next = 1
+        self.total = 0
+
+    def _prefix(self, instant: int) -> int:
+        """Lines of the blocks pushed at or before ``instant``."""
+        tree = self._tree
+        total = 0
+        while instant > 0:
+            total += tree[instant]
+            instant -= instant & -instant
+        return total
+
+    def _add(self, instant: int, lines: int) -> None:
+        tree = self._tree
+        size = len(tree)
+        while instant < size:
+            tree[instant] += lines
+            instant += instant & -instant
+
+    def _compact(self) -> None:
+        """Renumber the blocks' instants 1..n in order, in a tree with room to grow."""
+        order = sorted(self._at.items(), key=lambda item: item[1][0])
+        self._tree = [0] * (max(1024, 4 * len(order)) + 1)
+        self._at = {}
+        self._next = 1
+        for block, (_, lines) in order:
+            self._at[block] = (self._next, lines)
+            self._add(self._next, lines)
+            self._next += 1
+
+
+class _RandomStack:
+    """A randomly replacing cache's blocks (``random``, the lower end of the adaptive range).
+
+    Each line brought onto the chip evicts a random one: a block keeps each of its lines with
+    probability ``exp(-I / C)`` after ``I`` lines were brought in since its last push (a block
+    whose refill found ``h`` of it on chip brings in ``W (1 - h)``). Nothing is brought in
+    while the blocks fit, so a loop that fits stays whole.
+    """
+
+    __slots__ = ("_at", "_inserted", "capacity")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._inserted = 0.0
+        """Lines brought onto the chip so far."""
+        self._at: dict[WorkingSet, tuple[float, int]] = {}
+        """Per block: the insertion count just after its last push, and its lines."""
+
+    def resident(self, block: WorkingSet) -> float:
+        entry = self._at.get(block)
+        if entry is None:
+            return 0.0
+        since, lines = entry
+        return lines * math.exp(-(self._inserted - since) / self.capacity)
+
+    def remove(self, block: WorkingSet) -> float:
+        held = self.resident(block)
+        self._at.pop(block, None)
+        return held
+
+    def push(self, block: WorkingSet, lines: int) -> None:
+        """``block`` is touched whole: the lines it lacked are brought in, evicting others."""
+        self._inserted += max(lines - self.resident(block), 0.0)
+        self._at[block] = (self._inserted, lines)
+
+    def clear(self) -> None:
+        self._at.clear()
+        self._inserted = 0.0
+
+
 class WorkingSets:
     """The private working sets of a machine's tasks (model: the module docstring).
 
     Args:
-        machine: the machine (cache sizes, L3 inclusion, latencies, ``mlp.indirect``).
-        topology: its topology (built from ``machine`` if not given).
+        machine: the machine (cache sizes, L3 inclusion, latencies, ``mlp``).
+        topology: its topology, and ``tables`` its latency tables (built from ``machine`` if
+            not given).
+        rule: the domains' chips' replacement, ``adaptive`` or ``lru`` (:data:`REFILL_RULES`).
 
     The tasks count their refills (``Task.refills``, ``Task.refill_ns``) and so does the
     scheduler (``SchedulerStats.refills``, ``SchedulerStats.refill_ns``).
     """
 
-    def __init__(self, machine: MachineConfig, topology: Topology | None = None) -> None:
+    def __init__(self, machine: MachineConfig, topology: Topology | None = None,
+                 tables: LatencyTables | None = None, rule: str = DEFAULT_REFILL_RULE) -> None:
+        if rule not in REFILL_RULES:
+            raise ValueError(f"refill rule must be one of {', '.join(REFILL_RULES)}, got {rule!r}")
+        self.rule = rule
+        """The chips' replacement rule (:data:`REFILL_RULES`)."""
         topo = topology or Topology.from_config(machine)
-        tables = LatencyTables.build(machine, topo)
+        tables = tables or LatencyTables.build(machine, topo)
         l2_lines = machine.l2.size_bytes // LINE_BYTES
         l3_lines = machine.l3.size_bytes // LINE_BYTES
         cores_per_domain = machine.topology.cores_per_domain
@@ -151,7 +315,10 @@ class WorkingSets:
         """Capacity of a domain's stack, in lines."""
         self._core_domain = [topo.domain_of_core(c) for c in range(topo.n_cores)]
         self._l2 = [_Stack(l2_lines, OrderedDict()) for _ in range(topo.n_cores)]
-        self._chip = [_Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)]
+        self._chip: list[_Stack | _ReuseStack | _RandomStack] = [
+            _ReuseStack(on_chip) if rule == "adaptive"
+            else _RandomStack(on_chip) if rule == "random"
+            else _Stack(on_chip, OrderedDict()) for _ in range(topo.n_domains)]
         n_dom = topo.n_domains
         home_of = []
         for domain in range(n_dom):
@@ -167,6 +334,9 @@ class WorkingSets:
         """``[requester][first domain]`` a line from DRAM homed near the first run's domain."""
         self._l3_ns = tables.l3_ns
         self.mlp = machine.mlp.indirect
+        """Overlap of the misses of a refill along pointers (and of every code refill)."""
+        self.mlp_stream = machine.mlp.stream
+        """Overlap of the misses of a ``streaming`` working set's refill."""
         self._code: dict[str, WorkingSet] = {}
 
     def shared(self, program: str, lines: int) -> WorkingSet:
@@ -185,17 +355,18 @@ class WorkingSets:
         return block
 
     def new(self, lines: int, code: WorkingSet | None = None,
-            warm_start: bool = False) -> WorkingSet:
+            warm_start: bool = False, streaming: bool = False) -> WorkingSet:
         """A task's working set: ``lines`` private lines and its program's ``code`` block.
 
         ``warm_start``: the first run pays nothing (the block and the code are taken as already
-        on its core: a busy process that ran before the window).
+        on its core: a busy process that ran before the window). ``streaming``: its private
+        lines are walked in address order and refill at ``mlp.stream``.
 
         Raises:
             ValueError: ``lines`` is negative or not an integer, or 0 without ``code``.
         """
         _check_lines(lines, positive=code is None)
-        return WorkingSet(lines, code, warm_start)
+        return WorkingSet(lines, code, warm_start, streaming)
 
     def start(self, block: WorkingSet, core: int) -> float:
         """The task of ``block`` starts running on ``core``: the refill it pays first (ns).
@@ -214,10 +385,11 @@ class WorkingSets:
         previous = block.core
         warm = previous is None and block.warm_start  # a first run that finds it all on the core
         cost = 0.0 if code is None or warm else self._code_refill(code, core, domain)
+        mlp = self.mlp_stream if block.streaming else self.mlp
         if previous is None:  # the first run: everything from memory, or all warm
             block.home_domain = domain
             if not warm:
-                cost += lines * self._dram_ns[domain][domain] / self.mlp
+                cost += lines * self._dram_ns[domain][domain] / mlp
         else:
             old_domain = self._core_domain[previous]
             chip = self._chip[old_domain]
@@ -236,7 +408,7 @@ class WorkingSets:
                     refill = on_chip * self._transfer_ns[domain][old_domain]
                     chip.remove(block)
             refill += (lines - on_chip) * self._dram_ns[domain][block.home_domain]
-            cost += refill / self.mlp
+            cost += refill / mlp
         block.core = core
         chip = self._chip[domain]
         if code is not None:

@@ -88,8 +88,8 @@ the shipped PostgreSQL model's lines, bytes and times), so that its sweeps are s
 
 def coefficients_of(model: str = DEFAULT_MODEL) -> ModelEstimate:
     """The estimate's coefficients of the workload model called ``model``."""
-    found = getattr(workload_model(model), "estimate_coefficients", None)
-    return found if isinstance(found, ModelEstimate) else FALLBACK
+    found = workload_model(model).estimate_coefficients
+    return FALLBACK if found is None else found
 
 REPORT_POINT_BYTES = 1e9
 """A sweep with a point estimated above this says its estimate before it starts."""

@@ -23,10 +23,10 @@ import dataclasses
 import functools
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -46,20 +46,27 @@ from simulator.measure.manifest import (
 )
 from simulator.study.store import document_hash
 from simulator.study.sweep import PointTask
-from simulator.study.workload_model import DEFAULT_MODEL, PointSpec, WorkloadModel, workload_model
+from simulator.study.workload_model import (
+    DEFAULT_MODEL,
+    PointSpec,
+    WorkloadModelBase,
+    workload_model,
+)
 from simulator.version import __version__
 
-__all__ = ["GRID_KEYS", "Experiment", "Prepared", "experiment_hash", "plan", "point_key",
-           "point_seed", "settings_hash"]
+__all__ = ["FLAGS", "GRID_KEYS", "KEYS", "Experiment", "Flag", "Key", "Prepared",
+           "experiment_hash", "plan", "point_key", "point_seed", "settings_hash"]
 
 DEFAULT_EXPERIMENT = "default"
 """The shipped experiment whose machine, algorithms, workload, idle kind and windows are the
 defaults."""
 MACHINE = "machine"
+"""The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
 MAX_SEED = 2**63 - 1
 """The largest root seed: ``curve.parquet`` stores it as a signed 64-bit integer (a point's own
 seed, derived from it by hashing, is below it too, and NumPy takes any non-negative integer)."""
-"""The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
+DEFAULT_MAX_WINDOWS = 20.0
+"""A precise window's default cap, in ``duration_ms``."""
 
 
 def experiments_dir() -> Path:
@@ -95,47 +102,185 @@ def _default_algorithms() -> tuple[str, ...]:
     return tuple(expect_str(f"algorithms[{i}]", item) for i, item in enumerate(items))
 
 
+Reader = Callable[[str, object], object]
+"""A file's value of a key (and the key, for errors) to the field's value, its type checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A key's flag on the command line of ``snapsim run`` and ``snapsim trace``.
+
+    The flag is ``--KEY`` with ``_`` written ``-``; its value goes into the experiment's
+    document as a file's value would (:mod:`simulator.cli.experiment_args`).
+    """
+
+    metavar: str
+    help: str
+    parse: Callable[[str], object] | None = None
+    """The flag's text to its value (argparse's ``type``; ``None``: the text)."""
+    null_words: tuple[str, ...] = ()
+    """Values (in any case) that stand for YAML's ``null``."""
+    repeatable: bool = False
+    """Given once per item; the items are added to the document's list after ``--set``."""
+    window: bool = False
+    """A flag of the simulated window: listed after the others (what runs, then how long)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """What a field of :class:`Experiment` is as a key of an experiment file (its metadata).
+
+    Every reader of the keys (the file, ``--set``, the flags, :meth:`Experiment.run_settings`,
+    :data:`GRID_KEYS`) derives what it needs from these, so a new key is one new field.
+    """
+
+    list_of: type[int] | type[str] | None = None
+    """A list key's items: ``int`` (counts: text items are read as integers) or ``str``
+    (names); the list is stored as a tuple."""
+    whole_items: bool = False
+    """A list key whose text is one item, not split at commas (a YAML value may hold them)."""
+    minimum: int | None = None
+    """A list of counts: the least count :meth:`Experiment.check` accepts."""
+    number: bool = False
+    """A number, stored and written as a float."""
+    read: Reader | None = None
+    """How a file's value is read (``None``: a list, a number or a string, by the above)."""
+    grid: bool = False
+    """Lists the grid's points (:data:`GRID_KEYS`)."""
+    setting: bool = False
+    """Decides the points and their windows (:meth:`Experiment.run_settings`)."""
+    flag: Flag | None = None
+    """Its command-line flag, if it has one."""
+
+    def plain(self, value: object) -> object:
+        """The field's value as plain YAML data (tuples as lists, counts as ``int``)."""
+        if self.list_of is not None:
+            assert isinstance(value, Sequence)
+            return [int(item) for item in value] if self.list_of is int else list(value)
+        if self.number:
+            assert isinstance(value, int | float)
+            return float(value)
+        return value
+
+    def metadata(self) -> dict[str, Key]:
+        """A field's metadata saying that it is this kind of key (:data:`KEYS` reads it)."""
+        return {"key": self}
+
+
+def _read_tps(key: str, value: object) -> object:
+    """``single_client_tps``: a number, a name (``machine``) or null (the cost model as is)."""
+    return value if value is None or isinstance(value, str) else expect_number(key, value)
+
+
+def _read_optional_str(key: str, value: object) -> object:
+    """A string, or null."""
+    return None if value is None else expect_str(key, value)
+
+
+def _read_optional_number(key: str, value: object) -> object:
+    """A number, or null."""
+    return None if value is None else expect_number(key, value)
+
+
+def _read_options(key: str, value: object) -> object:
+    """The model's options: a mapping (empty: none)."""
+    return dict(expect_mapping(key, value or {}))
+
+
+def _number_or_text(text: str) -> float | str:
+    """A flag's number, or its text stripped (a name; the experiment checks it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Experiment:
-    """A grid of points to simulate (lists are accepted and stored as tuples)."""
+    """A grid of points to simulate (lists are accepted and stored as tuples).
+
+    Each field is a key of an experiment file; its metadata says what kind (:class:`Key`).
+    """
 
     name: str = "experiment"
     description: str = ""
-    machine: MachineConfig | str = field(default_factory=lambda: _default_str("machine"))
+    machine: MachineConfig | str = field(
+        default_factory=lambda: _default_str("machine"),
+        metadata=Key(flag=Flag("NAME|PATH", "shipped machine or machine file")).metadata())
     """A machine, or a shipped machine's name or a machine file's path."""
-    machine_set: tuple[str, ...] = ()
+    machine_set: tuple[str, ...] = field(default=(), metadata=Key(
+        list_of=str, whole_items=True,
+        flag=Flag("KEY=VALUE", "edit a key of the machine file (repeatable; added to the "
+                  "experiment's machine_set), e.g. scheduler.run_queues=global",
+                  repeatable=True)).metadata())
     """Edits of the machine file, ``key=value`` with a dotted key and a YAML value
     (``scheduler.run_queues=global``), applied before it is checked: the machine of a what-if."""
-    algorithms: tuple[str, ...] = field(default_factory=_default_algorithms)
-    workload: str = field(default_factory=lambda: _default_str("workload"))
-    clients: tuple[int, ...] = (1,)
-    idle_clients: tuple[int, ...] = (0,)
-    idle_kind: str = field(default_factory=lambda: _default_str("idle_kind"))
-    duration_ms: float = field(default_factory=lambda: _default_ms("duration_ms"))
+    algorithms: tuple[str, ...] = field(default_factory=_default_algorithms, metadata=Key(
+        list_of=str, grid=True, setting=True,
+        flag=Flag("A,B,...", "comma-separated algorithms")).metadata())
+    workload: str = field(default_factory=lambda: _default_str("workload"), metadata=Key(
+        setting=True, flag=Flag("NAME", "workload name")).metadata())
+    clients: tuple[int, ...] = field(default=(1,), metadata=Key(
+        list_of=int, minimum=1, grid=True, setting=True,
+        flag=Flag("LIST", "active clients, e.g. 1,48")).metadata())
+    idle_clients: tuple[int, ...] = field(default=(0,), metadata=Key(
+        list_of=int, minimum=0, grid=True, setting=True,
+        flag=Flag("LIST", "idle connections, e.g. 0,1000")).metadata())
+    idle_kind: str = field(default_factory=lambda: _default_str("idle_kind"), metadata=Key(
+        setting=True, flag=Flag("KIND", "idle or mostly-idle")).metadata())
+    duration_ms: float = field(default_factory=lambda: _default_ms("duration_ms"), metadata=Key(
+        number=True, setting=True,
+        flag=Flag("MS", "simulated time per point", parse=float, window=True)).metadata())
     """Simulated time measured per point (the default experiment's, 5 ms)."""
-    warmup_ms: float = field(default_factory=lambda: _default_ms("warmup_ms"))
+    warmup_ms: float = field(default_factory=lambda: _default_ms("warmup_ms"), metadata=Key(
+        number=True, setting=True,
+        flag=Flag("MS", "warm-up before measuring", parse=float, window=True)).metadata())
     """Unmeasured warm-up before it (the default experiment's, 5 ms: long enough for every
     hardware thread's idle governor to learn a single client's short idle periods)."""
-    seeds: tuple[int, ...] = (0,)
+    precision: float | None = field(default=None, metadata=Key(
+        read=_read_optional_number, setting=True,
+        flag=Flag("REL", "grow each point's window until the 95 %% interval of its TPS is within "
+                  "this fraction of it (e.g. 0.02; default: the fixed window)",
+                  parse=_number_or_text, null_words=("none", "null"), window=True)).metadata())
+    """Stop each point when the half-width of the 95 % interval of its TPS, relative to it, is
+    at most this (``None``: the fixed window): the point runs ``duration_ms`` after its warm-up,
+    then grows by whole ``duration_ms`` until the interval is precise enough or the window
+    reaches ``max_duration_ms``; the warm-up is the floor, and MSER-5 may move the window's
+    start later (:mod:`simulator.runtime.precision`)."""
+    max_duration_ms: float | None = field(default=None, metadata=Key(
+        read=_read_optional_number, setting=True,
+        flag=Flag("MS", "with --precision, the longest window a point may grow to (default: "
+                  f"{DEFAULT_MAX_WINDOWS:g} x --duration-ms)", parse=_number_or_text,
+                  null_words=("none", "null"), window=True)).metadata())
+    """A precise window's cap (``None``: :data:`DEFAULT_MAX_WINDOWS` times ``duration_ms``)."""
+    seeds: tuple[int, ...] = field(default=(0,), metadata=Key(
+        list_of=int, minimum=0, grid=True, setting=True).metadata())
     """Root seeds: every point runs once per root seed (replications)."""
-    single_client_tps: float | str | None = MACHINE
+    single_client_tps: float | str | None = field(default=MACHINE, metadata=Key(
+        read=_read_tps, setting=True,
+        flag=Flag("TPS", "the single-client TPS the work scale is found from: a TPS measured "
+                  "with the experiment's workload, 'machine' (the machine's own measured "
+                  "figure, the default) or 'none' (work scale 1)",
+                  parse=_number_or_text, null_words=("none", "null"))).metadata())
     """The measured single-client TPS the work scale is found from: ``"machine"`` (the
     machine's own figure from the measurement manifest, if it has one: the work scale is found
     on the point it was measured at and applies to every workload), a TPS measured with this
     experiment's first algorithm and workload, or ``None`` for the global cost model as is."""
-    measurements: str | None = MACHINE
+    measurements: str | None = field(default=MACHINE,
+                                     metadata=Key(read=_read_optional_str).metadata())
     """A measurement dataset to compare with
     (:func:`simulator.measure.manifest.measurements_for`), ``"machine"`` for the manifest's
     dataset of this machine, workload and idle kind if there is one, or ``None``. A dataset
     measured on another machine is refused."""
     model: str = DEFAULT_MODEL
-    options: Mapping[str, object] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict,
+                                          metadata=Key(read=_read_options).metadata())
     """The workload model's options (for example ``costs``, ``batch``, ``think_time``)."""
 
     def __post_init__(self) -> None:
-        for name in ("algorithms", "clients", "idle_clients", "seeds", "machine_set"):
+        for name, key in KEYS.items():
             value = getattr(self, name)
-            if isinstance(value, list):
+            if key.list_of is not None and isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))
 
     def machine_config(self) -> MachineConfig:
@@ -164,17 +309,15 @@ class Experiment:
         From ``algorithms`` to ``single_client_tps``: what ``config.resolved.yaml`` lists between
         the machine and the measurement overlay, and what a stored point's hash covers.
         """
-        return {
-            "algorithms": list(self.algorithms),
-            "workload": self.workload,
-            "clients": [int(c) for c in self.clients],
-            "idle_clients": [int(i) for i in self.idle_clients],
-            "idle_kind": self.idle_kind,
-            "duration_ms": float(self.duration_ms),
-            "warmup_ms": float(self.warmup_ms),
-            "seeds": [int(s) for s in self.seeds],
-            "single_client_tps": self.single_client_tps,
-        }
+        return {name: key.plain(getattr(self, name)) for name, key in KEYS.items() if key.setting}
+
+    def max_window_ms(self) -> float:
+        """The longest window a point may run: ``duration_ms`` if fixed, else the cap."""
+        if self.precision is None:
+            return self.duration_ms
+        if self.max_duration_ms is None:
+            return DEFAULT_MAX_WINDOWS * self.duration_ms
+        return self.max_duration_ms
 
     def grid(self) -> list[tuple[str, int, int, int]]:
         """``(algorithm, clients, idle_clients, root_seed)`` of every point, in grid order."""
@@ -198,7 +341,7 @@ class Experiment:
                         source=source, single_client=self._single_client(model, machine),
                         measurements=self._measurements(machine, source))
 
-    def _single_client(self, model: WorkloadModel,
+    def _single_client(self, model: WorkloadModelBase,
                        machine: MachineConfig) -> SingleClientFigure | None:
         """The single-client figure the work scale is found from (``None``: work scale 1)."""
         if self.single_client_tps is None:
@@ -214,7 +357,7 @@ class Experiment:
         return overlay_dataset(self.measurements, machine.name, self.workload, self.idle_kind,
                                source)
 
-    def check(self) -> WorkloadModel:
+    def check(self) -> WorkloadModelBase:
         """Check names and ranges against the workload model; return the model.
 
         Raises:
@@ -235,13 +378,26 @@ class Experiment:
         if self.idle_kind not in model.idle_kinds:
             raise ConfigError("idle_kind", f"unknown idle kind {self.idle_kind!r} "
                               f"(choose from {', '.join(model.idle_kinds)})")
-        _check_counts("clients", self.clients, minimum=1)
-        _check_counts("idle_clients", self.idle_clients, minimum=0)
-        _check_counts("seeds", self.seeds, minimum=0, maximum=MAX_SEED)
+        for name, key in KEYS.items():
+            if key.minimum is not None:
+                _check_counts(name, getattr(self, name), minimum=key.minimum,
+                              maximum=MAX_SEED if name == "seeds" else None)
         if not (self.duration_ms > 0 and math.isfinite(self.duration_ms)):
             raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
         if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
             raise ConfigError("warmup_ms", f"must not be negative, got {self.warmup_ms}")
+        precision: object = self.precision
+        if precision is not None and not (_is_number(precision) and 0.0 < precision < 1.0):
+            raise ConfigError("precision", "expected a fraction between 0 and 1 (e.g. 0.02) or "
+                              f"null, got {precision!r}")
+        cap: object = self.max_duration_ms
+        if cap is not None:
+            if precision is None:
+                raise ConfigError("max_duration_ms", "applies only with precision (a fixed "
+                                  "window runs duration_ms)")
+            if not (_is_number(cap) and math.isfinite(cap) and cap >= self.duration_ms):
+                raise ConfigError("max_duration_ms", "expected a number of ms at least "
+                                  f"duration_ms ({self.duration_ms:g}), got {cap!r}")
         tps = self.single_client_tps
         if isinstance(tps, str) and tps != MACHINE:
             raise ConfigError("single_client_tps", f"expected a TPS, {MACHINE!r} or null, got "
@@ -251,19 +407,27 @@ class Experiment:
             raise ConfigError("single_client_tps", f"must be positive, got {tps}")
         if self.measurements not in (None, MACHINE):  # a misspelt dataset is found before any work
             measurements_for(str(self.measurements))
-        # A model may also check that the options suit the workload and each algorithm
-        # (optional hooks).
-        check = getattr(model, "check_workload_options", None)
-        if check is not None:
-            check(self.workload, self.options)
-        check_algorithm = getattr(model, "check_algorithm_options", None)
-        if check_algorithm is not None:
-            for algorithm in self.algorithms:
-                check_algorithm(algorithm, self.options)
-        check_experiment = getattr(model, "check_experiment_options", None)
-        if check_experiment is not None:  # options against the algorithms run together
-            check_experiment(self.algorithms, self.options)
+        # The model's own checks that the options suit the workload, each algorithm and the
+        # algorithms run together (hooks that by default do nothing).
+        model.check_workload_options(self.workload, self.options)
+        for algorithm in self.algorithms:
+            model.check_algorithm_options(algorithm, self.options)
+        model.check_experiment_options(self.algorithms, self.options)
         return model
+
+
+KEYS: Mapping[str, Key] = {item.name: item.metadata.get("key", Key())
+                           for item in dataclasses.fields(Experiment)}
+"""Every key of an experiment (the fields of :class:`Experiment`, in file order) and what it is."""
+FLAGS: tuple[tuple[str, Flag], ...] = tuple(sorted(
+    ((name, key.flag) for name, key in KEYS.items() if key.flag is not None),
+    key=lambda item: item[1].window))
+"""The keys that have a command-line flag, in ``--help``'s order (the window's last)."""
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    """A real number (an int or a float, not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_counts(key: str, values: Sequence[object], minimum: int,
@@ -326,7 +490,7 @@ class Prepared:
     """
 
     experiment: Experiment
-    model: WorkloadModel
+    model: WorkloadModelBase
     options: dict[str, object]
     """The model's options, resolved (every default filled in; plain YAML data)."""
     machine: MachineConfig
@@ -374,7 +538,7 @@ class Prepared:
     def replace(self, **changes: Any) -> Prepared:
         """The same preparation of an experiment changed in keys that need no new check.
 
-        Meant for the grid, the window and the seeds (a probe point of the work scale); the
+        Meant for the grid, the window and the seeds (the work scale's single-client point); the
         machine, the model and the options stay as prepared.
         """
         return dataclasses.replace(self, experiment=dataclasses.replace(self.experiment,
@@ -392,13 +556,14 @@ def plan(prepared: Prepared, work_scale: float = 1.0) -> list[PointTask]:
                          clients=clients, idle_clients=idle, idle_kind=experiment.idle_kind,
                          duration_ns=experiment.duration_ms * 1e6,
                          warmup_ns=experiment.warmup_ms * 1e6, seed=seed, options=options,
-                         work_scale=work_scale)
+                         work_scale=work_scale, precision=experiment.precision,
+                         max_duration_ns=experiment.max_window_ms() * 1e6)
         tasks.append(PointTask(key=point_key(algorithm, clients, idle, root), index=index,
                                model=experiment.model, spec=spec, root_seed=root))
     return tasks
 
 
-GRID_KEYS = ("algorithms", "clients", "idle_clients", "seeds")
+GRID_KEYS = tuple(name for name, key in KEYS.items() if key.grid)
 """The run settings that list the grid's points: a point's result does not depend on them (its
 own algorithm, counts and root seed are in its key), so a grid changed in these alone keeps the
 points it shares (:func:`settings_hash`)."""

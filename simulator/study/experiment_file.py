@@ -39,13 +39,12 @@ from simulator.config.values import (
     check_keys,
     describe_kind,
     expect_list,
-    expect_mapping,
     expect_number,
     expect_str,
 )
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import GRID_KEYS, MAX_SEED, Experiment, experiments_dir
+from simulator.study.experiment import GRID_KEYS, KEYS, MAX_SEED, Experiment, experiments_dir
 from simulator.version import __version__
 
 __all__ = [
@@ -67,13 +66,8 @@ __all__ = [
     "shipped_experiments",
 ]
 
-EXPERIMENT_KEYS = ("extends", "name", "description", "machine", "machine_set", "algorithms",
-                   "workload", "clients", "idle_clients", "idle_kind", "duration_ms", "warmup_ms",
-                   "seeds", "single_client_tps", "measurements", "model", "options", "computed")
-_LIST_KEYS = {"algorithms": str, "clients": int, "idle_clients": int, "seeds": int,
-              "machine_set": str}
-_WHOLE_ITEM_KEYS = ("machine_set",)
-"""List keys whose string value is one item, not split at commas (a YAML value may hold them)."""
+EXPERIMENT_KEYS = ("extends", *KEYS, "computed")
+"""The keys of an experiment file: ``extends``, :class:`Experiment`'s fields, ``computed``."""
 MAX_EXTENDS_DEPTH = 16
 
 
@@ -273,7 +267,7 @@ def apply_overrides(document: Mapping[str, object], sets: Sequence[str]) -> dict
         if parts[0] not in EXPERIMENT_KEYS or parts[0] in ("extends", "computed"):
             choices = ", ".join(k for k in EXPERIMENT_KEYS if k not in ("extends", "computed"))
             raise ConfigError(key, f"unknown key (expected one of: {choices})", "--set")
-        if len(parts) == 1 and parts[0] in _WHOLE_ITEM_KEYS and isinstance(value, str):
+        if len(parts) == 1 and KEYS[parts[0]].whole_items and isinstance(value, str):
             value = [value]
         result = set_dotted(result, parts, value, "--set")
     return result
@@ -301,25 +295,18 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
     check_keys(document, "", EXPERIMENT_KEYS, optional=EXPERIMENT_KEYS)
     defaults = Experiment()
     kwargs: dict[str, object] = {}
-    for key in ("name", "description", "machine", "workload", "idle_kind", "model"):
-        if key in document:
-            kwargs[key] = expect_str(key, document[key])
-    for key in ("algorithms", "clients", "idle_clients", "seeds", "machine_set"):
-        if key in document:
-            kwargs[key] = tuple(list_items(key, document[key]))
-    for key in ("duration_ms", "warmup_ms"):
-        if key in document:
-            kwargs[key] = expect_number(key, document[key])
-    if "single_client_tps" in document:  # null: the global cost model as is
-        tps = document["single_client_tps"]
-        kwargs["single_client_tps"] = (tps if tps is None or isinstance(tps, str)
-                                       else expect_number("single_client_tps", tps))
-    if "measurements" in document:  # null: nothing overlaid
-        measured = document["measurements"]
-        kwargs["measurements"] = None if measured is None else expect_str("measurements",
-                                                                         measured)
-    if "options" in document:
-        kwargs["options"] = dict(expect_mapping("options", document["options"] or {}))
+    for name, key in KEYS.items():
+        if name not in document:
+            continue
+        value = document[name]
+        if key.read is not None:
+            kwargs[name] = key.read(name, value)
+        elif key.list_of is not None:
+            kwargs[name] = tuple(list_items(name, value))
+        elif key.number:
+            kwargs[name] = expect_number(name, value)
+        else:
+            kwargs[name] = expect_str(name, value)
     kwargs.setdefault("name", default_name or defaults.name)
     return Experiment(**kwargs)  # type: ignore[arg-type]
 
@@ -327,7 +314,7 @@ def _experiment(document: Mapping[str, object], default_name: str) -> Experiment
 def list_items(key: str, value: object) -> list[object]:
     """The items of a list key's value: a YAML list, one number, or text such as ``1,48``.
 
-    Text is split at commas (but for :data:`_WHOLE_ITEM_KEYS`, whose text is one item), and an
+    Text is split at commas (but for a key of whole items, whose text is one item), and an
     item of a count key that reads as an integer becomes one; every other item is kept as it is
     for :meth:`~simulator.study.experiment.Experiment.check` to judge (a name list's items must
     be strings here already).
@@ -335,8 +322,8 @@ def list_items(key: str, value: object) -> list[object]:
     Raises:
         ConfigError: the value is not a list, a string or (for counts) a number.
     """
-    kind = _LIST_KEYS[key]
-    if isinstance(value, str) and key in _WHOLE_ITEM_KEYS:
+    kind = KEYS[key].list_of
+    if isinstance(value, str) and KEYS[key].whole_items:
         value = [value]
     elif isinstance(value, str):
         value = [_count(part.strip()) if kind is int else part.strip()

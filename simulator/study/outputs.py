@@ -34,12 +34,12 @@ import pandas as pd
 
 from simulator.analysis import plotting
 from simulator.analysis.usl import usl_table
+from simulator.config.files import atomic_path, atomic_write
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError, WriteError
 from simulator.measure.manifest import measurements_for
 from simulator.study.experiment import overlay_dataset
 from simulator.study.experiment_file import dump_yaml, experiment_from_document
-from simulator.study.store import atomic_path
 from simulator.study.sweep import failed_points
 from simulator.study.workload_model import DEFAULT_MODEL, model_columns, workload_model
 
@@ -178,13 +178,6 @@ def ratio_pair(curve: pd.DataFrame) -> tuple[str, str] | None:
 def _successful(curve: pd.DataFrame) -> pd.DataFrame:
     curve = curve[~failed_points(curve)]
     return curve[curve["tps"].notna()] if "tps" in curve.columns else curve.iloc[0:0]
-
-
-def atomic_write(path: Path, writer: Callable[[Path], object]) -> Path:
-    """Write ``path`` through ``writer`` (given a temporary path), renamed into place at the end."""
-    with atomic_path(path) as tmp:
-        writer(tmp)
-    return path
 
 
 def _tps_figure(path: Path, curve: pd.DataFrame, measured: pd.DataFrame | None, title: str,

@@ -6,8 +6,9 @@ experiment that produced the point, the hash of its settings without the grid (s
 the same settings with more seeds, clients or algorithms reuses it), a schema version and the
 SHA-256 of its row and of its line table, so that a resume keeps only points that verify
 (:meth:`PointStore.verify`) and says why it computes the others again. :class:`DirectoryLock`
-keeps two runs out of one directory. Every file snapsim writes goes through :func:`atomic_path`,
-so an interrupted write never leaves a half-written file in place.
+keeps two runs out of one directory. Every file snapsim writes goes through
+:func:`simulator.config.files.atomic_path`, so an interrupted write never leaves a half-written
+file in place.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import pandas as pd
 
-from simulator.errors import ConfigError, WriteError
+from simulator.config.files import atomic_path, write_text_atomic
+from simulator.errors import ConfigError
 from simulator.study.sweep import PointRecord
 
 POINT_SCHEMA = 2
@@ -99,8 +101,7 @@ class PointStore:
                     "index": record.index, "row": record.row, "wall_s": record.wall_s,
                     "error": record.error, "row_sha256": _sha256(_canonical(record.row)),
                     "lines_sha256": lines_sha256}
-        with atomic_path(self._json(record.key)) as tmp:
-            tmp.write_text(json.dumps(document, allow_nan=True), encoding="utf-8")
+        write_text_atomic(self._json(record.key), json.dumps(document, allow_nan=True))
 
     def verify(self, key: str, experiment: str,
                identity: Mapping[str, object] | None = None, settings: str = "") -> Verified:
@@ -155,27 +156,6 @@ def _same(stored: object, expected: object) -> bool:
     if isinstance(stored, float) and isinstance(expected, float):
         return stored == expected or (math.isnan(stored) and math.isnan(expected))
     return stored == expected
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, renamed onto it when the block succeeds.
-
-    Raises:
-        WriteError: the block or the rename failed with an :class:`OSError` (a full disk): the
-            temporary file is removed and ``path`` is left as it was.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except WriteError:
-        raise
-    except OSError as exc:
-        raise WriteError(path, exc) from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
 
 
 # --------------------------------------------------------------------------------------------

@@ -54,11 +54,7 @@ class PointTask:
 
     def identity(self) -> dict[str, object]:
         """The point's identifying columns (:data:`POINT_KEYS` plus ``root_seed``)."""
-        spec = self.spec
-        return {"machine": spec.machine.name, "algorithm": spec.algorithm,
-                "workload": spec.workload, "clients": spec.clients,
-                "idle_clients": spec.idle_clients, "idle_kind": spec.idle_kind,
-                "seed": spec.seed, "root_seed": self.root_seed}
+        return {**self.spec.identity(), "root_seed": self.root_seed}
 
     def cost_estimate(self) -> float:
         """Relative wall-time estimate: transactions grow with clients, scans with connections."""
@@ -129,6 +125,7 @@ def execute(task: PointTask) -> PointRecord:
         return PointRecord(key=task.key, index=task.index, row=identity,
                            wall_s=time.perf_counter() - start,
                            error=f"{type(exc).__name__}: {exc}")
+    # The identity, then the model's results (a repeated identity column is the identity's).
     row = {**identity, **{k: v for k, v in output.row.items() if k not in identity}}
     row.pop("wall_s", None)  # timings are kept apart so that curves are reproducible bytes
     lines = output.lines.copy()

@@ -21,7 +21,7 @@ from simulator.study.sweep import execute
 __all__ = ["WORK_SCALE_TOLERANCE", "single_client_work_scale", "solve_work_scale"]
 
 WORK_SCALE_MIN_DURATION_MS = 20.0
-"""The single-client probe point simulates at least this long (about 700 transactions)."""
+"""The single-client point simulates at least this long (about 700 transactions)."""
 WORK_SCALE_TOLERANCE = 0.005
 WORK_SCALE_MAX_STEPS = 6
 WORK_SCALE_BISECTION_STEPS = 12
@@ -42,13 +42,13 @@ def single_client_work_scale(prepared: Prepared, figure: SingleClientFigure,
     experiment = prepared.experiment
     target_tps = figure.tps
     duration = max(experiment.duration_ms, WORK_SCALE_MIN_DURATION_MS)
-    probe = prepared.replace(clients=(1,), idle_clients=(0,), idle_kind=figure.idle_kind,
-                             algorithms=(figure.algorithm,), workload=figure.workload,
-                             seeds=experiment.seeds[:1], duration_ms=duration,
-                             warmup_ms=max(experiment.warmup_ms, 1.0))
+    single_client = prepared.replace(
+        clients=(1,), idle_clients=(0,), idle_kind=figure.idle_kind,
+        algorithms=(figure.algorithm,), workload=figure.workload, seeds=experiment.seeds[:1],
+        duration_ms=duration, warmup_ms=max(experiment.warmup_ms, 1.0))
 
     def inverse_tps(scale: float) -> float:
-        record = execute(plan(probe, scale)[0])
+        record = execute(plan(single_client, scale)[0])
         if record.failed:
             raise ConfigError("single_client_tps",
                               f"the work scale's single-client point failed: {record.error}")

@@ -1,21 +1,22 @@
 """Discovery of workload models (the programs that run on the machine).
 
 ``simulator`` knows nothing about PostgreSQL: a workload model registers itself under the entry
-point group ``snapsim.models`` (see ``pyproject.toml``) with an object implementing
-:class:`WorkloadModel`. :func:`workload_model` loads it by name at run time, so the generic
+point group ``snapsim.models`` (see ``pyproject.toml``) with an instance of a subclass of
+:class:`WorkloadModelBase`. :func:`workload_model` loads it by name at run time, so the generic
 package never imports the model package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Protocol
+from types import MappingProxyType
 
 import pandas as pd
 
-from simulator.analysis.columns import Columns, columns_for
+from simulator.analysis.columns import POINT_KEYS, ColumnMeanings, Columns, columns_for
 from simulator.config.machine import MachineConfig
 from simulator.errors import ConfigError
 
@@ -37,11 +38,24 @@ class PointSpec:
     warmup_ns: float
     seed: int
     options: Mapping[str, object] = field(default_factory=dict)
-    """The model's options as returned by :meth:`WorkloadModel.resolve_options`."""
+    """The model's options as returned by :meth:`WorkloadModelBase.resolve_options`."""
     work_scale: float = 1.0
     """Multiplier of the model's base per-transaction work (``--single-client-tps``)."""
     trace: bool = False
     """Record the scheduler's and the idle states' traces (``snapsim trace``)."""
+    precision: float | None = None
+    """Grow the window until the 95 % interval of the TPS is within this fraction of it
+    (``None``: the fixed window ``[warmup_ns, warmup_ns + duration_ns)``)."""
+    max_duration_ns: float | None = None
+    """A growing window's cap (``None``: ``duration_ns``)."""
+
+    def identity(self) -> dict[str, object]:
+        """The point's identifying columns, :data:`~simulator.analysis.columns.POINT_KEYS`.
+
+        The machine by its name; the columns every row of the point starts with.
+        """
+        return {key: self.machine.name if key == "machine" else getattr(self, key)
+                for key in POINT_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +63,7 @@ class ModelEstimate:
     """A workload model's coefficients of the memory and wall-time estimate.
 
     The formula is :mod:`simulator.study.estimate`'s; a model hands its coefficients to it as
-    its optional ``estimate_coefficients``.
+    its ``estimate_coefficients``.
     """
 
     lines_fixed: float
@@ -73,7 +87,11 @@ class ModelEstimate:
 
 @dataclass(frozen=True, slots=True)
 class PointOutput:
-    """What a model returns for one point: one curve row and its per-line table.
+    """What a model returns for one point: its curve row's results and its per-line table.
+
+    ``row`` and ``lines`` carry results only: the sweep puts the point's identity
+    (:meth:`PointSpec.identity`, and its root seed in the curve row) before them (a column of
+    the identity that ``row`` repeats is ignored).
 
     ``traces`` holds the scheduler's recorder tables by name (``scheduler``, ``idle``; see
     :mod:`simulator.runtime.scheduler_stats`) when the spec asked for them, else nothing.
@@ -84,18 +102,14 @@ class PointOutput:
     traces: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
-class WorkloadModel(Protocol):
+class WorkloadModelBase(ABC):
     """A workload model: validates names and options and simulates points.
 
-    Optional hooks, called by :meth:`Experiment.check` before any point runs when the model
-    has them, each raising :class:`ConfigError`: ``check_workload_options(workload, options)``,
-    ``check_algorithm_options(algorithm, options)`` (per algorithm) and
-    ``check_experiment_options(algorithms, options)`` (the algorithms run together).
-
-    Optional attributes: ``columns`` and ``column_prefixes``, the unit and meaning of the curve
-    columns the model adds (:func:`model_columns`; without them those columns are undocumented
-    in ``columns.yaml``), and ``estimate_coefficients`` (a :class:`ModelEstimate`; without it
-    :mod:`simulator.study.estimate` uses a generous guess).
+    A model subclasses it, sets the four names below and implements :meth:`resolve_options` and
+    :meth:`run_point`. The rest is optional, with defaults that do nothing: the checks
+    :meth:`Experiment.check <simulator.study.experiment.Experiment.check>` calls before any
+    point runs, the columns' units and meanings, the estimate's coefficients and the check of a
+    file of the model's own.
     """
 
     algorithms: tuple[str, ...]
@@ -104,7 +118,16 @@ class WorkloadModel(Protocol):
     work_scale_idle_kind: str
     """The idle kind of the single-client work scale's point (which has no idle connection, so
     the kind only enters the point's seed); one of :attr:`idle_kinds`."""
+    columns: ColumnMeanings = MappingProxyType({})
+    """The unit and meaning of each curve column the model adds (:func:`model_columns`; a column
+    not here is undocumented in ``columns.yaml``)."""
+    column_prefixes: ColumnMeanings = MappingProxyType({})
+    """The same for curve columns named by a prefix and a name (``{name}`` in the meaning)."""
+    estimate_coefficients: ModelEstimate | None = None
+    """The coefficients of the memory and wall-time estimate (``None``:
+    :mod:`simulator.study.estimate` uses a generous guess)."""
 
+    @abstractmethod
     def resolve_options(self, options: Mapping[str, object],
                         source: str | None = None) -> dict[str, object]:
         """Validate the experiment's ``options`` and return them with every default filled in.
@@ -113,19 +136,50 @@ class WorkloadModel(Protocol):
         it again returns it unchanged. Errors are :class:`ConfigError` with keys relative to
         ``options``.
         """
-        ...
 
+    @abstractmethod
     def run_point(self, spec: PointSpec) -> PointOutput:
         """Simulate one point (``spec.options`` resolved, ``spec.work_scale`` applied)."""
-        ...
+
+    # The hooks below are empty on purpose: a model without them accepts every input.
+    def check_workload_options(  # noqa: B027
+            self, workload: str, options: Mapping[str, object]) -> None:
+        """Check that the options suit the workload (by default any do).
+
+        Raises:
+            ConfigError: they do not, naming the option.
+        """
+
+    def check_algorithm_options(  # noqa: B027
+            self, algorithm: str, options: Mapping[str, object]) -> None:
+        """Check that the options suit one of the algorithms run (by default any do).
+
+        Raises:
+            ConfigError: they do not, naming the option.
+        """
+
+    def check_experiment_options(  # noqa: B027
+            self, algorithms: Sequence[str], options: Mapping[str, object]) -> None:
+        """Check the options against the algorithms run together (by default any pass).
+
+        Raises:
+            ConfigError: they do not, naming the option.
+        """
+
+    def check_config_file(self, data: Mapping[str, object], source: str) -> str | None:
+        """``snapsim check-config`` of a file that no built-in kind recognises.
+
+        A one-line summary if it is a file of this model's, else ``None`` (the default).
+
+        Raises:
+            ConfigError: it is a file of this model's and invalid.
+        """
+        return None
 
 
-def model_columns(model: WorkloadModel) -> Columns:
-    """The generic columns with those ``model`` documents.
-
-    Its optional ``columns`` and ``column_prefixes`` (see :class:`WorkloadModel`).
-    """
-    return columns_for(getattr(model, "columns", None), getattr(model, "column_prefixes", None))
+def model_columns(model: WorkloadModelBase) -> Columns:
+    """The generic columns with those ``model`` documents (``columns``, ``column_prefixes``)."""
+    return columns_for(model.columns, model.column_prefixes)
 
 
 def available_models() -> list[str]:
@@ -133,11 +187,22 @@ def available_models() -> list[str]:
     return sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
-def workload_model(name: str = DEFAULT_MODEL) -> WorkloadModel:
-    """Load the workload model registered as ``name``."""
+def workload_model(name: str = DEFAULT_MODEL) -> WorkloadModelBase:
+    """Load the workload model registered as ``name``.
+
+    Raises:
+        ConfigError: no model of that name is installed, or its entry point's object is no
+            :class:`WorkloadModelBase`.
+    """
     for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if entry_point.name == name:
-            model: WorkloadModel = entry_point.load()
+            model = entry_point.load()
+            if not isinstance(model, WorkloadModelBase):
+                kind = type(model)
+                raise ConfigError("model", f"the workload model {name!r} is a "
+                                  f"{kind.__module__}.{kind.__qualname__}, not an instance of "
+                                  "a subclass of simulator.study.workload_model."
+                                  "WorkloadModelBase")
             return model
     installed = ", ".join(available_models()) or "none (is snapsim installed with pip?)"
     raise ConfigError("model", f"no workload model {name!r} is installed (installed: {installed})")

@@ -161,12 +161,15 @@ class Evaluator:
 
     def __init__(self, manifest: Manifest, parameters: Sequence[Parameter], *,
                  datasets: Sequence[str] | None, duration_ms: float, warmup_ms: float,
-                 overrides: Sequence[str], jobs: int, log: Callable[[str], None]) -> None:
+                 overrides: Sequence[str], jobs: int, log: Callable[[str], None],
+                 precision: float | None = None, max_duration_ms: float | None = None) -> None:
         self.manifest = manifest
         self.parameters = tuple(parameters)
         self.datasets = datasets
         self.duration_ms = duration_ms
         self.warmup_ms = warmup_ms
+        self.precision = precision
+        self.max_duration_ms = max_duration_ms
         self.overrides = tuple(overrides)
         self.jobs = jobs
         self.log = log
@@ -179,7 +182,8 @@ class Evaluator:
                 *(p.override(v) for p, v in zip(parameters, values, strict=True))]
         started = time.perf_counter()
         table = validate(self.manifest, duration_ms=self.duration_ms, warmup_ms=self.warmup_ms,
-                         overrides=sets, jobs=self.jobs, datasets=self.datasets)
+                         overrides=sets, jobs=self.jobs, datasets=self.datasets,
+                         precision=self.precision, max_duration_ms=self.max_duration_ms)
         summary = summarise(table, self.manifest)
         score = objective(summary)
         row: dict[str, object] = {p.key: v for p, v in zip(parameters, values, strict=True)}

@@ -2,9 +2,9 @@
 
 A bare name that is no file in the current directory names a shipped experiment or machine, as
 ``snapsim run NAME`` and ``--machine NAME`` take it. A file that no built-in kind (machine,
-manifest, experiment) recognises is offered to the default workload model, whose optional hook
+manifest, experiment) recognises is offered to the default workload model, whose hook
 ``check_config_file(data, source)`` returns a one-line summary for a file of its own (the
-PostgreSQL model's cost file), or ``None``.
+PostgreSQL model's cost file), or ``None`` (its default).
 """
 
 from __future__ import annotations
@@ -40,8 +40,5 @@ def check_model_file(data: Mapping[str, object], source: str) -> str | None:
     Raises:
         ConfigError: the model recognised the file and found it invalid.
     """
-    check = getattr(workload_model(), "check_config_file", None)
-    if check is None:
-        return None
-    summary = check(data, source)
+    summary = workload_model().check_config_file(data, source)
     return None if summary is None else str(summary)

@@ -16,9 +16,9 @@ import pandas as pd
 
 from simulator.analysis import plotting
 from simulator.analysis.compare import NoCommonPointError, compare_curves, compare_lines, match_keys
+from simulator.config.files import atomic_write
 from simulator.errors import ConfigError
 from simulator.study.outputs import (
-    atomic_write,
     check_finished,
     read_curve,
     read_lines,

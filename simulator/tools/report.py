@@ -36,9 +36,10 @@ import pandas as pd
 from simulator.analysis.c2c import c2c_table
 from simulator.analysis.columns import SUMMARY_KEYS
 from simulator.analysis.summary import curve_summary
+from simulator.config.files import atomic_write
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
-from simulator.study.outputs import atomic_write, plot_title, read_curve, read_lines
+from simulator.study.outputs import plot_title, read_curve, read_lines
 
 __all__ = ["PLOTS", "write_report"]
 

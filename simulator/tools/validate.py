@@ -58,6 +58,14 @@ from simulator.study.estimate import SweepEstimate, estimate_sweep
 from simulator.study.experiment import Experiment, plan
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
+from simulator.study.provenance import (
+    MODEL_CODE,
+    Provenance,
+    code_hash,
+    files_provenance,
+    machine_hash,
+)
+from simulator.study.store import document_hash
 from simulator.study.sweep import PointRecord, PointTask, run_tasks
 from simulator.study.work_scale import single_client_work_scale
 from simulator.study.workload_model import workload_model
@@ -80,16 +88,22 @@ OUTCOMES = ("pass", "fail", "expected fail", "unexpected pass")
 FAILING_OUTCOMES = ("fail", "unexpected pass")
 VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "idle_kind",
                       "clients", "idle_clients", "measured_tps", "predicted_tps", "rel_error",
-                      "work_scale_point", "error", "duration_ms", "warmup_ms",
-                      "window_converged", "seeds", "predicted_sd", "predicted_low",
+                      "work_scale_point", "error", "duration_ms", "warmup_ms", "precision",
+                      "max_duration_ms", "window_converged", "tps_ci_rel",
+                      "max_duration_reached", "seeds", "predicted_sd", "predicted_low",
                       "predicted_high", "measured_inside", "disturbed_runs")
-"""Columns of :func:`validate`'s table. With several seeds, ``predicted_tps`` is the mean over
-the seeds (``seeds`` of them), ``predicted_sd`` their standard deviation, ``predicted_low`` /
-``predicted_high`` the 95 % t-interval of the mean and ``measured_inside`` whether the measured
-TPS lies in it (all four empty with one seed); ``rel_error`` is the mean's.
-``disturbed_runs``: of the runs whose median is the measured TPS, those that other work on the
-machine disturbed (:mod:`simulator.measure.noise`, from the ``repetitions.csv`` that
-``snapsim measure`` writes beside its datasets; empty for a dataset without one)."""
+"""Columns of :func:`validate`'s table. ``duration_ms`` to ``max_duration_ms``: the window asked
+for (a precision and its cap, or empty for a fixed window); ``window_converged`` whether every
+seed's interval met its target, ``tps_ci_rel`` the largest of the seeds' own relative
+half-widths (each seed's window's interval, :mod:`simulator.runtime.precision`) and
+``max_duration_reached`` whether a seed's window stopped at its cap. With several seeds,
+``predicted_tps`` is the mean over the seeds (``seeds`` of them), ``predicted_sd`` their standard
+deviation, ``predicted_low`` / ``predicted_high`` the 95 % t-interval of the mean and
+``measured_inside`` whether the measured TPS lies in it (all four empty with one seed);
+``rel_error`` is the mean's. ``disturbed_runs``: of the runs whose median is the measured TPS,
+those that other work on the machine disturbed (:mod:`simulator.measure.noise`, from the
+``repetitions.csv`` that ``snapsim measure`` writes beside its datasets; empty for a dataset
+without one)."""
 RATIO_COLUMNS = ("ratio", "machine", "workload", "batch", "clients", "idle_clients", "idle_kind",
                  "numerator", "denominator", "numerator_tps", "denominator_tps", "published",
                  "predicted", "rel_error", "tolerance", "passed", "expected", "outcome", "reason",
@@ -123,6 +137,54 @@ class Validation:
 
 
 TaskKey = tuple[object, ...]
+
+WINDOW_KEYS = ("duration_ms", "warmup_ms", "precision", "max_duration_ms")
+"""A point's window settings (the experiment's keys): fixed, or grown to a precision."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A group of points' window: its length and warm-up, and its precision stopping."""
+
+    duration_ms: float
+    warmup_ms: float
+    precision: float | None = None
+    max_duration_ms: float | None = None
+
+    def document(self) -> dict[str, object]:
+        """The window's keys of an experiment document (no cap without a precision)."""
+        return {"duration_ms": self.duration_ms, "warmup_ms": self.warmup_ms,
+                "precision": self.precision,
+                "max_duration_ms": self.max_duration_ms if self.precision is not None else None}
+
+    def label(self) -> str:
+        """A short, file-name-safe label (``5ms-5ms``, ``5ms-5ms-p0.02-c100ms``)."""
+        text = f"{self.duration_ms:g}ms-{self.warmup_ms:g}ms"
+        if self.precision is not None:
+            text += f"-p{self.precision:g}"
+            if self.max_duration_ms is not None:
+                text += f"-c{self.max_duration_ms:g}ms"
+        return text
+
+
+def _nan_if_none(value: float | None) -> float:
+    return nan if value is None else float(value)
+
+
+def _window(values: Sequence[object]) -> Window:
+    """A :class:`Window` from :data:`WINDOW_KEYS`' values (``nan`` or ``None``: not set)."""
+    def optional(value: object) -> float | None:
+        if value is None:
+            return None
+        number = float(str(value))
+        return None if number != number else number
+
+    duration, warmup, precision, cap = (optional(value) for value in values)
+    assert duration is not None
+    assert warmup is not None
+    return Window(duration, warmup, precision, cap)
+
+
 SeedKeys = tuple[TaskKey, ...]
 """A point's task keys, one per root seed."""
 
@@ -132,7 +194,8 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
              overrides: Sequence[str] = (), jobs: int = 1, client: Any = None,
              progress: bool = False, log: Callable[[str], None] | None = None,
              datasets: Sequence[str] | None = None, fixed: Collection[str] = (),
-             machine_overrides: Sequence[str] = ()) -> pd.DataFrame:
+             machine_overrides: Sequence[str] = (), precision: float | None = None,
+             max_duration_ms: float | None = None) -> pd.DataFrame:
     """Simulate every measured point of the manifest; return the point-by-point table.
 
     The curves of :func:`run_validation` without its ratios (see there for the arguments).
@@ -140,7 +203,8 @@ def validate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_
     return run_validation(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed,
                           seeds=seeds, overrides=overrides, jobs=jobs, client=client,
                           progress=progress, log=log, datasets=datasets, ratios=(), fixed=fixed,
-                          machine_overrides=machine_overrides).points
+                          machine_overrides=machine_overrides, precision=precision,
+                          max_duration_ms=max_duration_ms).points
 
 
 def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
@@ -149,15 +213,19 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
                    progress: bool = False, log: Callable[[str], None] | None = None,
                    datasets: Sequence[str] | None = None, ratios: Sequence[str] | None = None,
                    fixed: Collection[str] = (),
-                   machine_overrides: Sequence[str] = (), force: bool = False) -> Validation:
+                   machine_overrides: Sequence[str] = (), precision: float | None = None,
+                   max_duration_ms: float | None = None, force: bool = False) -> Validation:
     """Simulate the measured points and the ratios' points in one run; return both tables.
 
     ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
     (e.g. ``options.costs.client=12000 cycles``); ``datasets`` and ``ratios`` restrict the run
     (``None``: all of them, an empty list: none). A dataset's or a ratio's own ``run`` replaces
-    ``duration_ms`` / ``warmup_ms`` for its points (a dataset's for those of at most its
-    ``max_clients`` active clients), except the ones named in ``fixed`` (the caller chose them
-    for every point). A point needed twice (two datasets, a dataset and a
+    ``duration_ms`` / ``warmup_ms`` / ``precision`` / ``max_duration_ms`` for its points (a
+    dataset's for those of at most its ``max_clients`` active clients), except the ones named in
+    ``fixed`` (the caller chose them for every point). With a ``precision``, every point's
+    window grows until the 95 % interval of its TPS is within that fraction of it, up to
+    ``max_duration_ms`` (the experiment's keys of the same names); the work scale's
+    single-client point keeps its fixed window. A point needed twice (two datasets, a dataset and a
     ratio) with the same window and options is simulated once. ``machine_overrides``
     (``--machine-set`` items) change every machine's file, for ablations
     (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
@@ -175,7 +243,8 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     planned = _plan_validation(
         manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed, seeds=seeds,
         overrides=overrides, datasets=datasets, ratios=ratios, fixed=fixed,
-        machine_overrides=machine_overrides)
+        machine_overrides=machine_overrides, precision=precision,
+        max_duration_ms=max_duration_ms)
     measured, selected = planned.measured, planned.selected
     curve_tasks, row_keys = planned.curve_tasks, planned.row_keys
     ratio_keys, windows = planned.ratio_keys, planned.windows
@@ -220,13 +289,14 @@ class _Planned:
     """The first ``curve_tasks`` of ``tasks`` are the curves' (the rest only ratios need)."""
     row_keys: dict[object, SeedKeys]
     ratio_keys: list[tuple[SeedKeys, SeedKeys]]
-    windows: list[tuple[float, float]]
+    windows: list[Window]
 
 
 def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float, seed: int,
                      seeds: int, overrides: Sequence[str], datasets: Sequence[str] | None,
                      ratios: Sequence[str] | None, fixed: Collection[str],
-                     machine_overrides: Sequence[str]) -> _Planned:
+                     machine_overrides: Sequence[str], precision: float | None = None,
+                     max_duration_ms: float | None = None) -> _Planned:
     """Every simulation :func:`run_validation` runs, planned without running one."""
     if seeds < 1:
         raise ConfigError("--seeds", f"must be at least 1, got {seeds}")
@@ -237,11 +307,13 @@ def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float
         raise ConfigError("--dataset", "no dataset or ratio selected")
     check_ratios(manifest, [ratio.name for ratio in selected], machine_overrides)
     measured = _measured(manifest, datasets)
-    given = {"duration_ms": duration_ms, "warmup_ms": warmup_ms}
+    given: dict[str, float | None] = {"duration_ms": duration_ms, "warmup_ms": warmup_ms,
+                                      "precision": precision, "max_duration_ms": max_duration_ms}
     for key, value in given.items():
         measured[key] = [
-            value if key in fixed or not manifest.dataset(name).window_applies(int(clients))
-            else manifest.dataset(name).run.get(key, value)
+            _nan_if_none(
+                value if key in fixed or not manifest.dataset(name).window_applies(int(clients))
+                else manifest.dataset(name).run.get(key, value))
             for name, clients in zip(measured["dataset"], measured["clients"], strict=True)]
     machines: dict[str, MachineConfig] = {}
     for machine_name in dict.fromkeys([*measured["machine"], *(r.machine for r in selected)]):
@@ -250,14 +322,12 @@ def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float
     row_keys: dict[object, SeedKeys] = {}
     # datasets measured under other options (their set:) are simulated apart
     measured["sets"] = [repr(manifest.dataset(name).sets) for name in measured["dataset"]]
-    for (machine_name, workload, idle_kind, duration_value, warmup_value, _), group in \
-            measured.groupby(["machine", "workload", "idle_kind", "duration_ms", "warmup_ms",
-                              "sets"], sort=False):
+    for (machine_name, workload, idle_kind, *window, _), group in measured.groupby(
+            ["machine", "workload", "idle_kind", *WINDOW_KEYS, "sets"], sort=False, dropna=False):
         machine = machines[str(machine_name)]
-        duration, warmup = float(str(duration_value)), float(str(warmup_value))
         sets = manifest.dataset(str(group["dataset"].iloc[0])).sets
-        experiment = _experiment(machine, str(workload), str(idle_kind), group, duration,
-                                 warmup, roots, overrides, sets)
+        experiment = _experiment(machine, str(workload), str(idle_kind), group,
+                                 _window(window), roots, overrides, sets)
         wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
         keys = _schedule(tasks, experiment, machine, str(machine_name), wanted)
         for index, algorithm, clients, idle in zip(group.index, group["algorithm"],
@@ -266,12 +336,11 @@ def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float
             row_keys[index] = keys[(str(algorithm), int(clients), int(idle))]
     curve_tasks = len(tasks)
     ratio_keys: list[tuple[SeedKeys, SeedKeys]] = []
-    windows: list[tuple[float, float]] = []
+    windows: list[Window] = []
     for ratio in selected:
         machine = machines[ratio.machine]
-        window = tuple(value if key in fixed else ratio.run.get(key, value)
-                       for key, value in given.items())
-        windows.append((float(window[0]), float(window[1])))
+        windows.append(_window([value if key in fixed else ratio.run.get(key, value)
+                                for key, value in given.items()]))
         sides = []
         for side in (ratio.numerator, ratio.denominator):
             experiment = _ratio_experiment(ratio, side, machine, windows[-1], roots, overrides)
@@ -280,8 +349,8 @@ def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float
             sides.append(keys[point])
         ratio_keys.append((sides[0], sides[1]))
     return _Planned(measured=measured, selected=selected, machines=machines, tasks=tasks,
-                    curve_tasks=curve_tasks,
-                    row_keys=row_keys, ratio_keys=ratio_keys, windows=windows)
+                    curve_tasks=curve_tasks, row_keys=row_keys, ratio_keys=ratio_keys,
+                    windows=windows)
 
 
 def validation_estimate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
@@ -289,14 +358,16 @@ def validation_estimate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS
                         seeds: int = 1, overrides: Sequence[str] = (), jobs: int = 1,
                         datasets: Sequence[str] | None = None,
                         ratios: Sequence[str] | None = None, fixed: Collection[str] = (),
-                        machine_overrides: Sequence[str] = ()) -> SweepEstimate:
+                        machine_overrides: Sequence[str] = (), precision: float | None = None,
+                        max_duration_ms: float | None = None) -> SweepEstimate:
     """The memory and time estimate of :func:`run_validation`'s simulations on ``jobs`` workers.
 
     The same arguments; nothing is simulated (:mod:`simulator.study.estimate`).
     """
     planned = _plan_validation(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed,
                                seeds=seeds, overrides=overrides, datasets=datasets,
-                               ratios=ratios, fixed=fixed, machine_overrides=machine_overrides)
+                               ratios=ratios, fixed=fixed, machine_overrides=machine_overrides,
+                               precision=precision, max_duration_ms=max_duration_ms)
     return estimate_sweep(list(planned.tasks.values()), workers=max(jobs, 1))
 
 
@@ -330,19 +401,20 @@ def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: 
     prepared = experiment.prepare()
     fingerprint = json.dumps(prepared.options, sort_keys=True, default=str)
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:8]
-    duration, warmup = experiment.duration_ms, experiment.warmup_ms
+    window = Window(experiment.duration_ms, experiment.warmup_ms, experiment.precision,
+                    experiment.max_duration_ms)
     keys: dict[tuple[str, int, int], SeedKeys] = {}
     for task in plan(prepared, 1.0):  # run_validation sets each machine's work scale
         spec = task.spec
         point = (spec.algorithm, spec.clients, spec.idle_clients)
         if point not in wanted:
             continue
-        key: TaskKey = (machine_name, spec.workload, spec.idle_kind, duration, warmup,
-                        fingerprint, *point, task.root_seed)
+        key: TaskKey = (machine_name, spec.workload, spec.idle_kind, window, fingerprint,
+                        *point, task.root_seed)
         if key not in tasks:
             tasks[key] = replace(
-                task, key=f"{machine_name}-{spec.workload}-{spec.idle_kind}-{duration:g}ms-"
-                f"{warmup:g}ms-{digest}-{task.key}-s{task.root_seed}", index=len(tasks))
+                task, key=f"{machine_name}-{spec.workload}-{spec.idle_kind}-{window.label()}-"
+                f"{digest}-{task.key}-s{task.root_seed}", index=len(tasks))
         keys[point] = (*keys.get(point, ()), key)
     return keys
 
@@ -360,11 +432,15 @@ def _point_table(manifest: Manifest, measured: pd.DataFrame,
         inside = (tps.low <= measured_tps <= tps.high) if tps.n >= 2 else None
         rows.append({**row, "predicted_tps": tps.mean,
                      "rel_error": tps.mean / measured_tps - 1, "error": _error(seeded),
-                     "window_converged": _converged(seeded), "seeds": len(seeded),
+                     "window_converged": _converged(seeded),
+                     "tps_ci_rel": _largest(seeded, "tps_ci_rel"),
+                     "max_duration_reached": _largest(seeded, "max_duration_reached") > 0,
+                     "seeds": len(seeded),
                      "predicted_sd": tps.sd, "predicted_low": tps.low,
                      "predicted_high": tps.high,
                      "measured_inside": inside})
-    added = ("predicted_tps", "rel_error", "error", "window_converged", "seeds",
+    added = ("predicted_tps", "rel_error", "error", "window_converged", "tps_ci_rel",
+             "max_duration_reached", "seeds",
              "predicted_sd", "predicted_low", "predicted_high", "measured_inside")
     table = pd.DataFrame(rows, columns=[*measured.columns, *added])
     table["measured_inside"] = table["measured_inside"].astype("boolean")
@@ -412,6 +488,14 @@ def _error(records: Sequence[PointRecord]) -> str:
     return "; ".join(dict.fromkeys(record.error for record in records if record.error))
 
 
+def _largest(records: Sequence[PointRecord], column: str) -> float:
+    """The largest value of a numeric (or boolean) curve column over the seeds that ran."""
+    values = [float(str(record.row[column]) == "True") if isinstance(record.row.get(column), bool)
+              else float(str(record.row[column])) for record in records
+              if not record.failed and column in record.row]
+    return max(values) if values else nan
+
+
 def _converged(records: Sequence[PointRecord]) -> bool:
     return all(not record.failed and bool(record.row.get("window_converged", True))
                for record in records)
@@ -426,8 +510,7 @@ def _measured(manifest: Manifest, datasets: Sequence[str] | None) -> pd.DataFram
 
 
 def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd.DataFrame,
-                duration_ms: float, warmup_ms: float, seeds: Sequence[int],
-                overrides: Sequence[str],
+                window: Window, seeds: Sequence[int], overrides: Sequence[str],
                 sets: Sequence[tuple[str, object]] = ()) -> Experiment:
     """The experiment of a group of measured points.
 
@@ -439,7 +522,7 @@ def _experiment(machine: MachineConfig, workload: str, idle_kind: str, group: pd
         "workload": workload, "idle_kind": idle_kind,
         "clients": sorted({int(c) for c in group["clients"]}),
         "idle_clients": sorted({int(i) for i in group["idle_clients"]}),
-        "duration_ms": duration_ms, "warmup_ms": warmup_ms, "seeds": list(seeds),
+        **window.document(), "seeds": list(seeds),
         # validate finds each machine's work scale from its own manifest and compares itself
         "single_client_tps": None, "measurements": None,
     }
@@ -458,13 +541,14 @@ def _work_scale(manifest: Manifest, machine: MachineConfig, duration_ms: float,
     if figure is None:
         return 1.0
     group = pd.DataFrame({"algorithm": [figure.algorithm], "clients": [1], "idle_clients": [0]})
-    probe = _experiment(machine, figure.workload, figure.idle_kind, group, duration_ms,
-                        warmup_ms, [seed], overrides, manifest.dataset(figure.dataset).sets)
-    return single_client_work_scale(probe.prepare(), figure, log)
+    single_client = _experiment(machine, figure.workload, figure.idle_kind, group,
+                                Window(duration_ms, warmup_ms), [seed], overrides,
+                                manifest.dataset(figure.dataset).sets)
+    return single_client_work_scale(single_client.prepare(), figure, log)
 
 
 def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
-                      window: tuple[float, float], seeds: Sequence[int],
+                      window: Window, seeds: Sequence[int],
                       overrides: Sequence[str]) -> Experiment:
     """One side's point as an experiment of one point.
 
@@ -473,8 +557,8 @@ def _ratio_experiment(ratio: Ratio, side: RatioSide, machine: MachineConfig,
     """
     group = pd.DataFrame({"algorithm": [side.algorithm], "clients": [ratio.clients],
                           "idle_clients": [ratio.idle_clients]})
-    experiment = _experiment(machine, ratio.workload, ratio.idle_kind, group, window[0],
-                             window[1], seeds, overrides)
+    experiment = _experiment(machine, ratio.workload, ratio.idle_kind, group, window, seeds,
+                             overrides)
     document: dict[str, object] = {"options": dict(experiment.options)}
     batch = [] if ratio.batch is None else [("options.batch", ratio.batch)]
     for dotted, value in [*batch, *side.sets]:
@@ -502,8 +586,8 @@ def check_datasets(manifest: Manifest, names: Sequence[str] | None = None,
             continue
         group = table.head(1)[["algorithm"]].assign(clients=1, idle_clients=0)
         try:
-            _experiment(machine, dataset.workload, dataset.idle_kind, group, 1.0, 0.0, [0], (),
-                        dataset.sets).prepare()
+            _experiment(machine, dataset.workload, dataset.idle_kind, group, Window(1.0, 0.0),
+                        [0], (), dataset.sets).prepare()
         except ConfigError as exc:
             raise ConfigError(join_key(f"datasets.{name}.set", exc.key), exc.message,
                               str(manifest.path)) from None
@@ -540,14 +624,14 @@ def check_ratios(manifest: Manifest, names: Sequence[str] | None = None,
                                   f"unknown algorithm {side.algorithm!r} "
                                   f"(choose from {', '.join(model.algorithms)})", source)
             try:
-                experiment = _ratio_experiment(ratio, side, machine, (1.0, 0.0), [0], ())
+                experiment = _ratio_experiment(ratio, side, machine, Window(1.0, 0.0), [0], ())
                 experiment.prepare()
             except ConfigError as exc:
                 raise ConfigError(join_key(f"{where}.set" if side.sets else where, exc.key),
                                   exc.message, source) from None
 
 
-def _ratio_row(ratio: Ratio, window: tuple[float, float], numerator: Sequence[PointRecord],
+def _ratio_row(ratio: Ratio, window: Window, numerator: Sequence[PointRecord],
                denominator: Sequence[PointRecord]) -> dict[str, object]:
     """A ratio's row before scoring: its configuration and its two simulated points (per seed)."""
     top, bottom = _tps(numerator), _tps(denominator)
@@ -560,7 +644,7 @@ def _ratio_row(ratio: Ratio, window: tuple[float, float], numerator: Sequence[Po
         "denominator_tps": bottom.mean, "published": ratio.published,
         "tolerance": ratio.tolerance, "reason": ratio.known_gap,
         "error": _error([*numerator, *denominator]),
-        "duration_ms": window[0], "warmup_ms": window[1],
+        "duration_ms": window.duration_ms, "warmup_ms": window.warmup_ms,
         "window_converged": _converged(numerator) and _converged(denominator),
         "numerator_wall_s": sum(record.wall_s for record in numerator),
         "denominator_wall_s": sum(record.wall_s for record in denominator),
@@ -697,3 +781,31 @@ def plot_validation(table: pd.DataFrame, directory: Path) -> list[Path]:
 
     written.append(save_png(directory / "validation_scatter.png", scatter, size=(6, 6)))
     return written
+
+
+def validation_provenance(manifest: Manifest, recipe: Mapping[str, object]) -> Provenance:
+    """What a validation of ``manifest`` run as ``recipe`` says depends on, hashed.
+
+    ``recipe``: the run's settings (``seeds``, ``precision``, ``max_duration_ms``,
+    ``duration_ms``, ``warmup_ms``, ``set``, ``machine_set``, ``dataset``, ``ratio``). The
+    model's code, the manifest and every dataset file it names, every machine it names (loaded
+    with ``machine_set``), the model's default options (the global cost file) and the settings.
+    """
+    machine_set = [str(item) for item in _items(recipe.get("machine_set"))]
+    base = manifest.path.parent
+    items: Provenance = {MODEL_CODE: code_hash()}
+    items.update(files_provenance([manifest.path, *(d.path for d in manifest.datasets.values())],
+                                  base))
+    names = dict.fromkeys([*(d.machine for d in manifest.datasets.values()),
+                           *(r.machine for r in manifest.ratios.values())])
+    for name in names:
+        machine = load_machine(name, machine_set)
+        items[f"machine {machine.name}"] = machine_hash(machine)
+    items["options"] = document_hash(dict(workload_model().resolve_options({})))
+    items["settings"] = document_hash(dict(recipe))
+    return items
+
+
+def _items(value: object) -> list[object]:
+    """A recipe's list (``None``: empty)."""
+    return list(value) if isinstance(value, list | tuple) else []

@@ -213,7 +213,7 @@ def build_harness(algorithm: str, connections: int, active: Sequence[int] | None
     active = (connections - 1,) if active is None else tuple(active)
     env = SimEnvironment(seed=0)
     scheduler = CpuScheduler.from_machine(env, machine)
-    shmem = build_shared_memory(algorithm, max_connections=connections + 3,
+    shmem = build_shared_memory(ALGORITHMS[algorithm], max_connections=connections + 3,
                                 pg91_pgproc_phase=pg91_pgproc_phase, layout_edits=layout_edits)
     log: list[tuple[int, int, Op, str]] = []
     backends: list[RecordingBackend] = []

@@ -26,11 +26,13 @@ def default_options() -> PgOptions:
 def point(machine: MachineConfig, algorithm: str, *, workload: str = "select-only",
           clients: int = 1, idle_clients: int = 0, idle_kind: str = "idle",
           duration_ns: float = 20e6, warmup_ns: float = 2e6, seed: int = 0, trace: bool = False,
+          precision: float | None = None, max_duration_ns: float | None = None,
           **options: object) -> tuple[PointSpec, PgOptions]:
     """A point and its options; ``options`` are fields of :class:`PgOptions` to replace."""
     spec = PointSpec(machine=machine, algorithm=algorithm, workload=workload, clients=clients,
                      idle_clients=idle_clients, idle_kind=idle_kind, duration_ns=duration_ns,
-                     warmup_ns=warmup_ns, seed=seed, trace=trace)
+                     warmup_ns=warmup_ns, seed=seed, trace=trace, precision=precision,
+                     max_duration_ns=max_duration_ns)
     return spec, dataclasses.replace(default_options(), **options)  # type: ignore[arg-type]
 
 

@@ -106,3 +106,17 @@ def test_bad_working_sets_name_the_key(value: object) -> None:
     with pytest.raises(ConfigError, match="expected true or false") as raised:
         resolve_options({"working_sets": value}, "experiment.yaml")
     assert (raised.value.key, raised.value.source) == ("options.working_sets", "experiment.yaml")
+
+
+def test_refill_rule_defaults_to_adaptive_and_is_parsed() -> None:
+    assert resolve_options({})["refill_rule"] == "adaptive"
+    assert parse_options(resolve_options({})).refill_rule == "adaptive"
+    resolved = resolve_options({"refill_rule": "lru"})
+    assert parse_options(resolved).refill_rule == "lru"
+    assert resolve_options(resolved) == resolved
+
+
+def test_a_bad_refill_rule_names_the_key() -> None:
+    with pytest.raises(ConfigError, match="adaptive or lru") as raised:
+        resolve_options({"refill_rule": "fifo"}, "experiment.yaml")
+    assert (raised.value.key, raised.value.source) == ("options.refill_rule", "experiment.yaml")

@@ -28,8 +28,8 @@ def _tps(share: float, cores: int = 2) -> float:
 def test_one_client_runs_at_one_vcpu_s_speed_for_the_thread_s_share() -> None:
     """While a burst holds one of the two halting vCPUs, the pair's wake-ups find none idle and
     it runs on the other without halting; the rest of the time each round trip wakes a halted
-    vCPU. The window's TPS is the two steady states weighted by the share (docs/validation.md,
-    "Your own machine")."""
+    vCPU. The window's TPS is the two steady states weighted by the share
+    (docs/investigations/own-machine.md)."""
     two_halting, one_vcpu = _tps(0.0), _tps(0.0, cores=1)
     assert one_vcpu > 2.5 * two_halting  # a halted vCPU's wake-up costs 20 us a round trip
     for share in (0.25, 0.5):

@@ -18,6 +18,7 @@ import pytest
 from simulator.config.machine_file import load_machine
 from simulator.hardware.layout_edits import parse_layout_edits
 from snapsim_models.shmem.build import build_shared_memory, check_layout_edits
+from snapsim_models.snapshots import ALGORITHMS
 from tests.models.harness import (
     HEADER_COUNTED_TWICE,
     PgHarness,
@@ -52,8 +53,8 @@ def pgxact_rows(table: pd.DataFrame) -> pd.DataFrame:
 def test_pre14_xmin_on_its_own_line_layout() -> None:
     """PGXACT becomes 128 B: xid, vacuumFlags, overflowed, nxids at 0..10 on the first line,
     xmin at 64 alone on the second; 128-aligned as before; the procArray header follows."""
-    plain = build_shared_memory("pre14", 10)
-    edited = build_shared_memory("pre14", 10, layout_edits=XMIN_OWN_LINE)
+    plain = build_shared_memory(ALGORITHMS["pre14"], 10)
+    edited = build_shared_memory(ALGORITHMS["pre14"], 10, layout_edits=XMIN_OWN_LINE)
     pgxact = edited.pgxact
     assert pgxact is not None
     assert plain.pgxact is not None
@@ -71,7 +72,7 @@ def test_pre14_xmin_array_layout() -> None:
     """xmin in its own dense array ``PGXACT.xmin`` (4 B per entry, 16 per line), allocated
     128-aligned right after PGXACT (as every 13 allocation, shmem.c:212@13); PGXACT packed to
     8 B."""
-    edited = build_shared_memory("pre14", 10, layout_edits=XMIN_ARRAY_PACKED)
+    edited = build_shared_memory(ALGORITHMS["pre14"], 10, layout_edits=XMIN_ARRAY_PACKED)
     pgxact = edited.pgxact
     assert pgxact is not None
     xmins = edited.memory["PGXACT.xmin"]
@@ -86,8 +87,8 @@ def test_pre14_xmin_array_layout() -> None:
 
 @pytest.mark.parametrize("version", ["pg91", "pgxact_split", "post14", "csn"])
 def test_a_pgxact_edit_leaves_versions_without_pgxact_unchanged(version: str) -> None:
-    plain = build_shared_memory(version, 10)
-    edited = build_shared_memory(version, 10, layout_edits=XMIN_OWN_LINE)
+    plain = build_shared_memory(ALGORITHMS[version], 10)
+    edited = build_shared_memory(ALGORITHMS[version], 10, layout_edits=XMIN_OWN_LINE)
     assert [(r.name, r.base, r.stride, r.element) for r in edited.memory.regions] == \
         [(r.name, r.base, r.stride, r.element) for r in plain.memory.regions]
 
@@ -95,7 +96,7 @@ def test_a_pgxact_edit_leaves_versions_without_pgxact_unchanged(version: str) ->
 def test_pg14_xmin_of_pgproc_on_its_own_line() -> None:
     """The same edit syntax on 14's PGPROC (880 B, xmin at 56: proc.h:121-254@14): xmin moves
     to offset 896 (the line after the struct), each PGPROC becomes 960 B."""
-    edited = build_shared_memory("post14", 10, layout_edits=parse_layout_edits(
+    edited = build_shared_memory(ALGORITHMS["post14"], 10, layout_edits=parse_layout_edits(
         [{"move": "PGPROC.xmin", "to": "own_line"}], "options.layout"))
     assert edited.pgproc.element.fields["xmin"] == (896, 4)
     assert edited.pgproc.stride == 960
@@ -193,8 +194,8 @@ def test_an_edit_of_a_what_ifs_own_region_is_accepted_and_applied(region: str,
                                                                   version: str) -> None:
     """Regions only a what-if allocates are edits like any other (checked against every version)."""
     edits = parse_layout_edits([{"pad": region, "to": 64}], "options.layout")
-    check_layout_edits(edits)
-    padded = build_shared_memory(version, 4, layout_edits=edits).memory
-    plain = build_shared_memory(version, 4).memory
+    check_layout_edits(edits, tuple(ALGORITHMS.values()))
+    padded = build_shared_memory(ALGORITHMS[version], 4, layout_edits=edits).memory
+    plain = build_shared_memory(ALGORITHMS[version], 4).memory
     assert next(r for r in padded.regions if r.name == region).stride == 64
     assert next(r for r in plain.regions if r.name == region).stride < 64

@@ -12,7 +12,7 @@ from simulator.hardware.layout import Struct
 from snapsim_models.shmem import structs as st
 from snapsim_models.shmem.build import build_shared_memory
 from snapsim_models.shmem.memory import CSN_COUNTER_FIELD, PgSharedMemory, ProcCounts
-from snapsim_models.snapshots import ALGORITHMS, LAYOUT_OF_VERSION, VERSIONS
+from snapsim_models.snapshots import ALGORITHMS, VERSIONS
 
 M = 100  # max_connections of most tests
 
@@ -21,7 +21,7 @@ V14 = ("pgxact_split", "post14", "post14_lockfree", "csn", "post14_shared_cache"
 
 
 def shm(version: str, max_connections: int = M, **kwargs: int) -> PgSharedMemory:
-    return build_shared_memory(version, max_connections, **kwargs)  # type: ignore[arg-type]
+    return build_shared_memory(ALGORITHMS[version], max_connections, **kwargs)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- struct sizes
@@ -138,14 +138,22 @@ def test_versions() -> None:
                         "post14_shared_cache", "running_xids")
 
 
-def test_each_algorithm_names_its_layout_family() -> None:
-    """The layout is the algorithm class's; the version keys' table is derived from it."""
-    assert {name: cls.layout for name, cls in ALGORITHMS.items()} == LAYOUT_OF_VERSION == {
+def test_each_algorithm_names_its_layout_family_and_what_if_regions() -> None:
+    """The layout and the regions a what-if appends are the algorithm class's; the builder is
+    handed the class and looks no name up."""
+    assert {name: cls.layout for name, cls in ALGORITHMS.items()} == {
         "pg91": "pg91", "pre14": "pg13", "pgxact_split": "pg14", "post14": "pg14",
         "post14_lockfree": "pg14", "csn": "csn", "post14_shared_cache": "pg14",
         "running_xids": "pg14"}
-    for name, layout in LAYOUT_OF_VERSION.items():
-        assert build_shared_memory(name, 2).layout == layout
+    assert [name for name, cls in ALGORITHMS.items() if cls.shared_snapshot] == [
+        "post14_shared_cache"]
+    assert [name for name, cls in ALGORITHMS.items() if cls.running_xids_array] == [
+        "running_xids"]
+    for name, cls in ALGORITHMS.items():
+        memory = build_shared_memory(cls, 2)
+        assert (memory.version, memory.layout) == (name, cls.layout)
+        assert (memory.shared_snapshot is not None) is cls.shared_snapshot
+        assert (memory.running_xids is not None) is cls.running_xids_array
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -217,16 +225,14 @@ def test_running_xids_adds_its_two_regions_after_14s() -> None:
 
 
 def test_bad_inputs_are_config_errors() -> None:
-    with pytest.raises(ConfigError, match="version"):
-        build_shared_memory("pg96", 10)
     with pytest.raises(ConfigError, match="max_connections"):
-        build_shared_memory("pre14", 0)
+        build_shared_memory(ALGORITHMS["pre14"], 0)
     with pytest.raises(ConfigError, match="pg91_pgproc_phase"):
-        build_shared_memory("pg91", 10, pg91_pgproc_phase=4)
+        build_shared_memory(ALGORITHMS["pg91"], 10, pg91_pgproc_phase=4)
     with pytest.raises(ConfigError, match="base"):
-        build_shared_memory("post14", 10, base=64)
+        build_shared_memory(ALGORITHMS["post14"], 10, base=64)
     with pytest.raises(ConfigError, match=r"procs\.max_connections"):
-        build_shared_memory("post14", 10, procs=ProcCounts(11))
+        build_shared_memory(ALGORITHMS["post14"], 10, procs=ProcCounts(11))
 
 
 def test_proc_counts() -> None:
@@ -530,7 +536,7 @@ def test_pinned_pages_91() -> None:
 
 @pytest.mark.parametrize("version", ["pg91", *MODERN])
 def test_inner_pages_have_their_own_descriptors_and_spread_partitions(version: str) -> None:
-    mem = build_shared_memory(version, 10, btree_inner_pages=(4, 300))
+    mem = build_shared_memory(ALGORITHMS[version], 10, btree_inner_pages=(4, 300))
     assert [len(level) for level in mem.btree_inner] == [4, 300]
     pages = [mem.btree_root, *(page for level in mem.btree_inner for page in level)]
     assert len({page.buffer_id for page in pages}) == 305
@@ -543,13 +549,13 @@ def test_inner_pages_have_their_own_descriptors_and_spread_partitions(version: s
 
 
 def test_a_root_over_the_leaves_has_no_inner_pages() -> None:
-    assert build_shared_memory("post14", 10, btree_inner_pages=()).btree_inner == ()
+    assert build_shared_memory(ALGORITHMS["post14"], 10, btree_inner_pages=()).btree_inner == ()
 
 
 @pytest.mark.parametrize("pages", [(0,), (20000,)])
 def test_impossible_inner_pages_are_named(pages: tuple[int, ...]) -> None:
     with pytest.raises(ConfigError, match="btree_inner_pages"):
-        build_shared_memory("post14", 10, btree_inner_pages=pages)
+        build_shared_memory(ALGORITHMS["post14"], 10, btree_inner_pages=pages)
 
 
 # --------------------------------------------------------------------------- ProcArray header

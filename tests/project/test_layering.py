@@ -60,6 +60,9 @@ SNAPSHOT_FLOORS = {
 """Floor of each module of the snapshot algorithms (one module per version family); the package's
 ``__init__`` (``ALGORITHMS``) stands on all of them."""
 
+SHMEM = f"{MODELS}.shmem"
+"""The shared-memory layouts: the algorithms stand on them, and they never on the algorithms."""
+
 SCHEDULER_FLOORS = {
     "simulator.runtime.scheduler_stats": 1,  # counters and trace tables
     "simulator.runtime.placement": 1,  # the searches for a thread, over plain state
@@ -242,6 +245,18 @@ def test_snapshot_modules_import_only_lower_floors() -> None:
                     target.removeprefix(SNAPSHOTS + ".")] >= floor):
                 offenders.append(f"{name} -> {target}")
     assert sorted(offenders) == []
+
+
+def test_the_shared_memory_does_not_import_the_algorithms() -> None:
+    """The memory builder is handed each version (its key, layout family and what-if regions:
+    the algorithm's class) by its caller and never asks the algorithm registry, which stands
+    on the memory."""
+    graph = import_graph()
+    offenders = sorted(f"{name} -> {target}" for name, targets in graph.items()
+                       if names_package(name, SHMEM)
+                       for target in targets if names_package(target, SNAPSHOTS))
+    assert offenders == []
+    assert "snapsim_models.shmem.memory" in graph["snapsim_models.snapshots.base"]
 
 
 def test_scheduler_modules_import_only_lower_floors() -> None:

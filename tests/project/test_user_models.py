@@ -1,4 +1,10 @@
-"""A ``models.py`` or ``models/`` of the user's own in the working directory changes nothing.
+"""A user's workload model, and a ``models.py`` or ``models/`` of the user's own.
+
+A minimal workload model (:class:`tests.toy_models.MinimalModel`) subclasses
+:class:`~simulator.study.workload_model.WorkloadModelBase` and runs with the base class's
+defaults for every optional hook; an entry point's object that is no such subclass is refused.
+
+A ``models.py`` or ``models/`` of the user's own in the working directory changes nothing.
 
 ``python -m simulator``, ``python -c`` and notebooks put the working directory first on
 ``sys.path``. The PostgreSQL model is therefore installed as ``snapsim_models``, not under the
@@ -13,11 +19,18 @@ import csv
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from simulator.study.workload_model import workload_model
+import simulator
+import simulator.study.workload_model
+from simulator.errors import ConfigError
+from simulator.study.workload_model import WorkloadModelBase, workload_model
+from snapsim_models.plugin import PostgresModel
+from tests.toy_models import MinimalModel
 
 MESSAGE = "the user's own models was imported"
 HOSTILE = {
@@ -79,3 +92,46 @@ def test_the_installed_entry_point_loads_snapsim_models() -> None:
     checkout) names ``models.plugin``, which loads the folder a second time as ``models``."""
     module = type(workload_model()).__module__
     assert module == "snapsim_models.plugin", f"{module}: reinstall snapsim (pip install -e .)"
+
+
+@dataclass(frozen=True)
+class _EntryPoint:
+    name: str
+    value: object
+
+    def load(self) -> object:
+        return self.value
+
+
+def _installed(monkeypatch: pytest.MonkeyPatch, **models: object) -> None:
+    """Make ``models`` the installed workload models, by name."""
+    points = [_EntryPoint(name, model) for name, model in models.items()]
+    monkeypatch.setattr(simulator.study.workload_model, "metadata",
+                        SimpleNamespace(entry_points=lambda group: points))
+
+
+def test_a_minimal_model_runs_with_the_base_class_defaults(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _installed(monkeypatch, minimal=MinimalModel())
+    result = simulator.run(simulator.Experiment(
+        model="minimal", machine="gold5215-2s", algorithms=("spin",), workload="loop",
+        idle_kind="idle", clients=(1, 2), idle_clients=(0,), single_client_tps=None,
+        measurements=None))
+    assert list(result.curve["tps"]) == [1000.0, 2000.0]
+    assert list(result.curve.columns[:8]) == ["machine", "algorithm", "workload", "clients",
+                                              "idle_clients", "idle_kind", "seed", "root_seed"]
+
+
+def test_an_entry_point_that_is_no_workload_model_base_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _installed(monkeypatch, plain=object())
+    with pytest.raises(ConfigError, match=r"'plain' is a builtins\.object, not an instance of a "
+                       r"subclass of simulator\.study\.workload_model\.WorkloadModelBase"):
+        workload_model("plain")
+
+
+def test_the_shipped_model_defines_only_what_the_base_class_declares() -> None:
+    """A misspelt optional hook would be a new name, silently never called."""
+    declared = set(dir(WorkloadModelBase)) | set(WorkloadModelBase.__annotations__)
+    own = {name for name in vars(PostgresModel) if not name.startswith("_")}
+    assert own <= declared, own - declared

@@ -37,6 +37,8 @@ class CompiledCoherence:
         machine: the machine.
         line_keys: per tracked line, its global line number (byte address // 64).
         line_homes: per tracked line, its home node.
+        topology: the machine's topology, and ``tables`` its latency tables (built from
+            ``machine`` if not given).
     """
 
     def __init__(
@@ -44,10 +46,14 @@ class CompiledCoherence:
         machine: MachineConfig,
         line_keys: Sequence[int] | IntArray,
         line_homes: Sequence[int] | IntArray,
+        topology: Topology | None = None,
+        tables: LatencyTables | None = None,
     ) -> None:
         self.machine = machine
-        self.topology = topo = Topology.from_config(machine)
-        self.tables = tables = LatencyTables.build(machine, topo)
+        self.topology = topo = topology if topology is not None else Topology.from_config(machine)
+        if tables is None:
+            tables = LatencyTables.build(machine, topo)
+        self.tables = tables
         keys = np.asarray(line_keys, dtype=np.int64)
         homes = np.asarray(line_homes, dtype=np.int64)
         if keys.shape != homes.shape or keys.ndim != 1:

@@ -79,6 +79,8 @@ class ReferenceCoherence:
         line_keys: per tracked line, its global line number (byte address // 64); it selects the
             cache set.
         line_homes: per tracked line, its home node.
+        topology: the machine's topology, and ``tables`` its latency tables (built from
+            ``machine`` if not given).
     """
 
     def __init__(
@@ -86,11 +88,12 @@ class ReferenceCoherence:
         machine: MachineConfig,
         line_keys: Sequence[int] | npt.NDArray[np.int64],
         line_homes: Sequence[int] | npt.NDArray[np.int64],
+        topology: Topology | None = None,
+        tables: LatencyTables | None = None,
     ) -> None:
         self.machine = machine
-        self.topology = Topology.from_config(machine)
-        self.tables = LatencyTables.build(machine, self.topology)
-        topo = self.topology
+        self.topology = topo = topology if topology is not None else Topology.from_config(machine)
+        self.tables = tables if tables is not None else LatencyTables.build(machine, topo)
         self.threads_per_core = machine.topology.threads_per_core
         self.cores_per_domain = machine.topology.cores_per_domain
         self.domains_per_socket = machine.topology.domains_per_socket

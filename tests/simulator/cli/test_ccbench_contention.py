@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from simulator.cli import main
-from simulator.tools.ccbench import CONTENTION_COLUMNS, OPERATIONS
+from simulator.tools.ccbench import CONTENTION_COLUMNS
+from simulator.tools.contention import OPERATIONS
 
 QUICK = ["--duration-us", "2", "--warmup-us", "1"]
 
@@ -67,6 +68,9 @@ def test_machine_set_selects_the_line_service_rule(capsys: pytest.CaptureFixture
     ["--contention", "--plot", "/no/such/dir/x.png"],
     ["--threads", "2"],
     ["--csv"],
+    ["--seeds", "2"],
+    ["--sosp13", "--contention"],
+    ["--sosp13"],  # no SOSP'13 rows for the Gold 5215
 ])
 def test_bad_contention_flags_are_one_line_exit_2(
         flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,3 +78,26 @@ def test_bad_contention_flags_are_one_line_exit_2(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_sosp13_operations_and_rows_from_the_command_line(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["ccbench", "opteron-6172-4s", "--contention", "--ops", "store-shared,mcs-lock",
+                 "--placements", "fill", "--threads", "2", "--csv", *QUICK]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert table["operation"].tolist() == ["store-shared", "mcs-lock"]
+    assert table["latency_ns"].iloc[0] == pytest.approx(246 / 2.1)  # Table 2, same die
+    from simulator.cli import ccbench as command
+    from simulator.tools.sosp13 import SOSP13_PUBLISHED, sosp13_comparison
+
+    few = [row for row in SOSP13_PUBLISHED["westmere-ex-80c"] if row.operation == "store-shared"]
+    monkeypatch.setattr(command, "sosp13_comparison",
+                        lambda config, seeds: sosp13_comparison(config, seeds, few))
+    assert main(["ccbench", "westmere-ex-80c", "--sosp13", "--seeds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("westmere-ex-80c: SOSP'13 rows, line service rule home")
+    assert [line.split()[:2] for line in lines[3:]] == [
+        ["store-shared", "same-die"], ["store-shared", "one-hop"], ["store-shared", "two-hops"],
+        ["store-shared", "all"]]
+    assert main(["ccbench", "westmere-ex-80c", "--sosp13", "--csv"]) == 0
+    assert len(pd.read_csv(io.StringIO(capsys.readouterr().out))) == len(few)

@@ -12,7 +12,8 @@ from simulator.cli import COMMANDS, build_parser
 from tests.paths import REPO_ROOT
 
 LIBRARIES = ("simulator", "simulator.tools.validate", "simulator.tools.calibrate",
-             "simulator.tools.regress", "simulator.tools.ccbench", "simulator.tools.bench",
+             "simulator.tools.regress", "simulator.tools.ccbench", "simulator.tools.contention",
+             "simulator.tools.sosp13", "simulator.tools.bench",
              "simulator.study.experiment", "simulator.analysis.c2c")
 
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -21,6 +20,7 @@ import pytest
 import simulator.study.sweep
 from simulator.cli import main
 from simulator.study.workload_model import PointOutput, PointSpec, workload_model
+from snapsim_models.plugin import PostgresModel
 
 SMALL = """\
 name: small
@@ -302,24 +302,20 @@ def test_unwritable_output_directory_exits_2(small: Path, tmp_path: Path,
     assert "not a directory" in capsys.readouterr().err
 
 
-class _FailingModel:
-    """The real model, except that one point raises."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
+class _FailingModel(PostgresModel):
+    """The shipped model, except that one point raises."""
 
     def run_point(self, spec: PointSpec) -> PointOutput:
         if spec.algorithm == "post14" and spec.idle_clients == 50:
             raise RuntimeError("injected failure")
-        output: PointOutput = self.real.run_point(spec)
-        return output
+        return super().run_point(spec)
 
 
 def test_a_failing_point_is_recorded_and_the_run_exits_1_after_writing_everything(
         small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(simulator.study.sweep, "workload_model",
-                        lambda name: _FailingModel(workload_model(name)))
+                        lambda name: _FailingModel())
     out = tmp_path / "out"
     assert snapsim(str(small), "--jobs", "1", "--clients", "1", "--out", str(out)) == 1
     assert "failed: post14 clients=1 idle_clients=50: RuntimeError: injected failure" in \

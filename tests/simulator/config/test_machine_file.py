@@ -40,6 +40,8 @@ SHIPPED_MACHINES: dict[str, tuple[int, int, int, int, CoherenceProtocol, L3Inclu
     "threadripper-3990x": (1, 16, 4, 2, CoherenceProtocol.MOESI, L3Inclusion.VICTIM, False),
     "e7-8890v3-4s": (4, 1, 18, 2, CoherenceProtocol.MESIF, L3Inclusion.INCLUSIVE, False),
     "westmere-ex-8s": (8, 1, 8, 2, CoherenceProtocol.MESIF, L3Inclusion.INCLUSIVE, False),
+    "westmere-ex-80c": (8, 1, 10, 1, CoherenceProtocol.MESIF, L3Inclusion.INCLUSIVE, False),
+    "opteron-6172-4s": (4, 2, 6, 1, CoherenceProtocol.MOESI, L3Inclusion.VICTIM, False),
     "sapphire-rapids-2s": (2, 1, 56, 2, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),
     "epyc-9654-2s": (2, 12, 8, 2, CoherenceProtocol.MOESI, L3Inclusion.VICTIM, False),
     "graviton3": (1, 1, 64, 1, CoherenceProtocol.MESIF, L3Inclusion.NON_INCLUSIVE, False),

@@ -10,7 +10,8 @@ import pytest
 from simulator.cli import main
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
-from simulator.host.probe import closest_machine, host_facts, probe_host
+from simulator.host.facts import host_facts
+from simulator.host.probe import closest_machine, probe_host
 
 CPUINFO_INTEL = """\
 processor\t: 0
@@ -58,12 +59,13 @@ def make_host(root: Path, *, sockets: int = 2, l3_per_socket: int = 2, cores_per
 
 def test_the_topology_caches_and_nodes_come_from_sysfs(tmp_path: Path) -> None:
     facts = host_facts(make_host(tmp_path))
-    assert (facts.sockets, facts.domains_per_socket, facts.cores_per_domain,
-            facts.threads_per_core) == (2, 2, 2, 2)
-    assert (facts.l1d.size_bytes, facts.l1d.ways) == (48 * 1024, 12)  # not the L1i
-    assert (facts.l2.size_bytes, facts.l3.size_bytes, facts.l3.ways) == (2 << 20, 16 << 20, 16)
-    assert facts.node_domains == ((0, 1), (2, 3))
-    assert (facts.vendor, facts.clock_mhz, facts.virtualized) == ("intel", 2100.0, False)
+    layout = facts.layout()
+    assert (layout.sockets, layout.domains_per_socket, layout.cores_per_domain,
+            layout.threads_per_core) == (2, 2, 2, 2)
+    assert (layout.l1d.size_bytes, layout.l1d.ways) == (48 * 1024, 12)  # not the L1i
+    assert (layout.l2.size_bytes, layout.l3.size_bytes, layout.l3.ways) == (2 << 20, 16 << 20, 16)
+    assert layout.node_domains == ((0, 1), (2, 3))
+    assert (facts.vendor, layout.clock_mhz, facts.virtualized) == ("intel", 2100.0, False)
 
 
 def test_the_written_file_loads_with_the_host_s_shape(tmp_path: Path) -> None:
@@ -127,8 +129,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
 def test_an_irregular_topology_is_refused(tmp_path: Path) -> None:
     root = make_host(tmp_path)
     (root / "sys/devices/system/cpu/online").write_text("0-14\n")  # one CPU offline
+    facts = host_facts(root)  # the facts a measurement records are read all the same
+    assert facts.as_metadata()["cpu_model"] == "Intel(R) Xeon(R) Made-Up 1234"
     with pytest.raises(ConfigError, match="topology"):
-        host_facts(root)
+        facts.layout()
 
 
 CPUINFO_KVM = CPUINFO_INTEL.replace("flags\t\t: fpu sse2 ht", "flags\t\t: fpu sse2 ht hypervisor")

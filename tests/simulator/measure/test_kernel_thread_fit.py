@@ -8,7 +8,7 @@ import pytest
 
 from simulator.config.machine_file import load_machine
 from simulator.host.probe import probe_host
-from simulator.measure.kernel_thread import (
+from simulator.measure.kernel_thread_fit import (
     DAMON_DEFAULT_SAMPLE_US,
     damon_sample_us,
     fit_kernel_thread,

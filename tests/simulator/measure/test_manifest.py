@@ -1,4 +1,5 @@
-"""Measurement files and manifests: every value checked, known gaps marked with their reason."""
+"""Measurement files and manifests: every value checked, known gaps marked with their reason, a
+written manifest read back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,21 @@ import pandas as pd
 import pytest
 
 from simulator.errors import ConfigError
-from simulator.measure.manifest import load_manifest
+from simulator.measure.installations import LABELS
+from simulator.measure.manifest import (
+    BACKGROUND_THREADS,
+    MACHINE_FILE,
+    MANIFEST_FILE,
+    MEASURED_WORKLOAD,
+    MOSTLY_IDLE_RUN,
+    SET_PREFIX,
+    WorkScalePoint,
+    load_manifest,
+    manifest_document,
+)
+from simulator.measure.outputs import write_yaml
+from simulator.measure.pgbench import IDLE_KINDS
+from simulator.study.workload_model import workload_model
 from simulator.tools.validate import SUMMARY_COLUMNS, gate_passes, summarise
 from tests.simulator.tools.test_validate import CSV, write_manifest
 
@@ -128,3 +143,52 @@ def test_the_summary_counts_scored_points_whose_window_did_not_converge(
     summary = summarise(table, manifest)
     assert summary[["series", "points", "unconverged"]].values.tolist() == [
         ["tps_pre14", 2, 1], ["tps_post14", 2, 0]]
+
+
+def test_a_written_manifest_reads_back_as_written(tmp_path: Path) -> None:
+    """The writer and the reader share one module and one spelling of every key."""
+    series = ["tps_pre14", "tps_post14"]
+    datasets = {"m_idle": ("idle", series), "m_mostly_idle": ("mostly-idle", series)}
+    descriptions = {"m_idle": "idle connections", "m_mostly_idle": "mostly idle: one query"}
+    document = manifest_document("m", datasets, ("m_idle", "tps_pre14"), descriptions,
+                                 background_threads=3)
+    write_yaml(tmp_path / MANIFEST_FILE, document, "a measurement")
+    for name in datasets:
+        (tmp_path / f"{name}.csv").write_text(
+            "idle_connections,active_connections,tps_pre14,tps_post14\n0,1,1000,1100\n"
+            "100,1,900,1050\n", encoding="utf-8")
+    manifest = load_manifest(tmp_path)
+    assert list(manifest.datasets) == list(datasets)
+    for name, (idle_kind, columns) in datasets.items():
+        dataset = manifest.dataset(name)
+        assert (dataset.path, dataset.description, dataset.machine) == (
+            tmp_path / f"{name}.csv", descriptions[name], str(tmp_path / MACHINE_FILE))
+        assert (dataset.workload, dataset.idle_kind) == (MEASURED_WORKLOAD, idle_kind)
+        assert (dataset.clients, dataset.idle_clients) == ("active_connections",
+                                                          "idle_connections")
+        assert dataset.series == {column: column.removeprefix("tps_") for column in columns}
+        assert not dataset.known_gaps
+        mostly_idle = idle_kind == "mostly-idle"
+        assert dataset.run == (MOSTLY_IDLE_RUN if mostly_idle else {})
+        assert dataset.sets == (((BACKGROUND_THREADS, 3),) if mostly_idle else ())
+        assert len(dataset.table()) == 2 * len(columns)
+    assert manifest.work_scale_points == {"m": WorkScalePoint("m_idle", "tps_pre14", 1, 0)}
+    figure = manifest.single_client("m")
+    assert figure is not None
+    assert (figure.tps, figure.algorithm, figure.workload, figure.idle_kind) == (
+        1000.0, "pre14", MEASURED_WORKLOAD, "idle")
+    assert (manifest.run, manifest.ratios) == ({}, {})
+    without = manifest_document("m", {"m_idle": datasets["m_idle"]}, None, descriptions)
+    assert "machines" not in without
+    assert load_manifest(data=without, path=tmp_path / MANIFEST_FILE).work_scale_points == {}
+
+
+def test_the_model_words_a_measurement_writes_are_the_model_s() -> None:
+    """``measure`` may not import the model's pipeline, so its words are checked here."""
+    model = workload_model()
+    assert MEASURED_WORKLOAD in model.workloads
+    assert set(LABELS) <= set(model.algorithms)  # the installations' labels, and the series'
+    assert set(IDLE_KINDS) <= set(model.idle_kinds)
+    prefix, option = BACKGROUND_THREADS.split(".")
+    assert prefix == SET_PREFIX
+    assert model.resolve_options({option: 3})[option] == 3

@@ -22,11 +22,12 @@ from simulator.cli import measure as measure_cli
 from simulator.config.machine_file import load_machine
 from simulator.host import clock, probe, wakeup
 from simulator.host.clock import MeasuredClock
+from simulator.host.facts import host_facts
 from simulator.host.probe_idle import GuestIdle
 from simulator.host.wakeup import WakeupMeasurement
-from simulator.measure.kernel_thread import fit_kernel_thread
-from simulator.measure.manifest import load_manifest
-from simulator.measure.outputs import MOSTLY_IDLE_RUN, REPETITION_COLUMNS
+from simulator.measure.kernel_thread_fit import fit_kernel_thread
+from simulator.measure.manifest import MOSTLY_IDLE_RUN, load_manifest
+from simulator.measure.outputs import REPETITION_COLUMNS
 from simulator.tools.validate import check_datasets
 from tests.paths import REPO_ROOT
 from tests.simulator.measure.fakes import (
@@ -333,9 +334,10 @@ def test_the_shipped_dataset_of_the_projects_machine_loads_and_checks() -> None:
 
 def pretend_guest(monkeypatch: pytest.MonkeyPatch) -> None:
     """This host's facts, as a KVM guest whose idle vCPUs halt."""
-    facts = dataclasses.replace(probe.host_facts(), virtualized=True,
-                                guest_idle=GuestIdle(driver="haltpoll", halt_poll_ns=0,
-                                                     halt_latency_us=1.0))
+    facts = host_facts()
+    guest = GuestIdle(driver="haltpoll", halt_poll_ns=0, halt_latency_us=1.0)
+    facts = dataclasses.replace(facts, virtualized=True, layout_read=dataclasses.replace(
+        facts.layout(), guest_idle=guest))
     monkeypatch.setattr(probe, "host_facts", lambda root=Path("/"): facts)
     monkeypatch.setattr(measure_cli, "host_facts", lambda root=Path("/"): facts)
 

@@ -26,8 +26,10 @@ US = 1_000.0
 MLP = 2.0
 
 
-def sets(machine: MachineConfig | None = None) -> WorkingSets:
-    return WorkingSets(machine or toy_machine(sockets=2, domains_per_socket=2))
+def sets(machine: MachineConfig | None = None, rule: str = "lru") -> WorkingSets:
+    """The working sets of a toy machine; the chip LRU unless ``rule`` says otherwise (the tests
+    below check the LRU chip's exact evictions; the adaptive rule has its own tests at the end)."""
+    return WorkingSets(machine or toy_machine(sockets=2, domains_per_socket=2), rule=rule)
 
 
 def test_staying_warm_on_a_core_costs_nothing() -> None:
@@ -310,3 +312,58 @@ def test_a_warm_start_pays_nothing_at_first_and_the_same_as_a_cold_one_after() -
     assert ws.start(warm, 0) == 0.0  # both blocks still whole on core 0 (16 lines)
     # On core 1 the code comes from the domain's chip; the private lines from core 0's L2.
     assert ws.start(warm, 1) == pytest.approx(8 * 20.0 / MLP + 4 * 40.0 / MLP)
+
+
+# -- the adaptive (thrash-resistant) chip ---------------------------------------------------------
+
+
+def test_the_adaptive_chip_keeps_the_capacity_share_of_a_loop_larger_than_itself() -> None:
+    """A loop of 4 blocks of 48 lines on one core: the footprint 192 lines exceeds the chip's 96
+    (L3 64 + two L2s of 16): LRU refills every block from DRAM, the adaptive rule keeps
+    96 / 192 of each block on chip (the L2 of 16 lines holds nothing of a block 3 blocks back)."""
+    machine = toy_machine(sockets=1)
+    for rule, on_chip in (("lru", 0.0), ("adaptive", 48 * 96 / 192)):
+        ws = sets(machine, rule)
+        blocks = [ws.new(48) for _ in range(4)]
+        for block in blocks:  # first runs
+            ws.start(block, 0)
+        refill = ws.start(blocks[0], 0)
+        assert refill == pytest.approx((on_chip * 20.0 + (48 - on_chip) * 90.0) / MLP), rule
+
+
+def test_the_adaptive_chip_keeps_a_loop_that_fits_whole() -> None:
+    ws = sets(toy_machine(sockets=1), "adaptive")
+    blocks = [ws.new(20) for _ in range(4)]  # 80 lines <= 96 on chip; the L2 (16) holds none
+    for block in blocks:
+        ws.start(block, 0)
+    assert ws.start(blocks[0], 0) == pytest.approx(20 * 20.0 / MLP)  # all from the L3
+
+
+def test_a_streaming_working_set_refills_at_the_stream_overlap() -> None:
+    machine = toy_machine(sockets=1)
+    ws = sets(machine, "adaptive")
+    block = ws.new(8, streaming=True)
+    assert ws.start(block, 0) == pytest.approx(8 * 90.0 / machine.mlp.stream)
+
+
+def test_the_random_chip_keeps_a_share_that_solves_the_steady_state() -> None:
+    """Random replacement, a loop of F = 2 C: a block keeps h = exp(-(N - 1) W (1 - h) / C) of
+    itself; with 8 blocks of 24 lines on a 96-line chip, h = exp(-1.75 (1 - h)): h = 0.367
+    (and the L2 of 16 lines holds nothing of a block 7 blocks back)."""
+    import math
+
+    ws = sets(toy_machine(sockets=1), "random")
+    blocks = [ws.new(24) for _ in range(8)]
+    for _ in range(60):  # to the steady state
+        for block in blocks:
+            ws.start(block, 0)
+    h = 0.5
+    for _ in range(200):
+        h = math.exp(-1.75 * (1 - h))
+    refill = ws.start(blocks[0], 0)
+    assert refill == pytest.approx((24 * h * 20.0 + 24 * (1 - h) * 90.0) / MLP, rel=0.02)
+
+
+def test_an_unknown_refill_rule_is_refused() -> None:
+    with pytest.raises(ValueError, match="refill rule"):
+        sets(rule="fifo")

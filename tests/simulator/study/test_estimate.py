@@ -18,6 +18,7 @@ from simulator.hardware.coherence.compiled import CompiledCoherence
 from simulator.study import estimate
 from simulator.study.experiment import Experiment, plan
 from tests.toy_machines import toy_machine
+from tests.toy_models import MinimalModel
 
 MEASURED = [  # machine, algorithm, clients, idle, idle kind, window ms, warm-up ms, MB, wall s
     ('gold5215-2s', 'pg91', 1, 20000, 'idle', 0.2, 0.0, 338.8, 0.58),
@@ -190,10 +191,8 @@ def test_the_coefficients_are_the_models_and_a_model_without_them_gets_the_fallb
     task = one_task("gold5215-2s", "post14", 48, 1000)
     fitted = estimate.estimate_point(task)
 
-    class Bare:  # a user's model that gives no coefficients
-        pass
-
-    monkeypatch.setattr(estimate, "workload_model", lambda name: Bare())
+    # a user's model that gives no coefficients
+    monkeypatch.setattr(estimate, "workload_model", lambda name: MinimalModel())
     assert estimate.coefficients_of("postgres") is estimate.FALLBACK
     guessed = estimate.estimate_point(task)
     assert guessed.memory_bytes > fitted.memory_bytes  # the guess is the generous side

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulator.host.probe_idle import text_or_none
+from simulator.host.procfs import kernel_text
 
 __all__ = ["DAMON_DEFAULT_SAMPLE_US", "MIN_SHARE", "FittedKernelThread", "damon_sample_us",
            "fit_kernel_thread"]
@@ -68,10 +68,10 @@ def damon_sample_us(admin: Path = DAMON_ADMIN) -> int | None:
     kdamond or context whose files cannot be read or parsed is passed over for the next.
     """
     for kdamond in _numbered(admin / "kdamonds"):
-        if text_or_none(kdamond / "state") != "on":
+        if kernel_text(kdamond / "state") != "on":
             continue
         for context in _numbered(kdamond / "contexts"):
-            text = text_or_none(context / "monitoring_attrs" / "intervals" / "sample_us")
+            text = kernel_text(context / "monitoring_attrs" / "intervals" / "sample_us")
             if text is not None and text.isdigit() and int(text) > 0:
                 return int(text)
     return None
