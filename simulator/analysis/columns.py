@@ -143,8 +143,10 @@ def _summary(curve: ColumnMeanings) -> dict[str, tuple[str, str]]:
                     "over"),
         "n_failed": ("seeds", "root seeds of the point that failed (an error), left out of the "
                      "statistics"),
-        WINDOW_CONVERGED: ("bool", "whether every successful seed's warm-up and window are long "
-                           "enough to trust its TPS (empty when none succeeded)"),
+        WINDOW_CONVERGED: ("bool", "whether every successful seed's TPS met its precision target "
+                           "(empty when none succeeded)"),
+        MAX_DURATION_REACHED: ("bool", "whether a successful seed's window grew to its cap "
+                               "before meeting its precision (empty when none succeeded)"),
         "measured_tps": _CURVE["measured_tps"],
         **{f"{column}_{statistic}": (unit, f"{what} of: {meaning}")
            for column, (unit, meaning) in curve.items() if column not in NOT_SUMMARISED

@@ -44,7 +44,7 @@ from types import FrameType
 
 import pandas as pd
 
-from simulator.analysis.columns import TRANSACTIONS_PER_CLIENT, WINDOW_CONVERGED
+from simulator.analysis.columns import WINDOW_CONVERGED
 from simulator.analysis.summary import curve_summary
 from simulator.cli.common import (
     EXIT_FAILED,
@@ -397,9 +397,10 @@ def _print_summary(curve: pd.DataFrame) -> None:
     print("TPS (mean over the seeds ± the half-width of its 95 % interval)" if seeded else "TPS")
     print(formatted.to_string())
     if marked:
-        print(f"* window too short to trust ({marked} point(s)): fewer transactions per client "
-              f"or a shorter warm-up than the connection count needs ({TRANSACTIONS_PER_CLIENT}, "
-              f"{WINDOW_CONVERGED} in curve.csv); lengthen duration_ms and warmup_ms")
+        print(f"* not precise enough to trust ({marked} point(s)): the 95 % interval of its TPS "
+              f"is wider than its target, or its warm-up outlasted half its window (tps_ci_rel, "
+              f"{WINDOW_CONVERGED} in curve.csv); run with --precision 0.02, or a longer "
+              "--duration-ms")
 
 
 def _short_windows(curve: pd.DataFrame) -> set[tuple[str, int, int]]:

@@ -6,7 +6,7 @@ fetch), so that it can be mailed or attached to a mailing-list post:
 
 * a heading naming the experiment, machine, workload and window, and first the results: the
   TPS of every point (active clients and idle connections against the algorithms, the mean over
-  the seeds, ``*`` for a window too short to trust);
+  the seeds, ``*`` for a point not precise enough to trust);
 * the plots the run drew (``tps.png``, ``transfers.png``, ``breakdown.png``, ``ratio.png``);
 * the curve (every point's keys, TPS, latencies and time per transaction by category, without
   the columns that hold one value throughout, so that it fits the page), each column's unit and
@@ -132,8 +132,8 @@ def _curve_frame(curve: pd.DataFrame) -> pd.DataFrame:
 def _tps_table(curve: pd.DataFrame) -> str:
     """The TPS of every point as ``snapsim run`` prints it, the mean over the seeds.
 
-    Active clients and idle connections against the algorithms; ``*`` marks a window too short
-    to trust.
+    Active clients and idle connections against the algorithms; ``*`` marks a point not precise
+    enough to trust.
     """
     needed = {"algorithm", "clients", "idle_clients", "tps"}
     if not needed <= set(curve.columns) or curve.empty:
@@ -161,8 +161,9 @@ def _tps_table(curve: pd.DataFrame) -> str:
         rows.append("<tr>" + "".join(cells) + "</tr>")
     head = "".join(f'<th class="num">{html.escape(str(c))}</th>'
                    for c in ("clients", "idle clients", *table.columns))
-    note = ("<p>* window too short to trust (<code>window_converged</code> false): lengthen "
-            "duration_ms and warmup_ms.</p>" if short else "")
+    note = ("<p>* not precise enough to trust (<code>window_converged</code> false: the 95 % "
+            "interval of its TPS, <code>tps_ci_rel</code>, is wider than its target): run with "
+            "--precision 0.02, or a longer duration_ms.</p>" if short else "")
     return (f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             + note)
 
