@@ -114,6 +114,8 @@ def set_client_axis(ax: Axes, x: str, zero: float | None = None) -> None:
         lambda value, _: "0" if value == zero else f"{value:,.0f}"))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlim(zero / 10 ** (ZERO_OFFSET_DECADES / 2), high)
+    if len(ticks) <= 2:  # 0 and one count: no scale to break, a mark would sit mid-axis
+        return
     # the break: two short slanted strokes on the axis between 0 and the first count
     gap = zero * 10 ** (ZERO_OFFSET_DECADES / 2)
     for offset in (0.97, 1.03):

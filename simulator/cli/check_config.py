@@ -38,7 +38,12 @@ from simulator.study.experiment_file import (
 )
 from simulator.study.runner import check_estimate
 from simulator.tools.check_config import check_model_file, shipped_config_path
-from simulator.tools.validate import check_ratios
+from simulator.tools.validate import (
+    RUN_DEFAULTS,
+    check_ratios,
+    check_validation_estimate,
+    validation_estimate,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +153,15 @@ def check_manifest(source: str, data: Mapping[str, object] | None = None) -> str
     manifest = load_manifest(source, data)
     rows = sum(len(dataset.table()) for dataset in manifest.datasets.values())
     check_ratios(manifest)
+    settings = {**RUN_DEFAULTS, **manifest.run}
+    try:  # a point that cannot fit in memory even on one worker is refused, as by `validate`
+        check_validation_estimate(validation_estimate(
+            manifest, duration_ms=float(settings["duration_ms"]),
+            warmup_ms=float(settings["warmup_ms"]), seed=int(settings["seed"]), jobs=1))
+    except ConfigError as exc:
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.key, exc.message, str(manifest.path)) from None
     return (f"measurement manifest: {len(manifest.datasets)} datasets, {rows} measured points, "
             f"{len(manifest.ratios)} ratios")
 

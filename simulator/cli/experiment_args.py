@@ -8,9 +8,12 @@ values meet the one check of :meth:`~simulator.study.experiment.Experiment.check
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from simulator.errors import ConfigError
 from simulator.study.experiment import DEFAULT_EXPERIMENT, FLAGS, KEYS, Experiment, Flag
 from simulator.study.experiment_file import (
     STDIN_SOURCE,
@@ -74,5 +77,33 @@ def load_experiment(args: argparse.Namespace) -> tuple[Experiment, dict[str, obj
             document[key] = [*(previous if isinstance(previous, list) else [previous]), *items]
     document.pop("computed", None)
     name = "stdin" if source == STDIN_SOURCE else Path(source).stem
-    experiment = experiment_from_document(document, source, default_name=name)
+    with blame_file(source, flag_keys(args)):
+        experiment = experiment_from_document(document, source, default_name=name)
     return experiment, document, source
+
+
+def flag_keys(args: argparse.Namespace) -> set[str]:
+    """The experiment keys this command line's flags set (their errors are the flags')."""
+    keys = {key for key, _ in FLAGS if getattr(args, key, None) is not None}
+    if getattr(args, "seed", None) is not None or getattr(args, "seeds", None) is not None:
+        keys.add("seeds")
+    return keys
+
+
+@contextlib.contextmanager
+def blame_file(source: str, flagged: set[str]) -> Iterator[None]:
+    """Name the experiment file in an error of one of its values, as ``check-config`` does.
+
+    A :class:`ConfigError` without a source, at a key no flag in ``flagged`` set (and not the
+    whole file's, ``""``, which a flag's value may also raise), is raised again with ``source``
+    (``--set`` errors are :func:`blame_overrides`'s, around this).
+    """
+    try:
+        yield
+    except ConfigError as exc:
+        key = exc.key
+        by_flag = key.startswith("-") or any(
+            key == flag or key.startswith((f"{flag}.", f"{flag}[")) for flag in flagged)
+        if exc.source is not None or by_flag or not key:  # no key: whose, is not known
+            raise
+        raise ConfigError(key, exc.message, source) from None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from simulator.cli.common import EXIT_OK, log
 from simulator.errors import ConfigError
-from simulator.tools.report import write_report
+from simulator.tools.report import report_contents, write_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,9 @@ def main(args: argparse.Namespace) -> int:
     """Write the report and print its path."""
     if args.top < 1:
         raise ConfigError("--top", f"must be at least 1, got {args.top}")
-    path = write_report(Path(args.directory), Path(args.out) if args.out else None, args.top)
-    log(f"wrote {path}: plots, curve, hot lines, configuration and run metadata in one file")
+    directory = Path(args.directory)
+    path = write_report(directory, Path(args.out) if args.out else None, args.top)
+    parts = ["TPS", "curve", *report_contents(directory)]
+    log(f"wrote {path}: {', '.join(parts[:-1])} and {parts[-1]} in one file")
     print(path)
     return EXIT_OK

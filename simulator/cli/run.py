@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import shutil
@@ -55,7 +56,12 @@ from simulator.cli.common import (
     show_progress,
     warn,
 )
-from simulator.cli.experiment_args import add_experiment_arguments, load_experiment
+from simulator.cli.experiment_args import (
+    add_experiment_arguments,
+    blame_file,
+    flag_keys,
+    load_experiment,
+)
 from simulator.config.files import write_text_atomic
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
@@ -149,30 +155,49 @@ def main(args: argparse.Namespace) -> int:
     SIGINT, 143 for SIGTERM), after the workers stopped and every finished point was stored.
     """
     out = Path(args.out or DEFAULT_OUT)
+    progress = _Progress()
     with interrupt_on_signals():
         try:
-            return _main(args, out)
+            return _main(args, out, progress)
         except KeyboardInterrupt as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
-            stored = len(list((out / POINTS_DIR).glob("*.json"))) if out.is_dir() else 0
-            warn(f"snapsim: interrupted by {signal.Signals(signum).name}: {stored} point(s) "
-                f"stored in {out / POINTS_DIR}; run the same command again to resume")
+            warn(f"snapsim: interrupted by {signal.Signals(signum).name}: "
+                 f"{progress.interrupted(out / POINTS_DIR)}")
             return 128 + signum
 
 
-def _main(args: argparse.Namespace, out: Path) -> int:
+@dataclasses.dataclass
+class _Progress:
+    """This run's points, once it is about to run them: their keys in the point store."""
+
+    keys: tuple[str, ...] | None = None
+    """The grid's point keys; ``None`` until the first point is about to run."""
+
+    def interrupted(self, points: Path) -> str:
+        """What an interruption kept, counting this run's points only (not another run's files).
+
+        A point is kept once its file is in the store (resumed, or finished by this run).
+        """
+        if self.keys is None:
+            return "stopped before any point ran (nothing to resume)"
+        stored = sum((points / f"{key}.json").exists() for key in self.keys)
+        return (f"{stored} of this run's {len(self.keys)} point(s) stored in {points}; run the "
+                "same command again to resume")
+
+
+def _main(args: argparse.Namespace, out: Path, progress: _Progress) -> int:
     started = time.perf_counter()
     started_utc = utc_now_iso()
     with blame_overrides(args.set):
         experiment, document, source = load_experiment(args)
-        prepared = experiment.prepare(source)
+        with blame_file(source, flag_keys(args)):
+            prepared = experiment.prepare(source)
     for key, measured_as, here in prepared.overlay_differences():
         shown = json.dumps(measured_as, separators=(",", ":"))
         warn(f"measurements: {prepared.measurements} was measured with {key}={shown}, this run "
              f"has {json.dumps(here, separators=(',', ':'))}; add --set {key}={shown} to "
              "compare like for like")
     jobs = checked_jobs(args.jobs) or default_jobs()
-    prepare_kernel(prepared.machine)
     # Before the output directory is touched and before anything is simulated.
     check_estimate(prepared, jobs=jobs, local=not args.scheduler, force=args.force, log=log)
     resolved = resolved_document(experiment, prepared.options)
@@ -181,12 +206,15 @@ def _main(args: argparse.Namespace, out: Path) -> int:
     try:
         previous = _prepare_out_dir(out, resolved, overwrite=args.overwrite, lock=lock,
                                     wait=args.wait, extend=args.extend)
+        prepare_kernel(prepared.machine)  # once --out is known to take the run
         result = run(prepared, jobs=jobs, client=client,
-                     progress=show_progress(args.no_progress), on_record=_point_detail,
+                     progress=show_progress(args.no_progress),
+                     on_record=_point_detail,
                      log=log, store=PointStore(out / POINTS_DIR),
                      work_scale=_previous_work_scale(experiment, previous),
                      force=args.force,
-                     on_start=lambda plan: _start(plan, args, experiment, document, out, jobs))
+                     on_start=lambda plan: _start(plan, args, experiment, document, out, jobs,
+                                                  progress))
         written = write_results(result, out)
         written.append(write_metadata(out, {**run_metadata(
             experiment.machine, started_utc=started_utc,
@@ -230,7 +258,7 @@ def _previous_work_scale(experiment: Experiment,
 
 
 def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
-           document: dict[str, object], out: Path, jobs: int) -> None:
+           document: dict[str, object], out: Path, jobs: int, progress: _Progress) -> None:
     """Before the first point: record what runs (so a killed run resumes) and say so."""
     resolved = resolved_document(experiment, plan.options, plan.work_scale)
     computed = resolved.get("computed")
@@ -243,6 +271,7 @@ def _start(plan: Plan, args: argparse.Namespace, experiment: Experiment,
     log(f"{experiment.name}: {tasks} points on {plan.machine.name} {where} -> {out}/")
     if plan.done:
         log(f"resuming: {len(plan.done)} of {tasks} points already done")
+    progress.keys = tuple(task.key for task in plan.tasks)
 
 
 def _prepare_out_dir(out: Path, resolved: dict[str, object], overwrite: bool,

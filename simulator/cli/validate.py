@@ -39,6 +39,7 @@ from simulator.config import configs_dir
 from simulator.config.files import atomic_path
 from simulator.errors import ConfigError
 from simulator.measure.manifest import Manifest, load_manifest
+from simulator.measure.noise import REST_SHARE_LIMIT
 from simulator.study.provenance import (
     PROVENANCE_FILE,
     changed,
@@ -51,10 +52,12 @@ from simulator.tools.validate import (
     RUN_DEFAULTS,
     check_datasets,
     check_ratios,
+    check_validation_estimate,
     gate_passes,
     plot_validation,
     run_validation,
     summarise,
+    validation_estimate,
     validation_provenance,
 )
 
@@ -89,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, metavar="N",
                         help=f"local worker processes (default: the CPUs, here {default_jobs()})")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster")
+    parser.add_argument("--force", action="store_true",
+                        help="run even when a point's memory estimate exceeds the available "
+                             "memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--check", action="store_true",
                         help="run nothing: say whether --out's validation is current (exit 0) "
@@ -121,6 +127,16 @@ def main(args: argparse.Namespace) -> int:
     # every input is read before the output directory is made and before the long part
     check_datasets(manifest, datasets, args.machine_set)
     check_ratios(manifest, ratios, args.machine_set)
+    fixed = [*(key for key, value in (("duration_ms", args.duration_ms),
+                                      ("warmup_ms", args.warmup_ms)) if value is not None),
+             *precision_flags]
+    if not args.scheduler:  # a point that cannot fit is refused as by `run`, before any work
+        check_validation_estimate(validation_estimate(
+            manifest, duration_ms=float(duration), warmup_ms=float(warmup),
+            seed=int(settings["seed"]), seeds=args.seeds, overrides=args.set, jobs=jobs,
+            datasets=datasets, ratios=ratios, fixed=fixed,
+            machine_overrides=args.machine_set, precision=precision, max_duration_ms=cap),
+            force=args.force, log=log)
     out = Path(args.out or DEFAULT_OUT)
     writable_directory(out, "--out")
     prepare_kernel()
@@ -132,10 +148,7 @@ def main(args: argparse.Namespace) -> int:
             client=client,
             progress=show_progress(args.no_progress), log=log, datasets=datasets,
             ratios=ratios, machine_overrides=args.machine_set, precision=precision,
-            max_duration_ms=cap,
-            fixed=[*(key for key, value in (("duration_ms", args.duration_ms),
-                                            ("warmup_ms", args.warmup_ms)) if value is not None),
-                   *precision_flags])
+            max_duration_ms=cap, fixed=fixed, force=True)  # checked above
     finally:
         if client is not None:
             client.close()
@@ -152,6 +165,7 @@ def main(args: argparse.Namespace) -> int:
     plots = plot_validation(table, out) if not table.empty else []
     if not summary.empty:
         _print_summary(summary, manifest)
+        _print_disturbed(table)
     if not result.ratios.empty:
         _print_ratios(result.ratios)
         log(f"the ratios' own {result.ratio_simulations} simulations (points no curve "
@@ -237,6 +251,21 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
         print(f"{unconverged} scored points did not converge in their window "
               "(window_converged false in validation.csv): their errors may be the window's; "
               "check them with a longer --duration-ms / --warmup-ms")
+
+
+def _print_disturbed(table: pd.DataFrame) -> None:
+    """Name the points whose measured TPS comes from runs other work disturbed."""
+    disturbed = table[table["disturbed_runs"].fillna(0) > 0]
+    if disturbed.empty:
+        return
+    names = [f"{r.dataset} {r.series} {r.clients} clients {r.idle_clients} idle "
+             f"({r.disturbed_runs} run{'s' if r.disturbed_runs != 1 else ''}"
+             f"{', the work-scale point' if r.work_scale_point else ''})"
+             for r in disturbed.itertuples()]
+    print(f"{len(names)} points were judged on disturbed runs (disturbed_runs in "
+          f"validation.csv: other work took more than {REST_SHARE_LIMIT:.0%} of the measuring "
+          f"machine's CPUs in their windows; their errors may be the noise's; measure again "
+          f"on a quieter machine): {'; '.join(names)}")
 
 
 def _print_ratios(ratios: pd.DataFrame) -> None:

@@ -19,6 +19,12 @@ from simulator.errors import ConfigError
 LINE_BYTES = 64
 """Cache-line size of every modelled machine (all shipped machines use 64-byte lines)."""
 
+MAX_L3_DOMAINS = 256
+"""The most L3 domains (sockets x domains per socket) a machine may have. The shipped machines have
+at most 24 and the largest shared-memory servers sold have a few hundred at most; the latency
+tables hold one entry per pair of domains and home node, and a coherence miss scans the domains,
+so a typo such as 10,000 sockets would otherwise build for minutes before any other check."""
+
 
 class CoherenceProtocol(StrEnum):
     """Coherence protocol family of a machine."""
@@ -106,6 +112,13 @@ class TopologyConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise _fail(f"topology.{name}", f"must be an integer >= 1, got {value!r}")
+        domains = self.sockets * self.domains_per_socket
+        if domains > MAX_L3_DOMAINS:
+            raise _fail("topology", f"{self.sockets:,} sockets x {self.domains_per_socket:,} L3 "
+                        f"domains per socket make {domains:,} L3 domains, more than the "
+                        f"{MAX_L3_DOMAINS} the simulator builds (its latency tables grow with "
+                        "the square of the domains, and a coherence miss scans them); use fewer "
+                        "sockets or domains_per_socket")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -573,22 +586,20 @@ class MachineConfig:
         self._check_latency_coverage(n_domains)
 
     def _check_latency_coverage(self, n_domains: int) -> None:
-        """Every (class, home relation) that can occur on this topology needs a latency."""
-        dps = self.topology.domains_per_socket
-        needed: dict[str, set[HomeRelation]] = {}
-        for home, node in enumerate(self.memory.home_nodes):
-            del home
-            near = set(node.near_domains)
-            for requester in range(n_domains):
-                for holder in range(n_domains):
-                    if requester == holder:
-                        continue
-                    same_socket = requester // dps == holder // dps
-                    klass = "cross_domain" if same_socket else "remote"
-                    needed.setdefault(klass, set()).add(
-                        home_relation(requester in near, holder in near)
-                    )
+        """Every (class, home relation) that can occur on this topology needs a latency.
+
+        A pair of distinct domains is ``cross_domain`` within a socket and ``remote`` across
+        sockets; its home relation depends only on which of the two are near the home node. So
+        the relations are found from the count of near domains per socket (a socket with none
+        stands for all such sockets), not from every pair of domains.
+        """
+        del n_domains
+        needed: dict[str, set[HomeRelation]] = {"cross_domain": set(), "remote": set()}
+        for node in self.memory.home_nodes:
+            self._occurring_relations(set(node.near_domains), needed)
         for klass, relations in needed.items():
+            if not relations:
+                continue
             for suffix in ("hit", "hitm"):
                 name = f"{klass}_{suffix}"
                 keyed: HomeKeyedLatency | None = getattr(self.latency, name)
@@ -600,6 +611,36 @@ class MachineConfig:
                             f"latency.{name}.{relation.value}",
                             "is required: this home relation occurs on this topology",
                         )
+
+    def _occurring_relations(self, near: set[int],
+                             needed: dict[str, set[HomeRelation]]) -> None:
+        """Add the home relations of the pairs of distinct domains, for one home node."""
+        dps, sockets = self.topology.domains_per_socket, self.topology.sockets
+        near_per_socket: dict[int, int] = {}
+        for domain in near:
+            near_per_socket[domain // dps] = near_per_socket.get(domain // dps, 0) + 1
+        plain = sockets - len(near_per_socket)  # sockets without a near domain
+        cross = needed["cross_domain"]
+        for count in near_per_socket.values():
+            far = dps - count
+            if count >= 2:
+                cross.add(HomeRelation.BOTH)
+            if count >= 1 and far >= 1:
+                cross.update((HomeRelation.REQUESTER, HomeRelation.HOLDER))
+            if far >= 2:
+                cross.add(HomeRelation.NEITHER)
+        if plain and dps >= 2:
+            cross.add(HomeRelation.NEITHER)
+        with_near = len(near_per_socket)
+        mixed = sum(1 for count in near_per_socket.values() if count < dps)
+        with_far = plain + mixed
+        remote = needed["remote"]
+        if with_near >= 2:
+            remote.add(HomeRelation.BOTH)
+        if with_near * with_far > mixed:  # a near domain and a far one on different sockets
+            remote.update((HomeRelation.REQUESTER, HomeRelation.HOLDER))
+        if with_far >= 2:
+            remote.add(HomeRelation.NEITHER)
 
 
 def home_relation(requester_near: bool, holder_near: bool) -> HomeRelation:

@@ -26,8 +26,18 @@ from simulator.measure.pgbench import (
 )
 from simulator.measure.processes import Tracked, log_tail, pause
 
-HOLD_S = 30 * 24 * 3600.0
-"""A holder's ``-T``: longer than any measurement (it is stopped by PID)."""
+HOLD_MARGIN_S = 3600.0
+"""What a holder's ``-T`` adds to twice the measurement's estimate (:func:`holder_lifetime_s`)."""
+
+
+def holder_lifetime_s(estimate_s: float) -> float:
+    """A holder's ``-T``: longer than the measurement should take (it is stopped by PID).
+
+    Twice the plan's estimate plus an hour, so that a slow measurement keeps its connections,
+    while a holder that outlives a killed ``snapsim`` (without a parent-death signal) ends
+    within hours, not the 30 days it was once given.
+    """
+    return 2.0 * estimate_s + HOLD_MARGIN_S
 CONNECT_RATE_PER_S = 20.0
 """The slowest connection rate waited for before giving up (45-150 per second were seen)."""
 PROGRESS_WAIT_S = 2.0 * PROGRESS_INTERVAL_S + 1.0
@@ -42,6 +52,8 @@ class Holders:
     pgbench: Path
     log_dir: Path
     chunk: int
+    hold_s: float = HOLD_MARGIN_S
+    """Each holder's ``-T`` (:func:`holder_lifetime_s`)."""
     held: list[tuple[int, Tracked]] = field(default_factory=list)
     kind: str = ""
     log_starts: dict[int, int] = field(default_factory=dict)
@@ -78,7 +90,7 @@ class Holders:
                                       f"{len(self.held)}.log"
             start = log_path.stat().st_size if log_path.exists() else 0
             tracked = registry.start(
-                holder_command(self.pgbench, self.cluster.server, size, script, HOLD_S),
+                holder_command(self.pgbench, self.cluster.server, size, script, self.hold_s),
                 f"{self.cluster.installation.label} holder of {size}", log_path=log_path)
             self.log_starts[tracked.process.pid] = start
             self.held.append((size, tracked))

@@ -154,6 +154,8 @@ def find_pgbench(given: str | None, found: list[Installation]) -> tuple[Path, st
                               "directory (Debian/Ubuntu: it is in the postgresql-NN package)")
         path = Path(existing[0])
     line = version_line(path, "--pgbench")
+    if not line.startswith("pgbench "):  # postgres --version names a version too
+        raise ConfigError("--pgbench", f"{path} is not pgbench: its --version says {line!r}")
     major = major_of(line)
     if major is None or major < MIN_PGBENCH_MAJOR:
         raise ConfigError("--pgbench", f"{path} is {line}; pgbench {MIN_PGBENCH_MAJOR} or "

@@ -36,7 +36,8 @@ REPETITION_COLUMNS = (
     "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "backend_voluntary_switches_per_txn",
     "backend_involuntary_switches_per_txn", "client_voluntary_switches_per_txn",
     "client_involuntary_switches_per_txn", "holders_tps", "holders_cpu_s", "kdamond_cpu_s",
-    "machine_busy_cpu_s", "rest_cpu_s", "load_1min", "mem_available_gib", "finished_at")
+    "machine_busy_cpu_s", "rest_cpu_s", "load_1min", "mem_available_gib", "finished_at",
+    "disturbed")
 """``series``: the TPS column of the installation (``tps_pre14``); ``window_s``: from pgbench's
 start to its end; context switches per transaction (``voluntary``: the process blocked or slept;
 ``involuntary``: it was preempted while runnable), of the active backends over the run's middle
@@ -48,12 +49,13 @@ transactions send nothing, or if their lines did not cover the window); CPU of t
 seconds: ``holders_cpu_s`` (the holders' backends and pgbench processes), ``kdamond_cpu_s`` (the
 kernel's DAMON threads), ``machine_busy_cpu_s`` (``/proc/stat``: everything but idle and
 iowait) and ``rest_cpu_s`` (busy minus the active backends, the pgbench client, the holders and
-kdamond: everything else on the machine)."""
+kdamond: everything else on the machine); ``disturbed``: that rest took more than a quarter of
+the machine's CPUs (:mod:`simulator.measure.noise`)."""
 PINNED_COLUMNS = (
     "algorithm", "version", "script", "repetition", "cpu", "tps", "transactions", "window_s",
-    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "finished_at")
+    "backend_cpu_us_per_txn", "client_cpu_us_per_txn", "finished_at", "disturbed")
 """``script``: ``select-only`` (``-M prepared -S``) or ``select1`` (``SELECT 1;``); ``cpu``: the
-CPU pgbench and the backend were pinned to."""
+CPU pgbench and the backend were pinned to; ``disturbed`` as in :data:`REPETITION_COLUMNS`."""
 MEDIAN_COLUMNS = ("tps", "backend_cpu_us_per_txn", "client_cpu_us_per_txn")
 
 

@@ -142,23 +142,41 @@ def default_shared_buffers(scale: int) -> str:
     return f"{max(128, 16 * scale)}MB"
 
 
-def check_memory(plan: Plan, shared_buffers_bytes: int) -> tuple[float, int]:
+def check_memory(plan: Plan, shared_buffers_bytes: int,
+                 buffers_flag: str = "--shared-buffers") -> tuple[float, int]:
     """The plan's memory and ``MemAvailable``.
 
+    A plan that does not fit in 90 % of the available memory is blamed on what fills it first:
+    the servers' shared buffers (``buffers_flag``: ``--shared-buffers``, or ``--scale`` when
+    the buffers follow the scale), then the active clients, then the idle connections.
+
     Raises:
-        ConfigError: naming ``--idle``: it does not fit in 90 % of the available memory.
+        ConfigError: naming that flag, the memory needed and how much of it would fit.
     """
     need = plan.memory_bytes(shared_buffers_bytes)
     available = procfs.meminfo_bytes("MemAvailable")
-    if available and need > available * (1 - MEMORY_RESERVE):
-        room = int((available * (1 - MEMORY_RESERVE) / plan.installations - SERVER_BASE_BYTES
-                    - shared_buffers_bytes) / BYTES_PER_CONNECTION) - max(plan.clients)
-        raise ConfigError("--idle", f"{max(plan.idle)} idle connections per server on "
-                          f"{plan.installations} servers need about {need / 2**30:.1f} GiB "
-                          f"({BYTES_PER_CONNECTION / 2**20:.1f} MB each) and "
-                          f"{available / 2**30:.1f} GiB is available: at most about "
-                          f"{max(room, 0)} per server fit")
-    return need, available
+    usable = available * (1 - MEMORY_RESERVE)
+    if not available or need <= usable:
+        return need, available
+    servers = plan.installations
+    base = servers * (SERVER_BASE_BYTES + shared_buffers_bytes)
+    have = f"{available / 2**30:.1f} GiB is available"
+    each = f"{BYTES_PER_CONNECTION / 2**20:.1f} MB each"
+    if base > usable:
+        raise ConfigError(buffers_flag, f"shared_buffers of {shared_buffers_bytes / 2**30:.1f} "
+                          f"GiB per server on {servers} servers need about {base / 2**30:.1f} "
+                          f"GiB before any connection, and {have}")
+    active = servers * max(plan.clients) * BYTES_PER_CONNECTION
+    if base + active > usable:
+        fit = int((usable - base) / (servers * BYTES_PER_CONNECTION))
+        raise ConfigError("--clients", f"{max(plan.clients)} active clients per server on "
+                          f"{servers} servers need about {(base + active) / 2**30:.1f} GiB "
+                          f"({each}) and {have}: at most about {fit} per server fit")
+    room = int((usable - base - active) / (servers * BYTES_PER_CONNECTION))
+    raise ConfigError("--idle", f"{max(plan.idle)} idle connections per server on {servers} "
+                      f"servers need about {need / 2**30:.1f} GiB ({each}) and {have}: at "
+                      f"most about {room} per server fit beside {max(plan.clients)} active "
+                      "clients")
 
 
 def check_processes(plan: Plan) -> int:

@@ -5,21 +5,76 @@ Each process runs in its own session (``start_new_session``), so a Ctrl-C on the
 clients, then the servers (a PostgreSQL server with the fast-shutdown signal SIGINT, then SIGQUIT,
 then SIGKILL). Processes are started as another user when ``snapsim`` runs as root (``initdb``
 and ``postgres`` refuse root).
+
+A way out that runs no cleanup (``kill -9`` of ``snapsim``) is covered twice. On Linux every
+process is started with a parent-death signal (``prctl(PR_SET_PDEATHSIG)``): the kernel sends a
+server SIGINT (fast shutdown) and a client SIGKILL when ``snapsim`` dies. And the registry writes
+a ledger (:data:`LEDGER` in the work directory: the owner's PID, then each process's PID, start
+time and role), from which :mod:`simulator.measure.leftovers` finds and stops what a killed
+measurement left running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CLIENT_STOP = (signal.SIGTERM, signal.SIGKILL)
 SERVER_STOP = (signal.SIGINT, signal.SIGQUIT, signal.SIGKILL)
+LEDGER = "snapsim-processes.txt"
+"""The ledger of a measurement's work directory: ``owner PID START`` then ``PID START ROLE WHAT``
+per process started (``ROLE`` is ``server`` or ``client``; ``START`` the start time in clock
+ticks since boot, ``/proc/PID/stat``'s 22nd field, so that a reused PID is not taken for it)."""
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[..., int] | None:
+    """The C library's ``prctl`` (``None`` off Linux)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def die_with_parent(sig: signal.Signals) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel send ``sig`` to the child when this process dies.
+
+    Runs in the child after the switch of user (which would clear the setting). If this
+    process died between the fork and the setting, the child signals itself at once.
+    """
+    prctl, parent = _PRCTL, os.getpid()
+    if prctl is None:
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig))
+        if os.getppid() != parent:
+            os.kill(os.getpid(), sig)
+
+    return preexec
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (``None``: gone or unreadable)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +102,14 @@ class Registry:
 
     run_as: RunAs = field(default_factory=RunAs)
     live: list[Tracked] = field(default_factory=list)
+    ledger: Path | None = None
+    """Where every start is recorded (:data:`LEDGER`); ``None``: nowhere."""
+
+    def keep_ledger(self, path: Path) -> None:
+        """Record this process as the owner in ``path``, then every process started."""
+        self.ledger = path
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(f"owner {os.getpid()} {start_time(os.getpid())}\n")
 
     def start(self, argv: Sequence[str], what: str, *, log_path: Path | None = None,
               as_user: bool = False, server: bool = False,
@@ -62,12 +125,17 @@ class Registry:
             process = subprocess.Popen(
                 list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
                 start_new_session=True, env=env, user=user.uid, group=user.gid,
-                extra_groups=[] if user.uid is not None else None)
+                extra_groups=[] if user.uid is not None else None,
+                preexec_fn=die_with_parent(signal.SIGINT if server else signal.SIGKILL))
         finally:
             if log_path is not None:
                 stdout.close()  # type: ignore[union-attr]
         tracked = Tracked(process, what, SERVER_STOP if server else CLIENT_STOP, log_path)
         self.live.append(tracked)
+        if self.ledger is not None:
+            with open(self.ledger, "a", encoding="utf-8") as handle:
+                handle.write(f"{process.pid} {start_time(process.pid)} "
+                             f"{'server' if server else 'client'} {what}\n")
         return tracked
 
     def stop(self, tracked: Tracked, grace_s: float = 30.0) -> None:

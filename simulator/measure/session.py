@@ -31,8 +31,10 @@ from pathlib import Path
 from simulator.errors import ConfigError
 from simulator.host import procfs
 from simulator.measure.cluster import Cluster, chown_to
-from simulator.measure.holders import Holders
+from simulator.measure.holders import Holders, holder_lifetime_s
 from simulator.measure.installations import Installation
+from simulator.measure.leftovers import WORK_PREFIX
+from simulator.measure.noise import DISTURBED, REST_SHARE_LIMIT, is_disturbed, rest_share
 from simulator.measure.outputs import RepetitionTable
 from simulator.measure.pgbench import (
     PINNED_SCRIPTS,
@@ -44,7 +46,7 @@ from simulator.measure.pgbench import (
     write_select1,
 )
 from simulator.measure.plan import Plan
-from simulator.measure.processes import Registry, RunAs, log_tail, wait_with_usage
+from simulator.measure.processes import LEDGER, Registry, RunAs, log_tail, wait_with_usage
 
 KDAMOND = "kdamond"
 REAP_TIMEOUT_S = 30.0
@@ -118,8 +120,9 @@ def measure(setup: Setup, plan: Plan, outcome: Outcome, log: Log) -> None:
         KeyboardInterrupt: Ctrl-C or SIGTERM (as the command installs it).
     """
     registry = Registry(setup.run_as)
-    work = Path(tempfile.mkdtemp(prefix="snapsim-measure-", dir=setup.work_root))
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=setup.work_root))
     work.chmod(0o711)  # the servers' user walks through to its own directories
+    registry.keep_ledger(work / LEDGER)  # for the next measurement, should this one be killed
     clusters: list[Cluster] = []
     outcome.started_at = now()
     try:
@@ -173,7 +176,9 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
     scripts = {kind: write_script(work, kind) for kind in plan.idle_kinds}
     for path in scripts.values():
         chown_to(path, RunAs())
-    holders = [Holders(cluster, setup.pgbench, work, setup.holder_chunk) for cluster in clusters]
+    hold_s = holder_lifetime_s(plan.estimate_s())
+    holders = [Holders(cluster, setup.pgbench, work, setup.holder_chunk, hold_s=hold_s)
+               for cluster in clusters]
     kdamond = procfs.kernel_threads_named(KDAMOND)
     total, done, began = plan.points, 0, time.monotonic()
     memory: dict[int, int] = {}
@@ -197,7 +202,7 @@ def _run(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry: Registr
                 log(f"[{done}/{total}] {row['series']} {step.idle_kind} {step.idle} idle, "
                     f"{clients} clients, rep {step.repetition + 1}: {row['tps']:.0f} TPS, "
                     f"backend {row['backend_cpu_us_per_txn']:.1f} us/txn, client "
-                    f"{row['client_cpu_us_per_txn']:.1f} us/txn; about "
+                    f"{row['client_cpu_us_per_txn']:.1f} us/txn{_disturbance(row)}; about "
                     f"{elapsed / done * (total - done) / 60:.0f} min left")
     for holder in holders:
         holder.pause(False)
@@ -233,13 +238,13 @@ def _pinned_runs(setup: Setup, plan: Plan, outcome: Outcome, log: Log, registry:
                           **{key: row[key] for key in ("tps", "transactions", "window_s",
                                                        "backend_cpu_us_per_txn",
                                                        "client_cpu_us_per_txn",
-                                                       "finished_at")}}
+                                                       "finished_at", DISTURBED)}}
                 outcome.pinned.append(pinned)
                 done = len(outcome.pinned.rows)
                 log(f"[pinned {done}/{total}] {cluster.installation.label} {script} on CPU "
                     f"{cpu}, rep {repetition + 1}: {row['tps']:.0f} TPS, backend "
                     f"{row['backend_cpu_us_per_txn']:.2f} us/txn, client "
-                    f"{row['client_cpu_us_per_txn']:.2f} us/txn")
+                    f"{row['client_cpu_us_per_txn']:.2f} us/txn{_disturbance(row)}")
 
 
 @contextlib.contextmanager
@@ -271,10 +276,25 @@ def _pin(pids: list[int], cpu: int, what: str) -> None:
                               "not permitted (run as root or as the servers' user)") from None
 
 
+def _disturbance(row: Mapping[str, object]) -> str:
+    """``; DISTURBED: ...`` for a run that other work disturbed (:mod:`.noise`), else ``""``."""
+    if not row.get(DISTURBED):
+        return ""
+    share = rest_share(float(str(row["rest_cpu_s"])), float(str(row["window_s"])),
+                       os.cpu_count() or 1)
+    return (f"; DISTURBED: other work took {share:.0%} of the CPUs (more than "
+            f"{REST_SHARE_LIMIT:.0%})")
+
+
 def _per_connection(memory: Mapping[int, int], servers: int) -> float | None:
-    """Memory per held connection: the fall of ``MemAvailable`` from the fewest to the most."""
+    """Memory per held connection: the fall of ``MemAvailable`` from the fewest to the most.
+
+    ``None`` when it did not fall: the rest of the machine's memory moved more than the
+    connections took (a few connections beside other work), and no figure is better than a
+    negative one.
+    """
     low, high = min(memory), max(memory)
-    if high == low:
+    if high == low or memory[low] <= memory[high]:
         return None
     return (memory[low] - memory[high]) / ((high - low) * servers)
 
@@ -427,6 +447,7 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
     backend_s = (reaped1 - reaped0) * tick
     holders_s, kdamond_s = (held1 - held0) * tick, (kdamond1 - kdamond0) * tick
     busy_s = (machine1.busy - machine0.busy) * tick
+    rest_s = busy_s - backend_s - client.cpu_s - holders_s - kdamond_s
     transactions = max(report.transactions, 1)
     per_txn = 1e6 / transactions
     background: float | None = 0.0
@@ -446,8 +467,9 @@ def _point(setup: Setup, cluster: Cluster, holder: Holders | None, registry: Reg
         "holders_tps": None if background is None else background / (unix1 - unix0),
         "holders_cpu_s": holders_s,
         "kdamond_cpu_s": kdamond_s, "machine_busy_cpu_s": busy_s,
-        "rest_cpu_s": busy_s - backend_s - client.cpu_s - holders_s - kdamond_s,
+        "rest_cpu_s": rest_s,
         "load_1min": procfs.load_average()[0],
         "mem_available_gib": procfs.meminfo_bytes("MemAvailable") / 2**30,
         "finished_at": now(),
+        DISTURBED: is_disturbed(rest_s, wall1 - wall0, os.cpu_count() or 1),
     }

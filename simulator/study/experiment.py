@@ -62,6 +62,9 @@ DEFAULT_EXPERIMENT = "default"
 defaults."""
 MACHINE = "machine"
 """The value of ``single_client_tps`` and ``measurements`` that means "this machine's own"."""
+MAX_SEED = 2**63 - 1
+"""The largest root seed: ``curve.parquet`` stores it as a signed 64-bit integer (a point's own
+seed, derived from it by hashing, is below it too, and NumPy takes any non-negative integer)."""
 DEFAULT_MAX_WINDOWS = 20.0
 """A precise window's default cap, in ``duration_ms``."""
 
@@ -377,7 +380,8 @@ class Experiment:
                               f"(choose from {', '.join(model.idle_kinds)})")
         for name, key in KEYS.items():
             if key.minimum is not None:
-                _check_counts(name, getattr(self, name), minimum=key.minimum)
+                _check_counts(name, getattr(self, name), minimum=key.minimum,
+                              maximum=MAX_SEED if name == "seeds" else None)
         if not (self.duration_ms > 0 and math.isfinite(self.duration_ms)):
             raise ConfigError("duration_ms", f"must be positive, got {self.duration_ms}")
         if not (self.warmup_ms >= 0 and math.isfinite(self.warmup_ms)):
@@ -426,13 +430,17 @@ def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_counts(key: str, values: Sequence[object], minimum: int) -> None:
+def _check_counts(key: str, values: Sequence[object], minimum: int,
+                  maximum: int | None = None) -> None:
     """The one check of a list of counts (clients, idle connections, root seeds)."""
     if not values:
         raise ConfigError(key, "must be a non-empty list of integers")
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
             raise ConfigError(key, f"must be integers >= {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(key, f"must be integers from {minimum} to {maximum} (2**63 - 1, "
+                              f"the 64-bit integer the tables store), got {value!r}")
     if len(set(values)) != len(values):
         raise ConfigError(key, "lists a value twice")
 

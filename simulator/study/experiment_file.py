@@ -44,7 +44,7 @@ from simulator.config.values import (
 )
 from simulator.config.yaml_io import parse_yaml, read_yaml
 from simulator.errors import ConfigError
-from simulator.study.experiment import GRID_KEYS, KEYS, Experiment, experiments_dir
+from simulator.study.experiment import GRID_KEYS, KEYS, MAX_SEED, Experiment, experiments_dir
 from simulator.version import __version__
 
 __all__ = [
@@ -218,6 +218,9 @@ def apply_seed_flags(document: dict[str, object], seed: int | None, seeds: int |
     if seed is not None:
         if seed < 0:
             raise ConfigError("--seed", f"must be a non-negative integer, got {seed}")
+        if seed > MAX_SEED:
+            raise ConfigError("--seed", f"must be at most {MAX_SEED} (2**63 - 1, the 64-bit "
+                              f"integer the tables store), got {seed}")
         document["seeds"] = [seed]
     if seeds is not None:
         if seeds < 1:
@@ -225,6 +228,9 @@ def apply_seed_flags(document: dict[str, object], seed: int | None, seeds: int |
         current = document.get("seeds")
         first = current[0] if isinstance(current, list) and current else current
         start = first if isinstance(first, int) and not isinstance(first, bool) else 0
+        if start + seeds - 1 > MAX_SEED:
+            raise ConfigError("--seeds", f"{seeds} root seeds from {start} pass {MAX_SEED} "
+                              "(2**63 - 1, the 64-bit integer the tables store)")
         document["seeds"] = list(range(start, start + seeds))
 
 

@@ -185,10 +185,15 @@ class DirectoryLock:
     removes the file.
     """
 
-    def __init__(self, directory: Path, key: str = "--out") -> None:
+    def __init__(self, directory: Path, key: str = "--out", owner: str = "another snapsim run",
+                 advice: str = "wait for it (--wait) or choose another --out") -> None:
         self.directory = directory
         self.path = directory / LOCK_NAME
         self.key = key
+        self.owner = owner
+        """Who holds the directory when it is locked, as the refusal names it."""
+        self.advice = advice
+        """What the refusal advises."""
         self._fd: int | None = None
 
     def acquire(self, wait: bool = False, poll_s: float = 0.2,
@@ -215,10 +220,10 @@ class DirectoryLock:
                 return
             owner = self._owner()
             if not wait:
-                raise ConfigError(self.key, f"{self.directory} is in use by another snapsim run "
-                                  f"({owner}); wait for it (--wait) or choose another --out")
+                raise ConfigError(self.key, f"{self.directory} is in use by {self.owner} "
+                                  f"({owner}); {self.advice}")
             if on_wait is not None and not told:
-                on_wait(f"waiting for {self.directory}: in use by another snapsim run ({owner})")
+                on_wait(f"waiting for {self.directory}: in use by {self.owner} ({owner})")
                 told = True
             time.sleep(poll_s)
 

@@ -38,6 +38,7 @@ import pandas as pd
 
 from simulator.analysis.columns import POINT_KEYS
 from simulator.errors import ConfigError
+from simulator.study.progress import NotebookProgress, in_notebook
 from simulator.study.workload_model import PointSpec, workload_model
 
 
@@ -294,6 +295,8 @@ def _run_dask(tasks: Sequence[PointTask], client: Any, scheduler: str | None,
 def _progress_bar(total: int, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
+    if in_notebook():  # one output line updated in place, not a redraw per line
+        return NotebookProgress(total)
     from tqdm import tqdm
 
     return tqdm(total=total, desc="points", unit="pt", dynamic_ncols=True,

@@ -261,6 +261,22 @@ def report_html(directory: Path, top_lines: int = 5) -> str:
     ]) + "\n"
 
 
+def report_contents(directory: Path) -> list[str]:
+    """What the report of ``directory`` shows beside its TPS and curve, by what the run wrote.
+
+    For example ``['plots', 'hot lines', 'configuration', 'run metadata']``; a partial
+    directory (only ``curve.csv``) gives ``[]``.
+    """
+    lines = directory / "lines.csv"
+    present = {
+        "plots": any((directory / plot).exists() for plot in PLOTS),
+        "hot lines": lines.exists() and lines.stat().st_size > 1,
+        "configuration": (directory / "config.resolved.yaml").exists(),
+        "run metadata": (directory / "metadata.yaml").exists(),
+    }
+    return [name for name, there in present.items() if there]
+
+
 def write_report(directory: Path, out: Path | None = None, top_lines: int = 5) -> Path:
     """Write the report of the run in ``directory`` (default ``DIR/report.html``), atomically.
 

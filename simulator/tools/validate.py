@@ -52,6 +52,9 @@ from simulator.config.overrides import set_dotted
 from simulator.config.values import join_key
 from simulator.errors import ConfigError
 from simulator.measure.manifest import MEASURED_COLUMNS, Manifest, Ratio, RatioSide
+from simulator.measure.noise import disturbed_counts
+from simulator.study import estimate
+from simulator.study.estimate import SweepEstimate, estimate_sweep
 from simulator.study.experiment import Experiment, plan
 from simulator.study.experiment_file import apply_overrides, experiment_from_document
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
@@ -88,7 +91,7 @@ VALIDATION_COLUMNS = ("dataset", "series", "algorithm", "machine", "workload", "
                       "work_scale_point", "error", "duration_ms", "warmup_ms", "precision",
                       "max_duration_ms", "window_converged", "tps_ci_rel",
                       "max_duration_reached", "seeds", "predicted_sd", "predicted_low",
-                      "predicted_high", "measured_inside")
+                      "predicted_high", "measured_inside", "disturbed_runs")
 """Columns of :func:`validate`'s table. ``duration_ms`` to ``max_duration_ms``: the window asked
 for (a precision and its cap, or empty for a fixed window); ``window_converged`` whether every
 seed's interval met its target, ``tps_ci_rel`` the largest of the seeds' own relative
@@ -97,7 +100,10 @@ half-widths (each seed's window's interval, :mod:`simulator.runtime.precision`) 
 ``predicted_tps`` is the mean over the seeds (``seeds`` of them), ``predicted_sd`` their standard
 deviation, ``predicted_low`` / ``predicted_high`` the 95 % t-interval of the mean and
 ``measured_inside`` whether the measured TPS lies in it (all four empty with one seed);
-``rel_error`` is the mean's."""
+``rel_error`` is the mean's. ``disturbed_runs``: of the runs whose median is the measured TPS,
+those that other work on the machine disturbed (:mod:`simulator.measure.noise`, from the
+``repetitions.csv`` that ``snapsim measure`` writes beside its datasets; empty for a dataset
+without one)."""
 RATIO_COLUMNS = ("ratio", "machine", "workload", "batch", "clients", "idle_clients", "idle_kind",
                  "numerator", "denominator", "numerator_tps", "denominator_tps", "published",
                  "predicted", "rel_error", "tolerance", "passed", "expected", "outcome", "reason",
@@ -208,7 +214,7 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
                    datasets: Sequence[str] | None = None, ratios: Sequence[str] | None = None,
                    fixed: Collection[str] = (),
                    machine_overrides: Sequence[str] = (), precision: float | None = None,
-                   max_duration_ms: float | None = None) -> Validation:
+                   max_duration_ms: float | None = None, force: bool = False) -> Validation:
     """Simulate the measured points and the ratios' points in one run; return both tables.
 
     ``overrides`` are ``--set``-style ``key=value`` strings applied to every point's experiment
@@ -224,69 +230,31 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     (``--machine-set`` items) change every machine's file, for ablations
     (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
     ``seed`` to ``seed + seeds - 1`` and is reported as their mean with its interval (a
-    machine's work scale is found with ``seed`` alone).
+    machine's work scale is found with ``seed`` alone). On local workers (no ``client``) a
+    point whose memory estimate, times the workers, exceeds the available memory is refused
+    before any point runs, as by ``snapsim run``, unless ``force``
+    (:func:`check_validation_estimate`).
 
     Raises:
         ConfigError: ``seeds`` below 1, an unknown dataset or ratio, a ratio that names an
             unknown machine, algorithm, workload or idle kind or has a bad ``set:``, nothing
-            selected.
+            selected, a point that cannot fit in memory.
     """
-    if seeds < 1:
-        raise ConfigError("--seeds", f"must be at least 1, got {seeds}")
-    roots = list(range(seed, seed + seeds))
-    selected = [manifest.ratio(name) for name in
-                (manifest.ratios if ratios is None else ratios)]
-    if datasets is not None and not datasets and not selected:
-        raise ConfigError("--dataset", "no dataset or ratio selected")
-    check_ratios(manifest, [ratio.name for ratio in selected], machine_overrides)
-    measured = _measured(manifest, datasets)
-    given: dict[str, float | None] = {"duration_ms": duration_ms, "warmup_ms": warmup_ms,
-                                      "precision": precision, "max_duration_ms": max_duration_ms}
-    for key, value in given.items():
-        measured[key] = [
-            _nan_if_none(
-                value if key in fixed or not manifest.dataset(name).window_applies(int(clients))
-                else manifest.dataset(name).run.get(key, value))
-            for name, clients in zip(measured["dataset"], measured["clients"], strict=True)]
-    machines: dict[str, MachineConfig] = {}
-    scales: dict[str, float] = {}
-    for machine_name in dict.fromkeys([*measured["machine"], *(r.machine for r in selected)]):
-        machine = load_machine(str(machine_name), machine_overrides)
-        machines[str(machine_name)] = machine
-        scales[str(machine_name)] = _work_scale(manifest, machine, duration_ms, warmup_ms,
-                                                seed, overrides, log)
-    tasks: dict[TaskKey, PointTask] = {}
-    row_keys: dict[object, SeedKeys] = {}
-    # datasets measured under other options (their set:) are simulated apart
-    measured["sets"] = [repr(manifest.dataset(name).sets) for name in measured["dataset"]]
-    for (machine_name, workload, idle_kind, *window, _), group in measured.groupby(
-            ["machine", "workload", "idle_kind", *WINDOW_KEYS, "sets"], sort=False, dropna=False):
-        machine = machines[str(machine_name)]
-        sets = manifest.dataset(str(group["dataset"].iloc[0])).sets
-        experiment = _experiment(machine, str(workload), str(idle_kind), group,
-                                 _window(window), roots, overrides, sets)
-        wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
-        keys = _schedule(tasks, experiment, machine, str(machine_name),
-                         scales[str(machine_name)], wanted)
-        for index, algorithm, clients, idle in zip(group.index, group["algorithm"],
-                                                   group["clients"], group["idle_clients"],
-                                                   strict=True):
-            row_keys[index] = keys[(str(algorithm), int(clients), int(idle))]
-    curve_tasks = len(tasks)
-    ratio_keys: list[tuple[SeedKeys, SeedKeys]] = []
-    windows: list[Window] = []
-    for ratio in selected:
-        machine = machines[ratio.machine]
-        windows.append(_window([value if key in fixed else ratio.run.get(key, value)
-                                for key, value in given.items()]))
-        sides = []
-        for side in (ratio.numerator, ratio.denominator):
-            experiment = _ratio_experiment(ratio, side, machine, windows[-1], roots, overrides)
-            point = (side.algorithm, ratio.clients, ratio.idle_clients)
-            keys = _schedule(tasks, experiment, machine, ratio.machine, scales[ratio.machine],
-                             {point})
-            sides.append(keys[point])
-        ratio_keys.append((sides[0], sides[1]))
+    planned = _plan_validation(
+        manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed, seeds=seeds,
+        overrides=overrides, datasets=datasets, ratios=ratios, fixed=fixed,
+        machine_overrides=machine_overrides, precision=precision,
+        max_duration_ms=max_duration_ms)
+    measured, selected = planned.measured, planned.selected
+    curve_tasks, row_keys = planned.curve_tasks, planned.row_keys
+    ratio_keys, windows = planned.ratio_keys, planned.windows
+    if client is None:  # local workers: refuse what cannot fit before the first point runs
+        check_validation_estimate(
+            estimate_sweep(list(planned.tasks.values()), workers=max(jobs, 1)), force=force)
+    scales = {name: _work_scale(manifest, machine, duration_ms, warmup_ms, seed, overrides, log)
+              for name, machine in planned.machines.items()}
+    tasks = {key: replace(task, spec=replace(task.spec, work_scale=scales[str(key[0])]))
+             for key, task in planned.tasks.items()}
     if log is not None:
         extra = (f"; {len(selected)} ratios, {len(tasks) - curve_tasks} more simulations"
                  if selected else "")
@@ -307,9 +275,121 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
                       ratio_wall_s=float(sum(record.wall_s for record in ratio_only)))
 
 
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """The simulations of a validation and where each measured row and ratio finds its own."""
+
+    measured: pd.DataFrame
+    selected: list[Ratio]
+    machines: dict[str, MachineConfig]
+    """Every machine, by the name the manifest gives it (a task key's first item)."""
+    tasks: dict[TaskKey, PointTask]
+    """Every simulation, with a work scale of 1 (the machine's is found by simulating)."""
+    curve_tasks: int
+    """The first ``curve_tasks`` of ``tasks`` are the curves' (the rest only ratios need)."""
+    row_keys: dict[object, SeedKeys]
+    ratio_keys: list[tuple[SeedKeys, SeedKeys]]
+    windows: list[Window]
+
+
+def _plan_validation(manifest: Manifest, *, duration_ms: float, warmup_ms: float, seed: int,
+                     seeds: int, overrides: Sequence[str], datasets: Sequence[str] | None,
+                     ratios: Sequence[str] | None, fixed: Collection[str],
+                     machine_overrides: Sequence[str], precision: float | None = None,
+                     max_duration_ms: float | None = None) -> _Planned:
+    """Every simulation :func:`run_validation` runs, planned without running one."""
+    if seeds < 1:
+        raise ConfigError("--seeds", f"must be at least 1, got {seeds}")
+    roots = list(range(seed, seed + seeds))
+    selected = [manifest.ratio(name) for name in
+                (manifest.ratios if ratios is None else ratios)]
+    if datasets is not None and not datasets and not selected:
+        raise ConfigError("--dataset", "no dataset or ratio selected")
+    check_ratios(manifest, [ratio.name for ratio in selected], machine_overrides)
+    measured = _measured(manifest, datasets)
+    given: dict[str, float | None] = {"duration_ms": duration_ms, "warmup_ms": warmup_ms,
+                                      "precision": precision, "max_duration_ms": max_duration_ms}
+    for key, value in given.items():
+        measured[key] = [
+            _nan_if_none(
+                value if key in fixed or not manifest.dataset(name).window_applies(int(clients))
+                else manifest.dataset(name).run.get(key, value))
+            for name, clients in zip(measured["dataset"], measured["clients"], strict=True)]
+    machines: dict[str, MachineConfig] = {}
+    for machine_name in dict.fromkeys([*measured["machine"], *(r.machine for r in selected)]):
+        machines[str(machine_name)] = load_machine(str(machine_name), machine_overrides)
+    tasks: dict[TaskKey, PointTask] = {}
+    row_keys: dict[object, SeedKeys] = {}
+    # datasets measured under other options (their set:) are simulated apart
+    measured["sets"] = [repr(manifest.dataset(name).sets) for name in measured["dataset"]]
+    for (machine_name, workload, idle_kind, *window, _), group in measured.groupby(
+            ["machine", "workload", "idle_kind", *WINDOW_KEYS, "sets"], sort=False, dropna=False):
+        machine = machines[str(machine_name)]
+        sets = manifest.dataset(str(group["dataset"].iloc[0])).sets
+        experiment = _experiment(machine, str(workload), str(idle_kind), group,
+                                 _window(window), roots, overrides, sets)
+        wanted = set(zip(group["algorithm"], group["clients"], group["idle_clients"], strict=True))
+        keys = _schedule(tasks, experiment, machine, str(machine_name), wanted)
+        for index, algorithm, clients, idle in zip(group.index, group["algorithm"],
+                                                   group["clients"], group["idle_clients"],
+                                                   strict=True):
+            row_keys[index] = keys[(str(algorithm), int(clients), int(idle))]
+    curve_tasks = len(tasks)
+    ratio_keys: list[tuple[SeedKeys, SeedKeys]] = []
+    windows: list[Window] = []
+    for ratio in selected:
+        machine = machines[ratio.machine]
+        windows.append(_window([value if key in fixed else ratio.run.get(key, value)
+                                for key, value in given.items()]))
+        sides = []
+        for side in (ratio.numerator, ratio.denominator):
+            experiment = _ratio_experiment(ratio, side, machine, windows[-1], roots, overrides)
+            point = (side.algorithm, ratio.clients, ratio.idle_clients)
+            keys = _schedule(tasks, experiment, machine, ratio.machine, {point})
+            sides.append(keys[point])
+        ratio_keys.append((sides[0], sides[1]))
+    return _Planned(measured=measured, selected=selected, machines=machines, tasks=tasks,
+                    curve_tasks=curve_tasks, row_keys=row_keys, ratio_keys=ratio_keys,
+                    windows=windows)
+
+
+def validation_estimate(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["duration_ms"],
+                        warmup_ms: float = RUN_DEFAULTS["warmup_ms"], seed: int = 0,
+                        seeds: int = 1, overrides: Sequence[str] = (), jobs: int = 1,
+                        datasets: Sequence[str] | None = None,
+                        ratios: Sequence[str] | None = None, fixed: Collection[str] = (),
+                        machine_overrides: Sequence[str] = (), precision: float | None = None,
+                        max_duration_ms: float | None = None) -> SweepEstimate:
+    """The memory and time estimate of :func:`run_validation`'s simulations on ``jobs`` workers.
+
+    The same arguments; nothing is simulated (:mod:`simulator.study.estimate`).
+    """
+    planned = _plan_validation(manifest, duration_ms=duration_ms, warmup_ms=warmup_ms, seed=seed,
+                               seeds=seeds, overrides=overrides, datasets=datasets,
+                               ratios=ratios, fixed=fixed, machine_overrides=machine_overrides,
+                               precision=precision, max_duration_ms=max_duration_ms)
+    return estimate_sweep(list(planned.tasks.values()), workers=max(jobs, 1))
+
+
+def check_validation_estimate(estimated: SweepEstimate, *, force: bool = False,
+                              log: Callable[[str], None] | None = None) -> None:
+    """Refuse a validation whose largest point cannot fit in memory, as ``snapsim run`` does.
+
+    Also refuses a point whose window cannot hold one transaction; ``log`` is told the estimate
+    of a large validation. ``force`` skips the refusals.
+
+    Raises:
+        ConfigError: naming the point, its estimate and the available memory (or its window).
+    """
+    if not force:
+        estimate.check_memory(estimated, estimate.available_memory())
+        estimate.check_windows(estimated)
+    if log is not None and estimated.worth_reporting():
+        log(estimated.line())
+
+
 def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: MachineConfig,
-              machine_name: str, scale: float,
-              wanted: Collection[tuple[object, object, object]]
+              machine_name: str, wanted: Collection[tuple[object, object, object]]
               ) -> dict[tuple[str, int, int], SeedKeys]:
     """Add the ``wanted`` points of the experiment to ``tasks`` (once each); return their keys.
 
@@ -324,7 +404,7 @@ def _schedule(tasks: dict[TaskKey, PointTask], experiment: Experiment, machine: 
     window = Window(experiment.duration_ms, experiment.warmup_ms, experiment.precision,
                     experiment.max_duration_ms)
     keys: dict[tuple[str, int, int], SeedKeys] = {}
-    for task in plan(prepared, scale):
+    for task in plan(prepared, 1.0):  # run_validation sets each machine's work scale
         spec = task.spec
         point = (spec.algorithm, spec.clients, spec.idle_clients)
         if point not in wanted:
@@ -365,7 +445,36 @@ def _point_table(manifest: Manifest, measured: pd.DataFrame,
     table = pd.DataFrame(rows, columns=[*measured.columns, *added])
     table["measured_inside"] = table["measured_inside"].astype("boolean")
     table["work_scale_point"] = _work_scale_flags(manifest, table)
+    table["disturbed_runs"] = _disturbed_runs(manifest, table)
     return table[list(VALIDATION_COLUMNS)]
+
+
+def _disturbed_runs(manifest: Manifest, table: pd.DataFrame) -> pd.Series:
+    """Per measured row, its disturbed runs (``<NA>`` where no ``repetitions.csv`` says)."""
+    counts: dict[str, Mapping[tuple[str, int, int], tuple[int, int]] | None] = {}
+    values: list[int | None] = []
+    for name, series, clients, idle in zip(table["dataset"], table["series"], table["clients"],
+                                           table["idle_clients"], strict=True):
+        dataset = manifest.dataset(str(name))
+        if dataset.name not in counts:
+            runs = dataset.path.parent / "repetitions.csv"
+            counts[dataset.name] = (disturbed_counts(runs, dataset.idle_kind,
+                                                     _threads(dataset.machine))
+                                    if runs.is_file() else None)
+        found = counts[dataset.name]
+        values.append(None if found is None
+                      else found.get((str(series), int(clients), int(idle)), (0, 0))[0])
+    return pd.Series(values, index=table.index, dtype="Int64")
+
+
+def _threads(machine: str) -> int:
+    """The hardware threads of a dataset's machine (1 if its file does not load)."""
+    try:
+        topology = load_machine(machine).topology
+    except ConfigError:
+        return 1
+    return (topology.sockets * topology.domains_per_socket * topology.cores_per_domain
+            * topology.threads_per_core)
 
 
 def _tps(records: Sequence[PointRecord]) -> MeanInterval:

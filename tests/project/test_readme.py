@@ -77,6 +77,9 @@ def test_python_examples_run_and_print_what_they_say() -> None:
     assert "12 points on the cluster, 0 failed" in text  # the Dask example
     assert "REMOTE_HITM" in text  # the machine example
     assert "latency_ns=115.6" in text
+    shown = re.search(r"print\(result\) +# (AccessResult\(.*\))", README)
+    assert shown is not None
+    assert shown.group(1) in text  # the comment is what it prints
     assert "false_sharing_hitm" in text
 
 

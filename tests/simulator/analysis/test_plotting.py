@@ -100,6 +100,16 @@ def test_the_idle_axis_puts_zero_half_a_decade_left_behind_a_break() -> None:
     assert zero_position([0]) == pytest.approx(10 ** -0.5)
 
 
+def test_an_axis_of_zero_and_one_count_has_no_break_mark() -> None:
+    """0 and 100 idle connections: two ticks and nothing to break (newcomer-4: the mark sat in
+    the middle of compare.png's and the validation plots' axes)."""
+    curve = make_curve()
+    ax = plot_tps(curve[curve["idle_clients"] <= 100])
+    plt.gcf().canvas.draw()
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["0", "100"]
+    assert not [line for line in ax.lines if str(line.get_label()) == "_axis_break"]
+
+
 def test_given_colours_keep_an_algorithm_s_colour_whatever_the_plot_shows() -> None:
     colours = algorithm_colours(["old", "pre", "post"])
     full = make_curve()

@@ -222,8 +222,8 @@ def test_handler_exit_code_and_multiline_errors(
 def test_every_command_is_in_the_table_and_in_the_help(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert list(COMMANDS) == ["machines", "machine", "check-config", "run", "plot", "regress",
-                              "validate", "measure", "calibrate", "ccbench", "bench", "c2c",
-                              "trace", "compare", "report"]
+                              "validate", "measure", "get-postgres", "calibrate", "ccbench",
+                              "bench", "c2c", "trace", "compare", "report"]
     assert main(["--help"]) == 0
     listing = capsys.readouterr().out.split("COMMAND\n", 1)[1].split("\n\n", 1)[0]
     names = [line.split()[0] for line in listing.splitlines() if line.startswith("    ")

@@ -20,8 +20,10 @@ from simulator.cli import common, main
 from simulator.config import configs_dir
 from simulator.config.machine import MachineConfig
 from simulator.config.machine_file import load_machine, machines_dir
+from simulator.errors import ConfigError
 from simulator.hardware import warmup
 from simulator.hardware.machine import Machine
+from simulator.measure.manifest import load_manifest
 from simulator.study import estimate
 
 
@@ -253,6 +255,11 @@ def test_check_config_takes_shipped_names_and_the_cost_file(
 @pytest.mark.parametrize(("flags", "message"), [
     (["--seed", "-1"], "--seed: must be a non-negative integer, got -1"),
     (["--seeds", "0"], "--seeds: must be at least 1, got 0"),
+    (["--seed", str(2**64)], "--seed: must be at most 9223372036854775807 (2**63 - 1, the 64-bit "
+                             "integer the tables store), got 18446744073709551616"),
+    (["--seed", str(2**63 - 1), "--seeds", "2"],
+     "--seeds: 2 root seeds from 9223372036854775807 pass 9223372036854775807"),
+    (["--set", f"seeds=[{2**63}]"], "--set: seeds: must be integers from 0 to "),
     (["--set", "seeds=[-3]"], "--set: seeds: must be integers >= 0, got -3"),
     (["--set", "options.costs.clinet=5"], "--set: options.costs.clinet: unknown key"),
     (["--set", "options.churn.rate_per_s=lots"],
@@ -343,3 +350,177 @@ def test_a_window_shorter_than_one_transaction_names_a_readable_bound() -> None:
     """A bound below 1 ms reads as two significant digits, not 0.0 ms."""
     assert estimate._ms(131.6) == "131.6"
     assert estimate._ms(0.0316) == "0.032"
+
+
+def test_plot_redraws_the_default_runs_own_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default experiment (``measurements: machine``) shrunk to one point, then ``snapsim plot
+    DIR``: the overlay resolves to the machine's dataset as ``snapsim run`` resolved it."""
+    out = tmp_path / "snapsim-out"
+    assert main(["-q", "run", "--clients", "1", "--idle-clients", "0", "--algorithms", "post14",
+                 "--duration-ms", "1", "--warmup-ms", "1", "--jobs", "1", "--no-progress",
+                 "--out", str(out)]) == 0
+    assert "measurements: machine" in (out / "config.resolved.yaml").read_text(encoding="utf-8")
+    (out / "tps.png").unlink()
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "tps.png").stat().st_size > 0
+    assert "error" not in capsys.readouterr().err
+
+
+def test_an_interrupt_before_any_point_does_not_count_another_runs_points(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the machine is still being checked: the points in ``--out`` are another
+    run's, and the same command would not resume them."""
+    from simulator.cli import run as run_cli
+
+    out = tmp_path / "good"
+    assert main(["-q", "run", "tiny", "--clients", "1", "--idle-clients", "0", "--jobs", "1",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_cli, "check_estimate", interrupted)
+    assert main(["run", "tiny", "--clients", "4", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["snapsim: interrupted by SIGINT: stopped before any point ran (nothing to "
+                   "resume)"]
+
+
+def test_an_interrupt_mid_run_counts_this_runs_points(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import run as run_cli
+
+    out = tmp_path / "out"
+    base = ["-q", "run", "tiny", "--idle-clients", "0", "--algorithms", "post14", "--jobs", "1",
+            "--no-progress", "--out", str(out)]
+    assert main([*base, "--clients", "1,4"]) == 0
+    capsys.readouterr()
+
+    def interrupted(record: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_cli, "_point_detail", interrupted)
+    assert main([*base, "--clients", "1,4,8,16", "--extend"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"snapsim: interrupted by SIGINT: 3 of this run's 4 point(s) stored in "
+                       f"{out / 'points'}; run the same command again to resume")
+
+
+@pytest.fixture
+def huge_client_manifest(tmp_path: Path) -> Path:
+    """The shipped manifest with one row of 100,000,000 active clients (newcomer-4 N31)."""
+    import shutil
+
+    copy = tmp_path / "measurements"
+    shutil.copytree(configs_dir() / "measurements", copy)
+    table = copy / "gold5215_idle.csv"
+    table.write_text(table.read_text(encoding="utf-8").replace("\n100,1,", "\n100,100000000,", 1),
+                     encoding="utf-8")
+    return copy / "manifest.yaml"
+
+
+def test_check_config_of_a_manifest_refuses_a_point_too_large_for_memory(
+        huge_client_manifest: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    assert main(["check-config", str(huge_client_manifest)]) == 2
+    line = error_line(capsys)
+    assert line.startswith(f"snapsim: error: {huge_client_manifest}: point ")
+    assert "clients=100000000 idle_clients=100 needs about" in line
+    assert "more than the 16.0 GB available (MemAvailable)" in line
+
+
+def test_validate_refuses_a_point_too_large_for_memory_before_any_work(
+        huge_client_manifest: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import validate as validate_cli
+    from simulator.tools import validate as validate_tools
+
+    def nothing_runs(*args: object, **kwargs: object) -> None:
+        raise AssertionError("simulated before the memory check")
+
+    monkeypatch.setattr(estimate, "available_memory", lambda: (16e9, "MemAvailable"))
+    monkeypatch.setattr(validate_tools, "run_tasks", nothing_runs)
+    monkeypatch.setattr(validate_tools, "single_client_work_scale", nothing_runs)
+    monkeypatch.setattr(validate_cli, "prepare_kernel", nothing_runs)
+    out = tmp_path / "validation"
+    assert main(["validate", "--manifest", str(huge_client_manifest), "--dataset",
+                 "gold5215_idle", "--jobs", "2", "--out", str(out)]) == 2
+    line = error_line(capsys)
+    assert "point pre14 clients=100000000 idle_clients=100 needs about" in line
+    assert " x 2 workers = " in line
+    assert line.endswith("lower clients or idle_clients, or force the run (--force, force=True)")
+    assert not out.exists()
+    # the library refuses it too (calibrate's evaluations go through it)
+    with pytest.raises(ConfigError, match="clients=100000000 idle_clients=100 needs about"):
+        validate_tools.validate(load_manifest(huge_client_manifest), datasets=["gold5215_idle"],
+                                jobs=1)
+
+
+@pytest.mark.parametrize("name", ["mix_key", "seeds"])
+def test_run_names_the_experiment_file_in_its_errors_as_check_config_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """newcomer-4 §3 item 8: `options.mix.tpcc: unknown key` and `seeds: ...` lacked the file."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text({"mix_key": "extends: tiny\nworkload: mix\noptions: {mix: {tpcc: 1}}\n",
+                     "seeds": "extends: tiny\nseeds: [a]\n"}[name], encoding="utf-8")
+    lines = []
+    for command in (["check-config", str(path)], ["run", str(path), "--out",
+                                                   str(tmp_path / "out")]):
+        assert main(command) == 2
+        lines.append(error_line(capsys))
+    assert lines[0] == lines[1]
+    assert lines[1].startswith(f"snapsim: error: {path}: ")
+    assert main(["run", "tiny", "--machine", "nope", "--out", str(tmp_path / "out")]) == 2
+    assert "tiny.yaml" not in error_line(capsys)  # a flag's value is the flag's, not the file's
+
+
+def test_run_refuses_a_bad_out_before_preparing_the_kernel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulator.cli import run as run_cli
+
+    def no_kernel(config: object = None) -> None:
+        raise AssertionError("the kernel was prepared before --out was checked")
+
+    monkeypatch.setattr(run_cli, "prepare_kernel", no_kernel)
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("x", encoding="utf-8")
+    assert main(["run", "tiny", "--out", str(not_a_directory)]) == 2
+    assert error_line(capsys).endswith(f"--out: {not_a_directory} exists and is not a directory")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["run", "tiny", "--out", str(other)]) == 2
+    assert "is not empty" in error_line(capsys)
+
+
+def test_report_of_a_partial_directory_lists_only_what_it_shows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["-q", "run", "tiny", "--clients", "1", "--idle-clients", "0", "--algorithms",
+                 "post14", "--out", str(out)]) == 0
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "curve.csv").write_bytes((out / "curve.csv").read_bytes())
+    capsys.readouterr()
+    assert main(["report", str(partial)]) == 0
+    assert f"wrote {partial / 'report.html'}: TPS and curve in one file" in capsys.readouterr().err
+    assert main(["report", str(out)]) == 0
+    assert ("TPS, curve, plots, hot lines, configuration and run metadata in one file"
+            in capsys.readouterr().err)
+
+
+def test_the_readme_says_which_postgresql_stands_for_pre14_as_the_tool_does() -> None:
+    from simulator.measure.installations import label_for
+    from tests.paths import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert "12 or 13" not in readme
+    assert "PostgreSQL 9.2 to 13\n(the `pre14` algorithm)" in readme
+    assert label_for(9.2) == label_for(13) == "pre14" != label_for(14)

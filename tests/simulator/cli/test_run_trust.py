@@ -200,8 +200,8 @@ def test_a_signal_stops_the_workers_keeps_the_points_and_exits_128_plus_its_numb
     assert 1 <= kept < 4
     name = signal.Signals(signum).name
     assert err.strip().splitlines()[-1] == (
-        f"snapsim: interrupted by {name}: {kept} point(s) stored in {out / 'points'}; "
-        "run the same command again to resume")
+        f"snapsim: interrupted by {name}: {kept} of this run's 4 point(s) stored in "
+        f"{out / 'points'}; run the same command again to resume")
     assert not (out / "curve.csv").exists()
     assert not (out / LOCK_NAME).exists()
     if signum == signal.SIGTERM:  # the rerun resumes from every stored point
