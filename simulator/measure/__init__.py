@@ -7,7 +7,9 @@ against. It never imports the model (``snapsim_models``); the algorithm names it
 (``pre14``, ``post14``) are labels the user gives to installations.
 
 Modules: :mod:`.installations` (bin directories, versions, the label check), :mod:`.processes`
-(every started process, stopped by PID), :mod:`.cluster` (one server's life), :mod:`.pgbench`
+(every started process, stopped by PID), :mod:`.leftovers` (a killed measurement's processes,
+found and stopped by the next one), :mod:`.noise` (whether other work disturbed a run),
+:mod:`.cluster` (one server's life), :mod:`.pgbench`
 (commands and output parsing), :mod:`.holders` (idle and mostly idle connections), :mod:`.plan`
 (points, order, estimates and limits), :mod:`.session` (the measurement itself),
 :mod:`.kernel_thread_fit` (the DAMON thread's line fitted to its measured CPU), :mod:`.results` and
