@@ -48,17 +48,14 @@ from simulator.study.provenance import (
 )
 from simulator.study.sweep import connect_dask, default_jobs
 from simulator.study.workload_model import workload_model
+from simulator.tools.scoring import gate_passes, plot_validation, summarise, validation_provenance
 from simulator.tools.validate import (
     RUN_DEFAULTS,
     check_datasets,
     check_ratios,
     check_validation_estimate,
-    gate_passes,
-    plot_validation,
     run_validation,
-    summarise,
     validation_estimate,
-    validation_provenance,
 )
 
 DEFAULT_OUT = "snapsim-validation"

@@ -41,7 +41,8 @@ from simulator.study.experiment_file import (
     blame_overrides,
     experiment_from_document,
 )
-from simulator.tools.validate import summarise, validate
+from simulator.tools.scoring import summarise
+from simulator.tools.validate import validate
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ def test_a_record_names_every_changed_input_and_a_missing_record_is_stale(
 def test_validate_check_names_a_changed_dataset(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from simulator.measure.manifest import load_manifest
-    from simulator.tools.validate import validation_provenance
+    from simulator.tools.scoring import validation_provenance
 
     shutil.copytree(REPO_ROOT / "configs" / "measurements" / "kvm-epyc-2vcpu", tmp_path / "m")
     out = tmp_path / "out"

@@ -14,7 +14,7 @@ import pytest
 
 import simulator.cli.plot
 from simulator.cli import main
-from simulator.tools.validate import SUMMARY_COLUMNS
+from simulator.tools.scoring import SUMMARY_COLUMNS
 from tests.paths import BASELINES_DIR
 from tests.simulator.tools.test_validate import CSV, write_manifest
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from simulator.cli import main
-from simulator.tools.validate import RATIO_COLUMNS
+from simulator.tools.scoring import RATIO_COLUMNS
 from snapsim_models.costs import costs_from_dict, read_costs_document
 from tests.simulator.tools.test_ratios import RATIO, ratio_manifest
 from tests.simulator.tools.test_validate import write_manifest

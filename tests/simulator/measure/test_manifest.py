@@ -24,7 +24,7 @@ from simulator.measure.manifest import (
 from simulator.measure.outputs import write_yaml
 from simulator.measure.pgbench import IDLE_KINDS
 from simulator.study.workload_model import workload_model
-from simulator.tools.validate import SUMMARY_COLUMNS, gate_passes, summarise
+from simulator.tools.scoring import SUMMARY_COLUMNS, gate_passes, summarise
 from tests.simulator.tools.test_validate import CSV, write_manifest
 
 

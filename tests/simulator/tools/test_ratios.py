@@ -13,14 +13,8 @@ from simulator.errors import ConfigError
 from simulator.measure.manifest import RatioSide, load_manifest
 from simulator.study.experiment import Experiment, plan
 from simulator.study.sweep import execute
-from simulator.tools.validate import (
-    RATIO_COLUMNS,
-    check_ratios,
-    gate_passes,
-    run_validation,
-    score_ratios,
-    summarise,
-)
+from simulator.tools.scoring import RATIO_COLUMNS, gate_passes, score_ratios, summarise
+from simulator.tools.validate import check_ratios, run_validation
 from tests.simulator.tools.test_validate import write_manifest
 
 RATIO = """\

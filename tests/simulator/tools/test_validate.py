@@ -18,7 +18,8 @@ from simulator.tools.calibrate import (
     sensitivity,
     worst_series,
 )
-from simulator.tools.validate import check_datasets, run_validation, summarise, validate
+from simulator.tools.scoring import summarise
+from simulator.tools.validate import check_datasets, run_validation, validate
 
 CSV = """idle_connections,active_connections,tps_pre14,tps_post14
 0,1,33599,33406
