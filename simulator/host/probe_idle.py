@@ -96,7 +96,7 @@ def guest_idle_lines(idle: GuestIdle, wakeup: MeasuredWakeup | None = None) -> l
         "  # (TonsnakeLin/CppProgramming README on GitHub, unknown host: low quality). KVM's host",
         "  # halt polling (halt_poll_ns, 200,000 ns by default: KVM_HALT_POLL_NS_DEFAULT in Linux",
         "  # arch/x86/include/asm/kvm_host.h) shortens the re-entry when the host CPU is free.",
-        "  # 5 us: the middle, as the shipped virtual machines use; measure it instead with",
+        "  # 5 us: the middle of that range; measure it instead with",
         "  # snapsim machine probe --measure-wakeup.",
         f"  ipi_exit: {IPI_EXIT_US:g} us",
     ]

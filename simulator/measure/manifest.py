@@ -68,7 +68,8 @@ _PRECISION_KEYS = ("precision", "max_duration_ms")
 _RUN_KEYS = ("duration_ms", "warmup_ms", "seed", *_PRECISION_KEYS)
 _DATASET_KEYS = ("file", "description", "machine", "workload", "idle_kind", "clients",
                  "idle_clients", "series", "run", "set")
-_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS, "max_clients")
+_DATASET_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS, "min_clients", "max_clients")
+_CLIENT_BOUNDS = ("min_clients", "max_clients")
 _RATIO_RUN_KEYS = ("duration_ms", "warmup_ms", *_PRECISION_KEYS)
 _THRESHOLD_KEYS = ("median_abs_rel_error", "max_abs_rel_error")
 _MACHINE_KEYS = ("single_client_tps",)
@@ -122,14 +123,16 @@ class Dataset:
     """TPS column → why the model is expected to fail it (``expected: fail``)."""
     run: Mapping[str, float] = field(default_factory=dict)
     """The dataset's own ``duration_ms`` / ``warmup_ms``, over the manifest's ``run``, for its
-    points of at most ``max_clients`` active clients (every point without it)."""
+    points of at least ``min_clients`` and at most ``max_clients`` active clients (every point
+    without them)."""
     sets: tuple[tuple[str, object], ...] = ()
     """The dataset's ``set:``: ``(options.KEY, value)`` pairs of how it was measured (e.g. the
     threads of the pgbench that drove its mostly idle connections), over ``--set``."""
 
     def window_applies(self, clients: int) -> bool:
         """Whether the dataset's own ``run`` sets the window of a point of ``clients``."""
-        return clients <= self.run.get("max_clients", float("inf"))
+        return (self.run.get("min_clients", 1.0) <= clients
+                <= self.run.get("max_clients", float("inf")))
 
     def table(self) -> pd.DataFrame:
         """Tidy measured rows (:data:`MEASURED_COLUMNS`), one per CSV row and series.
@@ -422,23 +425,29 @@ def _build(data: object, path: Path) -> Manifest:
 def _run_window(key: str, value: object, keys: tuple[str, ...]) -> dict[str, float]:
     """A dataset's or a ratio's own ``run:``, checked against ``keys``.
 
-    ``duration_ms`` > 0, ``warmup_ms`` >= 0; a dataset's ``max_clients`` >= 1, with a window.
+    ``duration_ms`` > 0, ``warmup_ms`` >= 0; a dataset's ``min_clients`` and ``max_clients``
+    integers >= 1, the first not above the second, with a window.
     """
     run_section = expect_mapping(key, value or {})
     check_keys(run_section, key, keys, optional=keys)
     run = {name: (_fraction(f"{key}.{name}", item) if name in ("duration_ms", "max_duration_ms")
-                  else float(expect_int(f"{key}.{name}", item)) if name == "max_clients"
+                  else float(expect_int(f"{key}.{name}", item)) if name in _CLIENT_BOUNDS
                   else expect_number(f"{key}.{name}", item))
            for name, item in run_section.items()}
     if run.get("warmup_ms", 0.0) < 0:
         raise ConfigError(f"{key}.warmup_ms", f"must not be negative, got {run['warmup_ms']}")
     _check_precision(key, run)
-    if run.get("max_clients", 1.0) < 1:
-        raise ConfigError(f"{key}.max_clients",
-                          f"must be at least 1, got {int(run['max_clients'])}")
-    if "max_clients" in run and len(run) == 1:
-        raise ConfigError(f"{key}.max_clients", "limits a window the run does not set "
+    for bound in _CLIENT_BOUNDS:
+        if run.get(bound, 1.0) < 1:
+            raise ConfigError(f"{key}.{bound}", f"must be at least 1, got {int(run[bound])}")
+    bounds = [bound for bound in _CLIENT_BOUNDS if bound in run]
+    if bounds and len(run) == len(bounds):
+        raise ConfigError(f"{key}.{bounds[0]}", "limits a window the run does not set "
                           "(give duration_ms or warmup_ms)")
+    if run.get("min_clients", 1.0) > run.get("max_clients", float("inf")):
+        raise ConfigError(f"{key}.min_clients",
+                          f"must not exceed max_clients ({int(run['max_clients'])}), "
+                          f"got {int(run['min_clients'])}")
     return run
 
 

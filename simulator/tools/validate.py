@@ -173,12 +173,13 @@ def run_validation(manifest: Manifest, *, duration_ms: float = RUN_DEFAULTS["dur
     (e.g. ``options.costs.client=12000 cycles``); ``datasets`` and ``ratios`` restrict the run
     (``None``: all of them, an empty list: none). A dataset's or a ratio's own ``run`` replaces
     ``duration_ms`` / ``warmup_ms`` / ``precision`` / ``max_duration_ms`` for its points (a
-    dataset's for those of at most its ``max_clients`` active clients), except the ones named in
-    ``fixed`` (the caller chose them for every point). With a ``precision``, every point's
-    window grows until the 95 % interval of its TPS is within that fraction of it, up to
-    ``max_duration_ms`` (the experiment's keys of the same names); the work scale's
-    single-client point keeps its fixed window. A point needed twice (two datasets, a dataset and a
-    ratio) with the same window and options is simulated once. ``machine_overrides``
+    dataset's for those of at least its ``min_clients`` and at most its ``max_clients`` active
+    clients), except the ones named in ``fixed`` (the caller chose them for every point). With a
+    ``precision``, every point's window grows until the 95 % interval of its TPS is within that
+    fraction of it, up to ``max_duration_ms`` (the experiment's keys of the same names); the
+    work scale's single-client point keeps its fixed window. A point needed twice (two
+    datasets, a dataset and a ratio) with the same window and options is simulated once.
+    ``machine_overrides``
     (``--machine-set`` items) change every machine's file, for ablations
     (``scheduler.run_queues=global``). ``seeds``: every point runs with the root seeds
     ``seed`` to ``seed + seeds - 1`` and is reported as their mean with its interval (a

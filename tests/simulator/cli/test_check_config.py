@@ -21,7 +21,7 @@ def test_check_config_validates_experiments_and_manifests(
     assert main(["check-config", str(experiments_dir() / "default.yaml")]) == 0
     assert "experiment default: 24 points (pre14, post14) on gold5215-2s" in capsys.readouterr().out
     assert main(["check-config", str(shipped_manifest_path())]) == 0
-    assert "5 datasets, 108 measured points, 5 ratios" in capsys.readouterr().out
+    assert "6 datasets, 172 measured points, 5 ratios" in capsys.readouterr().out
     bad = tmp_path / "e.yaml"
     bad.write_text("extends: default\nalgorithms: [pre14, post15]\n", encoding="utf-8")
     assert main(["check-config", str(bad)]) == 2
@@ -108,7 +108,7 @@ def test_a_dash_reads_standard_input(capsys: pytest.CaptureFixture[str],
     monkeypatch.setattr(sys, "stdin", io.StringIO(shipped_manifest_path().read_text(
         encoding="utf-8").replace("    file: ", f"    file: {shipped_manifest_path().parent}/")))
     assert main(["check-config", "-"]) == 0
-    assert "5 datasets" in capsys.readouterr().out
+    assert "6 datasets" in capsys.readouterr().out
 
 
 def test_a_misspelt_measurements_dataset_is_refused_before_any_work(

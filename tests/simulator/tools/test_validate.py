@@ -146,6 +146,27 @@ def test_a_dataset_window_with_max_clients_applies_to_its_smaller_points(
     assert dict(zip(table["clients"], table["duration_ms"], strict=True)) == {1: 0.8, 2: 0.4}
 
 
+def test_a_dataset_window_with_min_clients_applies_to_its_larger_points(tmp_path: Path) -> None:
+    (tmp_path / "three.csv").write_text("idle_connections,active_connections,tps_pre14\n"
+                                        "0,1,33599\n0,2,60000\n0,3,80000\n", encoding="utf-8")
+    longer = """  longer:
+    file: three.csv
+    machine: gold5215-2s
+    workload: select-only
+    idle_kind: idle
+    run: {duration_ms: 0.8, min_clients: 2, max_clients: 2}
+    clients: active_connections
+    idle_clients: idle_connections
+    series: {tps_pre14: pre14}
+"""
+    manifest = load_manifest(write_manifest(tmp_path, extra=longer))
+    dataset = manifest.dataset("longer")
+    assert [dataset.window_applies(n) for n in (1, 2, 3)] == [False, True, False]
+    table = validate(manifest, duration_ms=0.4, warmup_ms=0.2, datasets=["longer"])
+    assert dict(zip(table["clients"], table["duration_ms"], strict=True)) == {
+        1: 0.4, 2: 0.8, 3: 0.4}
+
+
 SLOWER = """  slower:
     file: m.csv
     machine: gold5215-2s
@@ -206,6 +227,9 @@ def test_a_dataset_set_the_model_rejects_is_named_before_any_point_runs(tmp_path
     ("{duration_ms: 1, max_clients: 0}", "datasets.tiny.run.max_clients"),
     ("{duration_ms: 1, max_clients: 1.5}", "datasets.tiny.run.max_clients"),
     ("{max_clients: 4}", "datasets.tiny.run.max_clients"),
+    ("{duration_ms: 1, min_clients: 0}", "datasets.tiny.run.min_clients"),
+    ("{min_clients: 4}", "datasets.tiny.run.min_clients"),
+    ("{duration_ms: 1, min_clients: 5, max_clients: 4}", "datasets.tiny.run.min_clients"),
 ])
 def test_a_bad_dataset_window_names_its_key(tmp_path: Path, run: str, key: str) -> None:
     path = write_manifest(tmp_path)
@@ -235,7 +259,7 @@ def test_shipped_manifest_lists_every_reference_file_with_its_provenance() -> No
     manifest = load_manifest()
     assert set(manifest.datasets) == {
         "gold5215_idle", "gold5215_mostly_idle", "gold5215_pg12_idle",
-        "gold5215_pg12_mostly_idle", "platinum8168_master_vs_split"}
+        "gold5215_pg12_mostly_idle", "platinum8168_master_vs_split", "azure_f72s_v2"}
     for dataset in manifest.datasets.values():
         assert dataset.path.parent == shipped_manifest_path().parent
         assert dataset.description  # which publication, machine and script it comes from
@@ -247,6 +271,11 @@ def test_shipped_manifest_lists_every_reference_file_with_its_provenance() -> No
     assert (platinum["idle_clients"] == 0).all()
     assert manifest.single_client_tps("gold5215-2s") == 33599
     assert manifest.single_client_tps("platinum8168-2s-vm") == pytest.approx(26842.492845)
+    azure = manifest.dataset("azure_f72s_v2").table()
+    assert set(azure["algorithm"]) == {"pre14", "post14"}
+    assert (azure["idle_clients"] == 0).all()
+    assert azure["clients"].max() == 12500
+    assert manifest.single_client_tps("azure-f72s-v2") == 28842
 
 
 def test_parse_parameter() -> None:
