@@ -542,6 +542,8 @@ def _invalidation_latency(v: Any, domain: int, line: int, skip_core: int, suppli
             sharers += 1
     if sharers > 1:
         latency += float(v.f64[_u(v.scalars + S_PER_SHARER)]) * (sharers - 1)
+    if sharers > 0:  # a store missing on a Shared line: at least an upgrade (see the reference)
+        latency = max(latency, float(v.f64[_u(v.scalars + S_UPGRADE)]))
     return latency
 
 
