@@ -322,11 +322,19 @@ class LineServiceConfig:
       this fraction of that transfer's service time: the time its snoop takes to reach the
       owner. 0 = never. An SMT sibling's atomic while the core holds the line takes its turn at
       the core (``smt_sibling`` latency), not at the home.
+    * ``transfer_overlap``: the fraction of a transfer's latency that its request spends on
+      the way to the line's home, overlapping the transfers queued ahead of it (pipelined
+      transfers of a hot line: the home forwards the next request to the owner-to-be while
+      the previous data is in flight). The transfer occupies the home for the rest of its
+      latency (or its service time, if longer) from when its request arrives; the requester
+      still waits its full latency. 0 (the default) = no overlap: each transfer occupies the
+      home for its whole latency from its request.
     """
 
     rule: str = "fifo"
     owner_window: float = 0.0
     service_ns: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),) * 3
+    transfer_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         _require_choice("line_service.rule", self.rule, LINE_SERVICE_RULES)
@@ -334,6 +342,10 @@ class LineServiceConfig:
             raise _fail("line_service.owner_window",
                         f"must be between 0 and 1 (a fraction of a transfer), got "
                         f"{self.owner_window!r}")
+        if not 0.0 <= self.transfer_overlap < 1.0:
+            raise _fail("line_service.transfer_overlap",
+                        f"must be at least 0 and below 1 (a fraction of a transfer's latency), "
+                        f"got {self.transfer_overlap!r}")
         if len(self.service_ns) != len(SERVICE_KINDS) or any(
                 len(row) != len(SERVICE_DISTANCES) for row in self.service_ns):
             raise _fail("line_service.service", "needs one time per kind and distance")

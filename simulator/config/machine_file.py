@@ -29,7 +29,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
     line_service (optional: fifo when absent): {rule (fifo or home), owner_window (a fraction),
-                  service: {read_modified, read_shared, ownership: {local, cross_domain, remote}}
+                  service: {read_modified, read_shared, ownership: {local, cross_domain, remote}},
+                  transfer_overlap (a fraction of a transfer's latency, below 1; default 0)
                   (all optional)}
     kernel_thread (optional: none when absent): {name, period (a time), cpu_share,
                    cpu_share_per_process (shares of one CPU)}
@@ -392,7 +393,7 @@ def _latency(value: object, clock: float) -> LatencyConfig:
 
 
 def _line_service(value: object, clock: float) -> LineServiceConfig:
-    keys = ("rule", "owner_window", "service")
+    keys = ("rule", "owner_window", "service", "transfer_overlap")
     data = expect_section(value, "line_service", keys, optional=keys)
     settings: dict[str, Any] = {}
     if "rule" in data:
@@ -400,6 +401,9 @@ def _line_service(value: object, clock: float) -> LineServiceConfig:
     if "owner_window" in data:
         settings["owner_window"] = expect_number("line_service.owner_window",
                                                  data["owner_window"])
+    if "transfer_overlap" in data:
+        settings["transfer_overlap"] = expect_number("line_service.transfer_overlap",
+                                                     data["transfer_overlap"])
     if "service" in data:
         service = expect_section(data["service"], "line_service.service", SERVICE_KINDS,
                                  optional=SERVICE_KINDS)

@@ -43,6 +43,8 @@ class LatencyTables:
         service_ns: ``[kind, requester_domain, supplier_domain]`` the least time a miss of that
             kind (read of a modified line, read of a clean one, ownership) occupies the line
             (``home`` rule; 0 = its latency).
+        transfer_overlap: the fraction of a transfer's latency that its request spends before
+            it reaches the line's home, overlapping the transfers ahead of it (``home`` rule).
     """
 
     l1_ns: float
@@ -60,6 +62,7 @@ class LatencyTables:
     home_rule: bool
     owner_window: float
     service_ns: FloatArray
+    transfer_overlap: float
 
     @classmethod
     def build(cls, machine: MachineConfig, topology: Topology | None = None) -> LatencyTables:
@@ -118,6 +121,7 @@ class LatencyTables:
             home_rule=service.home,
             owner_window=service.owner_window,
             service_ns=service_ns,
+            transfer_overlap=service.transfer_overlap if service.home else 0.0,
         )
 
 

@@ -144,7 +144,7 @@ class CompiledCoherence:
         self._flat("scalars")[:] = (
             tables.l1_ns, tables.l2_ns, tables.l3_ns, tables.smt_sibling_ns,
             tables.atomic_local_ns, tables.upgrade_ns, tables.per_extra_sharer_ns,
-            tables.owner_window,
+            tables.owner_window, tables.transfer_overlap, 1.0 - tables.transfer_overlap,
         )
         self._flat("service_ns")[:] = tables.service_ns.ravel()
         self._flat("transfer_ns")[:] = tables.transfer_ns.ravel()

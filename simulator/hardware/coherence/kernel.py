@@ -90,7 +90,9 @@ WAY_MASK = MAX_WAYS - 1
 
 # Scalar latencies in the ``scalars`` float segment.
 S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE, S_PER_SHARER, S_WINDOW = 0, 1, 2, 3, 4, 5, 6, 7
-N_SCALARS = 8
+S_OVERLAP, S_SERIAL = 8, 9
+"""``transfer_overlap`` and 1 minus it (the ``home`` rule's pipelined transfers)."""
+N_SCALARS = 10
 
 # Protocol and inclusion codes (see codes.PROTOCOL_CODES / INCLUSION_CODES).
 MESIF, MOESI = 1, 2
@@ -513,8 +515,12 @@ def _service_ns(v: Any, kind: int, req: int, sup: int) -> float:
 
 @_jit()
 def _ownership_occupancy(v: Any, core: int, domain: int, line: int, latency: float) -> float:
-    """At least the ownership service time to the farthest other holder (``home`` rule)."""
-    occupancy = latency
+    """How long an ownership transfer occupies the line (``home`` rule).
+
+    The part of ``latency`` after the request reached the home, at least the ownership service
+    time to the farthest other holder.
+    """
+    occupancy = float(v.f64[_u(v.scalars + S_SERIAL)]) * latency
     for other in range(v.n_cores):
         if other != core and v.i32[_u(v.holders + other * v.n_lines + line)] != 0:
             occupancy = max(occupancy, _service_ns(v, K_OWNERSHIP, domain,
@@ -536,6 +542,8 @@ def _invalidation_latency(v: Any, domain: int, line: int, skip_core: int, suppli
             sharers += 1
     if sharers > 1:
         latency += float(v.f64[_u(v.scalars + S_PER_SHARER)]) * (sharers - 1)
+    if sharers > 0:  # a store missing on a Shared line: at least an upgrade (see the reference)
+        latency = max(latency, float(v.f64[_u(v.scalars + S_UPGRADE)]))
     return latency
 
 
@@ -578,9 +586,11 @@ def _take_ownership(
     latency = max(floor_ns, _invalidation_latency(v, domain, line, core, supplier))
     wait = 0.0
     if others:
-        occupancy = (_ownership_occupancy(v, core, domain, line, latency) if v.home_rule
-                     else latency)
-        wait = _queue(v, line, now, occupancy, 2 * thread + 1)
+        if v.home_rule:
+            wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
+                          _ownership_occupancy(v, core, domain, line, latency), 2 * thread + 1)
+        else:
+            wait = _queue(v, line, now, latency, 2 * thread + 1)
     _invalidate_others(v, core, line, out)
     _drop_l3_copies(v, domain, line)
     v.i32[_u(v.owner + line)] = core
@@ -606,8 +616,10 @@ def _load_miss(
     if v.home_rule and (from_owner or (from_l3 >= 0 and from_l3 != domain)):
         supplier = v.i32[_u(v.core_domain + owner)] if from_owner else from_l3
         kind = K_READ_MODIFIED if dirty else K_READ_SHARED
-        occupancy = max(latency, _service_ns(v, kind, domain, supplier))
-        wait = _queue(v, line, now, occupancy, 2 * thread)
+        occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency,
+                        _service_ns(v, kind, domain, supplier))
+        wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
+                      occupancy, 2 * thread)
     if from_owner:
         state = v.i32[_u(v.ostate + line)]
         if v.protocol == MOESI and state in (ST_M, ST_O):

@@ -108,6 +108,8 @@ class ReferenceCoherence:
         self._per_extra_sharer_ns = tables.per_extra_sharer_ns
         self._home_rule = tables.home_rule
         self._owner_window = tables.owner_window
+        self._overlap = tables.transfer_overlap
+        self._serial = 1.0 - tables.transfer_overlap
         self._service_ns: list[list[list[float]]] = tables.service_ns.tolist()
         self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
         self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
@@ -383,8 +385,8 @@ class ReferenceCoherence:
             if from_owner or (from_l3 >= 0 and from_l3 != domain):
                 supplier = owner_domain if from_owner else from_l3
                 kind = _READ_MODIFIED if dirty else _READ_SHARED
-                occupancy = max(latency, self._service_ns[kind][domain][supplier])
-                wait = self._queue(line, now, occupancy, 2 * thread)
+                occupancy = max(self._serial * latency, self._service_ns[kind][domain][supplier])
+                wait = self._queue(line, now + self._overlap * latency, occupancy, 2 * thread)
             if from_owner:
                 self._downgrade_owner(line)
             if dirty:
@@ -422,8 +424,8 @@ class ReferenceCoherence:
             latency = self._upgrade_ns
             latency = max(latency, self._invalidation_latency(domain, others, home))
             owned_dirty = self.owner[line] == core and self.ostate[line] == _O
-            wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
-                               2 * thread + 1) if others else 0.0
+            wait = self._queue_ownership(line, now, domain, others, latency,
+                                         thread) if others else 0.0
             self._invalidate_others(core, line, others, out)
             self._drop_l3_copies(domain, line)
             self.owner[line] = core
@@ -439,8 +441,8 @@ class ReferenceCoherence:
         others = self.holders[line] & ~bit
         supplier_bit = (1 << self.owner[line]) if from_owner else 0
         latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
-        wait = self._queue(line, now, self._ownership_occupancy(domain, others, latency),
-                           2 * thread + 1) if others else 0.0
+        wait = self._queue_ownership(line, now, domain, others, latency,
+                                     thread) if others else 0.0
         self._invalidate_others(core, line, others, out)
         self._drop_l3_copies(domain, line)
         self.owner[line] = core
@@ -536,15 +538,27 @@ class ReferenceCoherence:
             out[_FALSE_HITM] += 1
             self.line_false_hitm[line] += 1
 
+    def _queue_ownership(self, line: int, now: float, domain: int, others: int,
+                         latency: float, thread: int) -> float:
+        """Queue an ownership transfer of ``latency`` by ``thread``; return its wait.
+
+        Under the ``home`` rule its request reaches the home ``transfer_overlap`` of its
+        latency after ``now`` (:meth:`_ownership_occupancy` says for how long it then occupies
+        the line); under ``fifo`` it occupies the line for its latency from ``now``.
+        """
+        return self._queue(line, now + self._overlap * latency,
+                           self._ownership_occupancy(domain, others, latency), 2 * thread + 1)
+
     def _ownership_occupancy(self, domain: int, others: int, latency: float) -> float:
         """How long an ownership transfer occupies the line.
 
-        Its latency (``fifo``), or under the ``home`` rule at least the ownership service time
-        to the farthest other holder.
+        Its latency (``fifo``), or under the ``home`` rule the part of its latency after its
+        request reached the home (all of it without ``transfer_overlap``), at least the
+        ownership service time to the farthest other holder.
         """
         if not self._home_rule:
             return latency
-        occupancy = latency
+        occupancy = self._serial * latency
         service = self._service_ns[_OWNERSHIP][domain]
         core = 0
         while others:
@@ -571,8 +585,11 @@ class ReferenceCoherence:
     def _queue(self, line: int, now: float, latency: float, who: int) -> float:
         """Serialize an ownership transfer with the line's others; return its wait.
 
-        ``latency`` is how long the transfer occupies the line; ``who`` is recorded with its
-        reservation (see :attr:`calendar`).
+        ``now`` is when the request reaches the line (under the ``home`` rule with
+        ``transfer_overlap``, after its leg to the home: :meth:`_load_miss`,
+        :meth:`_queue_ownership`); ``latency`` is how long the transfer then occupies the line;
+        ``who`` is recorded with its reservation (see :attr:`calendar`). The requester's data
+        arrives its own latency after it issued the request, plus the wait returned.
 
         A hot line is a single server, FIFO by logical time. Its recent transfers are kept as
         reserved ``(start, end)`` intervals sorted by start (at most :data:`CALENDAR_SLOTS`; when
@@ -631,7 +648,13 @@ class ReferenceCoherence:
         self.tenure_owned[thread][line] = bool(who & 1)
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
-        """The farthest sharer's clean latency, plus the per-sharer increment after the first."""
+        """The farthest sharer's clean latency, plus the per-sharer increment after the first.
+
+        At least the machine's ``upgrade`` when there is a sharer: a store or atomic that
+        misses on a line other cores hold Shared waits for the same invalidations as an upgrade
+        (SOSP'13 Table 2: an atomic on a Shared line costs about a store on it, 113 against 116
+        cycles in a Westmere die, 272 against 246 on an Opteron, where a load costs 44 / 83).
+        """
         latency = 0.0
         sharers = 0
         core = 0
@@ -642,7 +665,8 @@ class ReferenceCoherence:
                 sharers += 1
             cores >>= 1
             core += 1
-        return latency + self._per_extra_sharer_ns * max(sharers - 1, 0)
+        latency += self._per_extra_sharer_ns * max(sharers - 1, 0)
+        return max(latency, self._upgrade_ns) if sharers else latency
 
     def _invalidate_others(self, core: int, line: int, others: int, out: Any) -> None:
         count = 0

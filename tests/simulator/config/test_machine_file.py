@@ -612,11 +612,14 @@ def test_a_machine_file_without_idle_states_has_none(gold_data: dict[str, Any],
 def test_the_line_service_section_is_read_and_checked() -> None:
     config = load_machine("gold5215-2s", ["line_service.rule=home"])
     assert config.line_service.home
-    assert config.line_service.owner_window == 0.2
+    assert config.line_service.owner_window == 0.15
+    assert config.line_service.transfer_overlap == 0.1
     assert config.line_service.service_ns[0] == (0.0, 0.0, 300.0)  # read_modified
     assert load_machine("gold5215-2s").line_service.rule == "home"  # shipped: home
     for override, key in (("line_service.rule=lifo", "line_service.rule"),
                           ("line_service.owner_window=2", "line_service.owner_window"),
+                          ("line_service.transfer_overlap=1", "line_service.transfer_overlap"),
+                          ("line_service.transfer_overlap=x", "line_service.transfer_overlap"),
                           ("line_service.service.read_modified.remote=300",
                            "line_service.service.read_modified.remote"),
                           ("line_service.service.writes={local: 1 ns}",

@@ -128,7 +128,8 @@ def test_random_machines_and_traces_agree(
 
 
 def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
-    """The machine under the ``home`` line service rule with random service times and window.
+    """The machine under the ``home`` line service rule with random service times, window and
+    transfer overlap.
 
     Some service times are below the latencies (the latency then applies), some far above.
     """
@@ -137,7 +138,8 @@ def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
     service = tuple((float(rng.choice(choices)), float(rng.choice(choices)),
                      float(rng.choice(choices))) for _ in range(3))
     rule = LineServiceConfig(rule="home", owner_window=float(rng.choice([0.0, 0.3, 1.0])),
-                             service_ns=service)
+                             service_ns=service,
+                             transfer_overlap=float(rng.choice([0.0, 0.0, 0.35, 0.9])))
     return dataclasses.replace(machine, line_service=rule)
 
 
@@ -155,9 +157,12 @@ def test_shipped_machines_agree(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["gold5215-2s", "threadripper-3990x"])
-def test_shipped_machines_agree_under_the_home_rule(name: str) -> None:
-    config = load_machine(name, ["line_service.rule=home"])
+@pytest.mark.parametrize("overlap", ["0", "0.3"])
+def test_shipped_machines_agree_under_the_home_rule(name: str, overlap: str) -> None:
+    config = load_machine(name, ["line_service.rule=home",
+                                 f"line_service.transfer_overlap={overlap}"])
     assert config.line_service.home
+    assert config.line_service.transfer_overlap == float(overlap)
     _run_trace(config, n_lines=40, steps=3000, seed=9)
 
 

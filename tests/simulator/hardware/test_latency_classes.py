@@ -315,3 +315,25 @@ def test_tr_store_on_shared_by_three_cores_invalidates_all_three(tr: Machine) ->
     assert result.access_class == AccessClass.DRAM_LOCAL
     assert tr.config.latency.invalidation_per_extra_sharer_ns == 2.0
     assert result.latency_ns == max(90.0, 87.0 + 2 * 2.0)
+
+
+@pytest.mark.parametrize("implementation", BACKENDS)
+@pytest.mark.parametrize("op", [Op.RMW, Op.STORE])
+def test_a_store_or_atomic_missing_on_a_shared_line_costs_at_least_an_upgrade(
+        implementation: str, op: Op) -> None:
+    """SOSP'13 Table 2 on the Westmere-EX: in a die an atomic on a line two other cores share
+    costs 113 cycles, a store 116 (the file's ``upgrade``), a load 44 (``local_hit``). Core 3's
+    miss on the line cores 1 and 2 share is served by a clean copy (44 cycles) but waits for the
+    invalidations: the upgrade's 116 cycles. On a line only one other core held, modified, it
+    costs that transfer (``local_hitm``, 120 cycles)."""
+    m = Machine(load_machine("westmere-ex-80c"), [0],
+                implementation=implementation)  # type: ignore[arg-type]
+    cycle_ns = 1.0 / m.config.clock_ghz
+    t0, t1, t2, t3 = (thread(m, f"s0.d0.c{k}.t0") for k in range(4))
+    m.access(t0, 0, Op.STORE, now=0.0)
+    m.access(t1, 0, Op.LOAD, now=1_000.0)
+    m.access(t2, 0, Op.LOAD, now=2_000.0)
+    shared = m.access(t3, 0, op, now=3_000.0)
+    assert shared.latency_ns == pytest.approx(116 * cycle_ns)
+    modified = m.access(t0, 0, op, now=4_000.0)
+    assert modified.latency_ns == pytest.approx(120 * cycle_ns)

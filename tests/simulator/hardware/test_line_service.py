@@ -24,11 +24,13 @@ IMPLEMENTATIONS = ["compiled", "reference"]
 
 
 def _machine(implementation: str, rule: str, *, window: float = 0.0,
-             read_modified_remote: float = 0.0, lines: int = 1) -> Machine:
+             read_modified_remote: float = 0.0, lines: int = 1, overlap: float = 0.0,
+             cores_per_domain: int = 2) -> Machine:
     service = ((0.0, 0.0, read_modified_remote), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
     config: MachineConfig = dataclasses.replace(
-        toy_machine(), line_service=LineServiceConfig(rule=rule, owner_window=window,
-                                                      service_ns=service))
+        toy_machine(cores_per_domain=cores_per_domain),
+        line_service=LineServiceConfig(rule=rule, owner_window=window, service_ns=service,
+                                       transfer_overlap=overlap))
     return Machine(config, [64 * k for k in range(lines)],
                    implementation=implementation)  # type: ignore[arg-type]
 
@@ -136,11 +138,75 @@ def test_a_scan_chunk_queues_on_each_line(implementation: str) -> None:
     assert stall == pytest.approx(2 * 400.0 + 2 * 40.0 / 4)
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize(("overlap", "completions"), [
+    (0.0, (145.0, 190.0, 235.0)),  # each transfer occupies the line for its 45 ns
+    (0.4, (145.0, 172.0, 199.0)),  # 18 ns of each overlaps the one ahead; 27 ns serial
+])
+def test_queued_transfers_overlap_their_request_legs(
+        implementation: str, overlap: float, completions: tuple[float, float, float]) -> None:
+    """Three cores of one socket (local HITM 45 ns). a owns the line; b, c and a again ask for
+    it at 100 ns, in that order. With ``transfer_overlap`` 0.4 each request reaches the home
+    18 ns after its issue and then occupies it for 27 ns: b is booked 118-145, c 145-172, a
+    172-199. Each still pays its full 45 ns of latency after its wait (c: 27, a: 54); without
+    overlap the line serves them 45 ns apart (145, 190, 235)."""
+    machine = _machine(implementation, "home", overlap=overlap, cores_per_domain=3)
+    a, b, c = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(3))
+    machine.access(a, 0, Op.RMW, now=0.0)  # from DRAM: nobody else held it, no queue
+    for thread, done in zip((b, c, a), completions, strict=True):
+        result = machine.access(thread, 0, Op.RMW, now=100.0)
+        assert result.access_class == AccessClass.LOCAL_HITM
+        assert result.latency_ns == 45.0
+        assert 100.0 + result.wait_ns + result.latency_ns == pytest.approx(done)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_the_owner_window_is_a_fraction_of_the_next_transfers_serial_part(
+        implementation: str) -> None:
+    """As above with overlap 0.4 and window 0.5: c's transfer is booked 145-172, so b, which
+    received the line at 145, keeps serving its atomics until 145 + 0.5 x 27 = 158.5 ns."""
+    machine = _machine(implementation, "home", overlap=0.4, window=0.5, cores_per_domain=3)
+    a, b, c = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(3))
+    machine.access(a, 0, Op.RMW, now=0.0)
+    machine.access(b, 0, Op.RMW, now=100.0)
+    machine.access(c, 0, Op.RMW, now=100.0)
+    hit = machine.access(b, 0, Op.RMW, now=158.0)
+    assert (hit.access_class, hit.latency_ns, hit.wait_ns) == (AccessClass.L1_HIT, 6.0, 0.0)
+    late = machine.access(b, 0, Op.RMW, now=159.0)
+    assert late.access_class == AccessClass.LOCAL_HITM
+    assert late.wait_ns == 0.0  # its request reaches the home at 177, after c's booking
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_lone_transfer_pays_its_latency_with_any_overlap(implementation: str) -> None:
+    """Nothing queued: a remote read and a later remote RMW cost their latencies, no wait."""
+    machine = _machine(implementation, "home", overlap=0.6)
+    a, _, c, _ = _threads(machine)
+    machine.access(a, 0, Op.STORE, now=0.0)
+    read = machine.access(c, 0, Op.LOAD, now=1_000.0)
+    assert (read.access_class, read.latency_ns, read.wait_ns) == (AccessClass.REMOTE_HITM,
+                                                                  115.0, 0.0)
+    taken = machine.access(a, 0, Op.RMW, now=2_000.0)
+    assert taken.wait_ns == 0.0
+
+
+def test_the_overlap_does_not_apply_under_fifo() -> None:
+    machine = _machine("reference", "fifo", overlap=0.4, cores_per_domain=3)
+    a, b, c = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(3))
+    machine.access(a, 0, Op.RMW, now=0.0)
+    machine.access(b, 0, Op.RMW, now=100.0)
+    queued = machine.access(c, 0, Op.RMW, now=100.0)
+    assert queued.wait_ns == pytest.approx(45.0)
+
+
 def test_a_bad_rule_or_window_names_its_key() -> None:
     with pytest.raises(ConfigError, match=r"line_service\.rule"):
         LineServiceConfig(rule="lifo")
     with pytest.raises(ConfigError, match=r"line_service\.owner_window"):
         LineServiceConfig(rule="home", owner_window=1.5)
+    for overlap in (-0.1, 1.0):
+        with pytest.raises(ConfigError, match=r"line_service\.transfer_overlap"):
+            LineServiceConfig(rule="home", transfer_overlap=overlap)
     with pytest.raises(ConfigError, match=r"line_service\.service\.ownership\.remote"):
         LineServiceConfig(service_ns=((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, -1.0)))
 

@@ -226,14 +226,15 @@ def test_a_strict_handoff_costs_one_transfer_per_cas_and_two_per_read_then_cas()
 
 def test_the_owner_window_serves_several_operations_per_tenure() -> None:
     """A tight fetch-add loop over both sockets: one operation per transfer under fifo, several
-    under home (perfbook's count_atomic plateau, 43-45 M ops/s, set the window)."""
+    under home (perfbook's count_atomic, 31-45 M ops/s at 2-64 threads, and SOSP'13's paused
+    loops set the window and the overlap: 38 M ops/s, 0.88 of the 16-thread row)."""
     config = load_machine("platinum8168-2s-vm", ["line_service.rule=fifo"])
     ids = placed_threads(config, "cross", 16)
     fifo = contention_point(config, "fetch-add", ids, 20_000.0, WARMUP_NS)
     home = contention_point(load_machine("platinum8168-2s-vm"), "fetch-add", ids, 20_000.0,
                             WARMUP_NS)
     assert fifo["ops_per_s"] == pytest.approx(6.86e6, rel=0.05)
-    assert home["ops_per_s"] == pytest.approx(43e6, rel=0.1)
+    assert home["ops_per_s"] == pytest.approx(38e6, rel=0.1)
 
 
 def test_read_mostly_misses_queue_at_the_home_only_under_the_home_rule() -> None:
