@@ -13,6 +13,9 @@ from simulator.hardware.machine import Machine
 from simulator.runtime.engine import ProcessGenerator, SimEnvironment
 
 DURATION_NS = 200_000.0
+NO_OVERLAP = ["line_service.transfer_overlap=0"]
+"""The home rule without pipelined transfers: the queue orders below are hand-computed for it
+(the overlap's own are in test_line_service)."""
 
 
 def hot_line(thread_names: list[str]) -> tuple[float, float]:
@@ -72,7 +75,7 @@ def test_out_of_order_request_is_served_first_and_charged_the_delay_it_causes(
     after one booked for a later time. FIFO by time serves it first: with nothing ahead of it
     it waits only for the shift it imposes on the later transfer (total queueing is the same
     as in time order); with no overlap it does not wait at all."""
-    machine = Machine(load_machine("gold5215-2s"), [0], implementation=implementation)  # type: ignore[arg-type]
+    machine = Machine(load_machine("gold5215-2s", NO_OVERLAP), [0], implementation=implementation)  # type: ignore[arg-type]
     a, b, c, d = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(4))
     h = load_machine("gold5215-2s").latency.local_hitm_ns
     machine.access(a, 0, Op.RMW, now=0.0)  # a owns the line
@@ -88,7 +91,7 @@ def test_out_of_order_request_is_served_first_and_charged_the_delay_it_causes(
 
 @pytest.mark.parametrize("implementation", ["compiled", "reference"])
 def test_in_order_requests_form_a_fifo_queue(implementation: str) -> None:
-    machine = Machine(load_machine("gold5215-2s"), [0], implementation=implementation)  # type: ignore[arg-type]
+    machine = Machine(load_machine("gold5215-2s", NO_OVERLAP), [0], implementation=implementation)  # type: ignore[arg-type]
     threads = [machine.topology.thread_by_name(f"s0.d0.c{c}.t0") for c in range(5)]
     h = load_machine("gold5215-2s").latency.local_hitm_ns
     machine.access(threads[0], 0, Op.RMW, now=0.0)
@@ -101,7 +104,7 @@ def test_in_order_requests_form_a_fifo_queue(implementation: str) -> None:
 def test_a_queue_longer_than_the_calendar_is_kept_whole(implementation: str) -> None:
     """47 requesters arrive in time order, more than the line's calendar has slots: each still
     waits for every transfer ahead of it (the oldest reservations merge, none is forgotten)."""
-    config = load_machine("platinum8168-2s-vm")
+    config = load_machine("platinum8168-2s-vm", NO_OVERLAP)
     machine = Machine(config, [0], implementation=implementation)  # type: ignore[arg-type]
     sockets = [[machine.topology.thread_by_name(f"s{s}.d0.c{c}.t0") for c in range(24)]
                for s in range(2)]
