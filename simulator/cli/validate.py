@@ -245,9 +245,10 @@ def _print_summary(summary: pd.DataFrame, manifest: Manifest) -> None:
                   f"manifest expects it to fail ({r.reason}); remove its expected: fail")
     unconverged = int(summary["unconverged"].sum())
     if unconverged:
-        print(f"{unconverged} scored points did not converge in their window "
-              "(window_converged false in validation.csv): their errors may be the window's; "
-              "check them with a longer --duration-ms / --warmup-ms")
+        print(f"{unconverged} scored points are not precise enough to trust (window_converged "
+              "false in validation.csv: the 95 % interval of the TPS, tps_ci_rel, wider than its "
+              "target, or a window stopped at its cap, max_duration_reached): their errors may be "
+              "the window's; run them with --precision and a larger --max-duration-ms")
 
 
 def _print_disturbed(table: pd.DataFrame) -> None:

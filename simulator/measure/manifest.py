@@ -92,6 +92,9 @@ MEASURED_WORKLOAD = "select-only"
 BACKGROUND_THREADS = f"{SET_PREFIX}.background_threads"
 """The model's option a mostly idle dataset's ``set:`` gives: the pgbench threads that drove
 its mostly idle connections."""
+PRECISION_RUN: Mapping[str, float] = {"precision": 0.02, "max_duration_ms": 400}
+"""The run a written manifest gives every point: its window grows until the 95 % interval of
+its TPS is within 2 % of it, up to 400 ms (four sleep periods of a mostly idle connection)."""
 MOSTLY_IDLE_RUN: Mapping[str, float] = {"duration_ms": 100}
 """The window of every point among mostly idle connections: one sleep period, in which each
 connection sends one query. Shorter windows hold too few background queries for a steady load
@@ -629,7 +632,8 @@ def manifest_document(name: str, datasets: Mapping[str, tuple[str, Sequence[str]
         point = _entry(_WORK_SCALE_POINT_KEYS, dataset=work_scale_point[0],
                        series=work_scale_point[1], clients=1, idle_clients=0)
         machines = {name: _entry(_MACHINE_KEYS, single_client_tps=point)}
-    return _entry(_TOP_KEYS, version=MANIFEST_VERSION, machines=machines, datasets=entries)
+    return _entry(_TOP_KEYS, version=MANIFEST_VERSION, machines=machines,
+                  run=_entry(_RUN_KEYS, **PRECISION_RUN), datasets=entries)
 
 
 def _entry(keys: tuple[str, ...], **values: object) -> dict[str, object]:

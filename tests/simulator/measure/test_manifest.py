@@ -16,6 +16,7 @@ from simulator.measure.manifest import (
     MANIFEST_FILE,
     MEASURED_WORKLOAD,
     MOSTLY_IDLE_RUN,
+    PRECISION_RUN,
     SET_PREFIX,
     WorkScalePoint,
     load_manifest,
@@ -177,7 +178,7 @@ def test_a_written_manifest_reads_back_as_written(tmp_path: Path) -> None:
     assert figure is not None
     assert (figure.tps, figure.algorithm, figure.workload, figure.idle_kind) == (
         1000.0, "pre14", MEASURED_WORKLOAD, "idle")
-    assert (manifest.run, manifest.ratios) == ({}, {})
+    assert (manifest.run, manifest.ratios) == (PRECISION_RUN, {})
     without = manifest_document("m", {"m_idle": datasets["m_idle"]}, None, descriptions)
     assert "machines" not in without
     assert load_manifest(data=without, path=tmp_path / MANIFEST_FILE).work_scale_points == {}
