@@ -55,8 +55,8 @@ from simulator.analysis.intervals import (
     Ratio,
     format_mean,
     format_ratio,
-    mean_interval,
     ratio_interval,
+    tps_interval,
 )
 from simulator.analysis.intervals import MeanInterval as Cell
 from simulator.config.machine_file import shipped_machines
@@ -807,7 +807,9 @@ def build_tables(study: Study, curve: pd.DataFrame) -> list[Table]:
                 if rows.empty:
                     continue
                 key = (clients, idle, name)
-                tps[key] = mean_interval([float(v) for v in rows["tps"]])
+                tps[key] = tps_interval(
+                    [float(v) for v in rows["tps"]],
+                    [float(v) for v in rows["tps_ci_rel"]] if "tps_ci_rel" in rows else None)
                 bad = rows["tps"].isna()
                 if "window_converged" in rows.columns:
                     bad |= ~rows["window_converged"].fillna(False).astype(bool)

@@ -78,6 +78,27 @@ def mean_interval(values: Sequence[float]) -> MeanInterval:
     return MeanInterval(mean, half, n, tuple(float(v) for v in data))
 
 
+def point_interval(mean: float, relative_half: float) -> MeanInterval:
+    """One point's value with its own 95 % interval (``n`` 1).
+
+    A precise point's ``tps`` and ``tps_ci_rel`` (the half-width relative to the mean; ``inf``
+    or ``nan``: no interval).
+    """
+    half = mean * relative_half if math.isfinite(relative_half) else math.nan
+    return MeanInterval(mean, half, 1, (mean,))
+
+
+def tps_interval(tps: Sequence[float], tps_ci_rel: Sequence[float] | None = None) -> MeanInterval:
+    """A point's TPS over its seeds (:func:`mean_interval`), or one seed's with its own interval.
+
+    ``tps_ci_rel``: the seeds' own relative half-widths (the curve's column); with one seed its
+    interval is the point's own (:func:`point_interval`), with several the seeds' t-interval.
+    """
+    if len(tps) == 1 and tps_ci_rel is not None and len(tps_ci_rel) == 1:
+        return point_interval(float(tps[0]), float(tps_ci_rel[0]))
+    return mean_interval(tps)
+
+
 def ratio_interval(top: MeanInterval, bottom: MeanInterval) -> Ratio:
     """``top.mean / bottom.mean`` and its interval: ``(ratio, low, high)``.
 
@@ -89,6 +110,8 @@ def ratio_interval(top: MeanInterval, bottom: MeanInterval) -> Ratio:
     if not (bottom.mean > 0 and top.mean > 0):
         return NO_RATIO
     ratio = top.mean / bottom.mean
+    if top.n == 1 and bottom.n == 1:
+        return _own_ratio_interval(top, bottom, ratio)
     if top.n < 2 or bottom.n < 2:
         return ratio, math.nan, math.nan
     sides = (top, bottom)
@@ -99,6 +122,18 @@ def ratio_interval(top: MeanInterval, bottom: MeanInterval) -> Ratio:
     dof = se ** 4 / sum(p ** 2 / (side.n - 1) for p, side in zip(parts, sides, strict=True))
     t = t_quantile(dof)
     return ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se)
+
+
+def _own_ratio_interval(top: MeanInterval, bottom: MeanInterval, ratio: float) -> Ratio:
+    """The ratio of two single points from their own intervals (:func:`point_interval`).
+
+    The log ratio's standard error by the delta method from each side's normal 95 % half-width.
+    """
+    if not (math.isfinite(top.half) and math.isfinite(bottom.half)):
+        return ratio, math.nan, math.nan
+    z = 1.959963984540054
+    se = math.hypot(top.half / (z * top.mean), bottom.half / (z * bottom.mean))
+    return ratio, ratio * math.exp(-z * se), ratio * math.exp(z * se)
 
 
 def format_mean(cell: MeanInterval, digits: int = 0) -> str:

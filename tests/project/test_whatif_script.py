@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from simulator.analysis.intervals import mean_interval
 from tests.paths import REPO_ROOT, load_docs_script
 
 T_2 = 4.302652729911275
@@ -90,8 +91,8 @@ def test_the_page_from_synthetic_curves(tmp_path: Path) -> None:
     assert (out / "lockfree-gold5215-2s.png").stat().st_size > 0
     assert "**Assumed design?** **`post14_lockfree` is an assumed design" in section
     half = T_2 * 2.0 / math.sqrt(3)  # 100, 102, 104: s = 2
-    ratio = WHATIF.ratio_interval(WHATIF.mean_interval([110.0, 112.0, 114.0]),
-                                  WHATIF.mean_interval([100.0, 102.0, 104.0]))
+    ratio = WHATIF.ratio_interval(mean_interval([110.0, 112.0, 114.0]),
+                                  mean_interval([100.0, 102.0, 104.0]))
     assert ratio[0] == pytest.approx(112.0 / 102.0)
     assert ratio[1] > 1.0  # resolved: the seeds agree within 2 %
     header = ("| clients | idle | `post14` TPS | `post14_lockfree` TPS | "

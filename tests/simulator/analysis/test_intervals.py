@@ -68,3 +68,18 @@ def test_format_mean_and_ratio_show_the_interval_only_when_there_is_one() -> Non
     assert format_ratio((1.23456, 1.2, 1.3)) == "1.235 [1.200, 1.300]"
     assert format_ratio((1.23456, math.nan, math.nan), digits=2) == "1.23"
     assert format_ratio(NO_RATIO) == "-"
+
+
+def test_one_precise_point_keeps_its_own_interval_and_a_ratio_combines_two() -> None:
+    from simulator.analysis.intervals import point_interval, ratio_interval, tps_interval
+
+    one = tps_interval([100.0], [0.02])
+    assert (one.mean, one.half, one.n) == (100.0, pytest.approx(2.0), 1)
+    assert math.isnan(tps_interval([100.0], [math.inf]).half)
+    assert math.isnan(tps_interval([100.0]).half)  # no precision given: no interval
+    assert tps_interval([1.0, 2.0, 3.0], [0.5, 0.5, 0.5]).n == 3  # seeds: their t-interval
+    ratio, low, high = ratio_interval(point_interval(100.0, 0.02), point_interval(50.0, 0.02))
+    se = math.hypot(0.02, 0.02) / 1.959963984540054
+    assert ratio == 2.0
+    assert (low, high) == (pytest.approx(2.0 * math.exp(-1.959963984540054 * se)),
+                           pytest.approx(2.0 * math.exp(1.959963984540054 * se)))
