@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -35,24 +33,7 @@ from tests.simulator.measure.fakes import (
     fake_bindir,
     fake_pgbench,
     processes_mentioning,
-    shared_directory,
 )
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    directory = shared_directory()
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-@pytest.fixture
-def pids_file(shared: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = shared / "pids"
-    path.touch()
-    path.chmod(0o666)
-    monkeypatch.setenv("FAKE_PG_PIDS", str(path))
-    return path
 
 
 def free_port() -> int:

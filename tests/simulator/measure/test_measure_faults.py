@@ -4,12 +4,10 @@ the same ``--out``, refusals that name their flag, a failed start, SIGTERM, ``ki
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,25 +25,8 @@ from tests.simulator.measure.fakes import (
     alive,
     fake_bindir,
     processes_mentioning,
-    shared_directory,
 )
 from tests.simulator.measure.test_measure_cli import arguments, no_process_left
-
-
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    directory = shared_directory()
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-@pytest.fixture
-def pids_file(shared: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = shared / "pids"
-    path.touch()
-    path.chmod(0o666)
-    monkeypatch.setenv("FAKE_PG_PIDS", str(path))
-    return path
 
 
 def one_line(capsys: pytest.CaptureFixture[str]) -> str:
