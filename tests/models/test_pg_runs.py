@@ -184,9 +184,13 @@ def test_post14_tpcb_other_backends_commits_invalidate_the_cache() -> None:
     A statement's first snapshot comes a round trip (~20 us) after the previous one, and commits
     arrive every ~35 us, so besides the one full scan after the backend's own commit a good share
     of the other statements' first snapshots must miss too: more than 1 full scan per
-    transaction on average."""
-    row = numbers(point("post14", workload="tpcb", clients=4, duration_ns=2e6))
-    assert row["full_snapshots"] > 1.2
+    transaction on average. Over three seeds: one seed alone can phase-lock the 4 clients so that
+    every commit falls between the same statements (seed 0 gives exactly 1.0, seeds 1 and 2 give
+    1.6 and 2.3)."""
+    full = [numbers(point("post14", workload="tpcb", clients=4, duration_ns=2e6,
+                          seed=seed))["full_snapshots"] for seed in (0, 1, 2)]
+    assert min(full) >= 1.0
+    assert sum(full) / len(full) > 1.2
 
 
 # ---------------------------------------------------------------------------------- determinism

@@ -144,8 +144,9 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
     """48 clients on ``westmere-ex-8s``, where post14's ProcArrayLock word queues: the what-if
     has no ProcArrayLock atomics and no queue on that word, and does not run slower. It does not
     run much faster either: the hot B-tree pages' buffer descriptors, whose load + CAS loops
-    every transaction also runs, set nearly the same ceiling (measured at 1 ms: 933k -> 945k
-    TPS). Without idle states: their start-up exits would blur a 1 ms window."""
+    every transaction also runs, set nearly the same ceiling (measured at 2 ms: 1.419M -> 1.514M
+    TPS; the descriptors wait 6.0 ms in the what-if against the lock's 6.8 ms in post14).
+    Without idle states: their start-up exits would blur a short window."""
     machine = replace(load_machine("westmere-ex-8s"), idle=None)
     rows = {}
     for algorithm in ("post14", NAME):
@@ -161,7 +162,8 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
     assert len(lock) == 0 or (int(lock["rmws"].iloc[0]) == 0
                               and float(lock["wait_ns"].iloc[0]) == 0.0)
     descriptors = rows[NAME].lines.loc[rows[NAME].lines["label"].str.startswith("Btree")]
-    assert float(descriptors["wait_ns"].sum()) > float(post14_lock["wait_ns"].iloc[0])
+    assert float(descriptors["wait_ns"].sum()) > 0.75 * float(post14_lock["wait_ns"].iloc[0])
+    assert float(lockfree["tps"]) < 1.15 * float(post14["tps"])  # type: ignore[arg-type]
 
 
 def test_tpcb_run_takes_the_lock_far_less_often_than_post14() -> None:
