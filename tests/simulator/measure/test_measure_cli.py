@@ -99,7 +99,7 @@ def test_a_measurement_writes_what_validate_reads_and_leaves_nothing_running(
     assert set(manifest.datasets) == {"host_idle", "host_mostly_idle"}
     check_datasets(manifest)  # the machine file host.yaml, relative to the manifest, loads
     assert manifest.work_scale_points["host"].series == "tps_pre14"
-    assert manifest.dataset("host_mostly_idle").run == {"duration_ms": 100}  # every point
+    assert manifest.dataset("host_mostly_idle").run == MOSTLY_IDLE_RUN  # every point
     # its mostly idle connections were driven by one pgbench thread (a holder of at most 5,000)
     assert manifest.dataset("host_mostly_idle").sets == (("options.background_threads", 1),)
     assert "one thread and at most" in manifest.dataset("host_mostly_idle").description
