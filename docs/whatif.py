@@ -1,4 +1,4 @@
-"""Produce docs/whatif.md: the what-if studies, each answered on shipped machines over seeds.
+"""Produce docs/whatif.md: the what-if studies, each answered on shipped machines.
 
 Usage (from the project root, after ``pip install -e .``)::
 
@@ -8,7 +8,7 @@ Usage (from the project root, after ``pip install -e .``)::
     python docs/whatif.py --markdown-only                # the page and plots from docs/whatif/
 
 A study (:class:`Study`, listed in :data:`STUDIES`) is one question: the experiment file
-``configs/experiments/whatif-<study>.yaml`` (several seeds; its header cites where the question
+``configs/experiments/whatif-<study>.yaml`` (its header cites where the question
 comes from), the runs of it (each ``snapsim run whatif-<study> --machine M [flags]``: a layout
 edit, a workload, a pin protocol), the machines it runs on, what its tables compare (the
 algorithms, or the runs) against which baseline, the counts the question is about, and which
@@ -21,11 +21,12 @@ computes only the missing points). The script then copies its curve to
 per snapshot, HITMs per transaction on some regions' lines, from the run's ``lines.csv``) and
 each point's wall time (``timings.csv``) added as columns. Last it draws
 ``docs/whatif/<study>-<machine>.png`` and rewrites ``docs/whatif.md`` from every curve found
-there: per point the mean TPS over the seeds with a 95 % t-interval, the ratio to the baseline
-with its interval, and the counts (means over the seeds). ``--studies`` and ``--machines``
-restrict which runs are made (a machine outside a study's own list is skipped for it); the page
-is always rewritten whole. Exit code: 2 for an unknown study or machine, else that of the first
-failing ``snapsim run`` (1 or 2), else 0.
+there: per point the TPS with its 95 % interval (the point's own, from its batch means, with one
+seed grown to a precision target; a t-interval over seeds with several), the ratio to the
+baseline with its interval, and the counts (means over the seeds). ``--studies`` and
+``--machines`` restrict which runs are made (a machine outside a study's own list is skipped
+for it); the page is always rewritten whole. Exit code: 2 for an unknown study or machine,
+else that of the first failing ``snapsim run`` (1 or 2), else 0.
 """
 
 from __future__ import annotations
@@ -264,7 +265,7 @@ LOCKFREE = Study(
         "transaction takes two snapshots, both reused once the cache is warm."),
     windows=(
         "select-only, no idle connection; 20 ms measured after 10 ms of warm-up (as "
-        "`predict-whatif`), five seeds."),
+        "`predict-whatif`)."),
 )
 
 SHARED_CACHE = Study(
@@ -326,7 +327,7 @@ SHARED_CACHE = Study(
         "snapshots taken (reused ones included); HITMs are per transaction."),
     windows=(
         "tpcb; 20 ms measured after 20 ms of warm-up (a tpcb transaction takes seven round "
-        "trips, and shorter windows leave too few transactions per client), five seeds."),
+        "trips, and shorter windows leave too few transactions per client)."),
     reference="\n".join([
         "### Lines per snapshot, derived by hand",
         "",
@@ -409,7 +410,7 @@ RUNNING_XIDS = Study(
         "array HITMs are per transaction."),
     windows=(
         "select-only: 5 ms measured after 5 ms of warm-up; tpcb: 20 ms after 10 ms (a tpcb "
-        "transaction takes seven round trips); five seeds."),
+        "transaction takes seven round trips)."),
     reference="\n".join([
         "### Lines per snapshot, derived by hand",
         "",
@@ -483,7 +484,7 @@ LAYOUT = Study(
         "dirtied are disjoint) are per transaction on the PGXACT lines and, separately, on the "
         "`PGXACT.xmin` array's lines. With xmin on its own line both lines of an entry count as "
         "PGXACT lines."),
-    windows="select-only; 5 ms measured after 5 ms of warm-up, five seeds.",
+    windows="select-only; 5 ms measured after 5 ms of warm-up.",
     reference=LAYOUT_REFERENCE,
 )
 
@@ -524,13 +525,9 @@ MIX = Study(
         "Full and reused are the snapshots per transaction (of either script) built in full "
         "and reused from the own cache; only `post14` reuses."),
     windows=(
-        "the mix: 100 ms measured after 10 ms of warm-up, because which script each "
-        "transaction draws varies the throughput from one half of a window to the other "
-        "(with 20 ms most points failed the halves test and one client's seeds spread by "
-        "several per cent); select-only alone: 5 ms after 5 ms; five seeds. A `*` on a "
-        "one-client mix point marks halves that differ by the scripts drawn (the test's "
-        "tolerance is that of a count of like transactions); the interval carries that "
-        "spread."),
+        "20 ms after 10 ms of warm-up, grown until the interval is within 2 % (at most "
+        "400 ms): which script each transaction draws varies the throughput from one batch "
+        "of transactions to the next, and the interval carries that spread."),
 )
 
 PIN = Study(
@@ -577,9 +574,9 @@ PIN = Study(
         "lock's CASes) and its dirty transfers, per transaction; hot-line waits are the time "
         "queued behind transfers of contended lines."),
     windows=(
-        "select-only, no idle connection; 50 ms measured after 20 ms of warm-up (with spinlock "
-        "pins the clients' order at the root's header persists, and 20 ms after 10 ms did not "
-        "pass the halves test at 64 and 128 clients), five seeds."),
+        "select-only, no idle connection; 50 ms measured after 20 ms of warm-up, grown until "
+        "the interval is within 2 % (at most 200 ms): with spinlock pins the clients' order at "
+        "the root's header persists, so a short window holds few independent batches."),
 )
 
 CHURN_RATES = (0, 500, 1000, 2000, 5000)
@@ -655,7 +652,7 @@ CHURN = Study(
         "GetSnapshotData are the 48 clients' time per transaction."),
     windows=(
         "select-only, 48 clients; 20 ms measured after 5 ms of warm-up (10 connections in the "
-        "window at 500/s, 100 at 5,000/s), three seeds; the `fifo` run at 10,000 idle "
+        "window at 500/s, 100 at 5,000/s); the `fifo` run at 10,000 idle "
         "connections only."),
     reference="\n".join([
         "### `pgbench -C`",
@@ -1006,17 +1003,21 @@ per machine a plot, a table of throughput and a table of the counts the question
 
 ## How to read the tables
 
-* Every study runs its experiment file with several root seeds; a seed sets the clients' start
-  phases and every random draw. **TPS** cells are the mean over the seeds ± the half-width of
-  the {confidence:.0f} % t-interval of that mean (Student's t with n - 1 degrees of freedom).
-  **Ratios** are the ratio of two means with its {confidence:.0f} % interval in brackets: the log
-  ratio's standard error by the delta method, with Welch-Satterthwaite degrees of freedom. An
-  interval wholly above or below 1 is a difference the seeds resolve; one that holds 1 is not.
-* **Counts** are means over the seeds, per transaction or per snapshot as their header says;
-  counts on named lines come from the per-line table (`lines.csv`, `snapsim c2c`).
-* A TPS cell marked `*` has a seed whose point failed or whose window did not pass the
-  convergence test (`window_converged` in the curve: warm-up, transactions per client, equal
-  halves).
+* Every study runs its experiment file with one root seed (a seed sets the clients' start
+  phases and every random draw) and grows each point's window until the {confidence:.0f} %
+  interval of its TPS is within 2 % of it (`precision: 0.02` in the file, up to its
+  `max_duration_ms`): the interval comes from batch means of the point's transaction
+  completions after MSER-5's warm-up (README, "How precise is a printed TPS"). **TPS** cells
+  are the TPS ± the half-width of that interval (with several seeds: the mean ± the half-width
+  of the t-interval over them). **Ratios** are the ratio of two cells with its
+  {confidence:.0f} % interval in brackets, the log ratio's standard error by the delta method.
+  An interval wholly above or below 1 is a difference the model's own noise does not explain;
+  one that holds 1 is not.
+* **Counts** are per transaction or per snapshot as their header says (means over the seeds
+  where there are several); counts on named lines come from the per-line table (`lines.csv`,
+  `snapsim c2c`).
+* A TPS cell marked `*` has a point that failed or whose interval did not meet its target
+  within its longest window (`window_converged` false, `max_duration_reached` in the curve).
 * Every run uses the one global cost model as is (`single_client_tps: null`: no per-machine
   work scale, the same costs on every machine and for every workload). `docs/predictions.md`
   and `docs/validation.md` scale `gold5215-2s`'s work to its measured select-only single-client
@@ -1072,15 +1073,15 @@ def section(study: Study, number: int, out: Path,
             if len(tables) > 1:
                 where += f", {study.label(group_column, table.group)}"
             summary += [f"* {where}: {line}." for line in lines]
-        first = curve.groupby("run", sort=False).first()
-        spans = {str(name): f"{row['duration_ms']:g} ms after {row['warmup_ms']:g} ms"
-                 for name, row in first.iterrows()}
+        spans = {str(name): window_span(rows)
+                 for name, rows in curve.groupby("run", sort=False)}
         windows = (next(iter(spans.values())) if len(set(spans.values())) == 1 else
                    "; ".join(f"{study.label('run', name)}: {span}"
                              for name, span in spans.items()))
         seeds = sorted(int(s) for s in curve["root_seed"].unique())
         files = ", ".join(f"`{out.name}/{study.name}-{machine}-{run.name}.csv`" for run in ran)
-        body += [f"Windows: {windows}; root seeds {', '.join(map(str, seeds))}; curves: "
+        body += [f"Windows: {windows}; root seed{'s' if len(seeds) > 1 else ''} "
+                 f"{', '.join(map(str, seeds))}; curves: "
                  f"{files}.", ""]
     if not found:
         body += [f"Not run yet: `{COMMAND} --studies {study.name}`.", ""]
@@ -1089,6 +1090,18 @@ def section(study: Study, number: int, out: Path,
     if study.reference:
         body += [study.reference, ""]
     return body, summary, wall_s
+
+
+def window_span(rows: pd.DataFrame) -> str:
+    """The windows a run's points measured: ``20 ms after 10 ms``, or ranges where they differ.
+
+    A point grown to its precision target measures longer, and MSER-5 moves its warm-up's end.
+    """
+
+    def span(column: str) -> str:
+        low, high = float(rows[column].min()), float(rows[column].max())
+        return f"{low:g} ms" if low == high else f"{low:g}-{high:g} ms"
+    return f"{span('duration_ms')} after {span('warmup_ms')}"
 
 
 def write_markdown(out: Path = OUT, page: Path = PAGE) -> Path:
