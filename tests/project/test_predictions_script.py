@@ -80,3 +80,35 @@ def test_shipped_prediction_experiments_are_valid() -> None:
 
     for name in ("predict-idle", "predict-active", "predict-many", "predict-whatif"):
         assert main(["check-config", str(ROOT / "configs" / "experiments" / f"{name}.yaml")]) == 0
+
+
+def _study(rows: list[tuple[str, int, int, float]]) -> pd.DataFrame:
+    curve = pd.DataFrame(rows, columns=["algorithm", "clients", "idle_clients", "tps"])
+    curve["tps_ci_rel"] = 0.01
+    curve["max_duration_reached"] = False
+    return curve
+
+
+def test_the_findings_are_computed_from_the_curves() -> None:
+    """Hand-made curves of three machines: the spreads name their machines, the drift names the
+    one far out, the peak and the precision come from the rows."""
+    script = load_docs_script("predictions")
+    curves = {}
+    for machine, gain, drift in (("a", 1.5, 0.0), ("b", 2.0, 0.02), ("c", 3.0, 0.2)):
+        idle = _study([(algorithm, clients, idle, tps)
+                       for clients in (1, 48)
+                       for algorithm, idle, tps in (("pre14", 0, 100.0), ("post14", 0, 100.0),
+                                                    ("pre14", 10_000, 100.0 / gain),
+                                                    ("post14", 10_000, 100.0 * (1 + drift)))])
+        active = _study([("pre14", 100, 0, 1e6), ("post14", 100, 0, gain * 1e6),
+                         ("pre14", 1000, 0, 1e6), ("post14", 1000, 0, gain * 5e5)])
+        curves[machine] = {"idle": idle, "active": active}
+    curves["c"]["active"].loc[3, "max_duration_reached"] = True
+    text = "\n".join(script.findings(curves))
+    assert "post14 runs 1.50x (`a`) to 3.60x (`c`) pre14 (3 machines); post14 itself stays " \
+           "within 2.0 % of its 0-idle throughput on every machine but `c`, where it moves by " \
+           "20.0 %" in text
+    assert "**100 active clients, no idle connection**: post14 runs 1.50x (`a`) to 3.00x (`c`)" \
+        in text
+    assert "`b` 2.00M at 100 (0.50 of it at 1,000)" in text
+    assert "**Precision**: 36 points; 1 reached their longest window" in text

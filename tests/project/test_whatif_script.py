@@ -215,3 +215,10 @@ def _parsed(add: Callable[[argparse.ArgumentParser], None],
     parser = argparse.ArgumentParser()
     add(parser)
     return parser.parse_args(argv)
+
+
+def test_a_run_s_windows_are_one_span_or_their_ranges() -> None:
+    rows = pd.DataFrame({"duration_ms": [20.0, 20.0], "warmup_ms": [10.0, 10.0]})
+    assert WHATIF.window_span(rows) == "20 ms after 10 ms"
+    grown = pd.DataFrame({"duration_ms": [20.0, 57.5], "warmup_ms": [10.0, 13.0]})
+    assert WHATIF.window_span(grown) == "20-57.5 ms after 10-13 ms"

@@ -43,6 +43,7 @@ def test_default_experiment_is_the_published_idle_study() -> None:
     assert experiment.clients == (1, 48)
     assert experiment.idle_clients == (0, 100, 1000, 2500, 5000, 10000)
     assert (experiment.single_client_tps, experiment.measurements) == ("machine", "machine")
+    assert experiment.precision == 0.02  # every point grown until its TPS is known to 2 %
     prepared = experiment.prepare()
     assert prepared.measurements == "gold5215_idle"
     assert prepared.single_client is not None
