@@ -231,19 +231,15 @@ def render_markdown() -> str:
     curves = {machine: {study: pd.read_csv(OUT / f"{machine}-{study}.csv") for study in STUDIES
                         if (OUT / f"{machine}-{study}.csv").exists()}
               for machine in shipped_machines()}
-    lines += findings({machine: found for machine, found in curves.items() if found})
+    curves = {machine: found for machine, found in curves.items() if found}
+    lines += findings(curves)
     manifest = load_manifest()
-    for machine in shipped_machines():
-        found = {s: OUT / f"{machine}-{s}.csv" for s in STUDIES if (OUT / f"{machine}-{s}.csv")
-                 .exists()}
-        if not found:
-            continue
+    for machine, found in curves.items():
         tps = manifest.single_client_tps(machine)
         work_scale = (f"from the measured single-client TPS, {tps:,.0f}" if tps is not None
                       else "1, the global cost model as is (no measured single-client TPS)")
         lines += [f"## {machine}", "", f"Work scale: {work_scale}.", ""]
-        for study, path in found.items():
-            curve = pd.read_csv(path)
+        for study, curve in found.items():
             lines += [f"### {STUDIES[study]}", "",
                       f"![{machine} {study}](predictions/{machine}-{study}.png)", ""]
             keys = ["clients", "idle_clients"] if study == "idle" else ["clients"]

@@ -15,6 +15,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def _own_ratio_interval(top: MeanInterval, bottom: MeanInterval, ratio: float) -
     """
     if not (math.isfinite(top.half) and math.isfinite(bottom.half)):
         return ratio, math.nan, math.nan
-    z = 1.959963984540054
+    z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
     se = math.hypot(top.half / (z * top.mean), bottom.half / (z * bottom.mean))
     return ratio, ratio * math.exp(-z * se), ratio * math.exp(z * se)
 
