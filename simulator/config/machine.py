@@ -329,12 +329,19 @@ class LineServiceConfig:
       latency (or its service time, if longer) from when its request arrives; the requester
       still waits its full latency. 0 (the default) = no overlap: each transfer occupies the
       home for its whole latency from its request.
+    * ``local_batch``: how the home picks the next request (arbitration). 1 (the default):
+      first come, first served. N > 1: a request from the socket of the requests the home
+      serves goes ahead of waiting requests from other sockets, as long as the home has not
+      served N transfers to that socket in a row (socket-local batching); every queued
+      transfer is then charged as coming from the copies the line has at its turn (see
+      :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._arbitrate`).
     """
 
     rule: str = "fifo"
     owner_window: float = 0.0
     service_ns: tuple[tuple[float, float, float], ...] = ((0.0, 0.0, 0.0),) * 3
     transfer_overlap: float = 0.0
+    local_batch: int = 1
 
     def __post_init__(self) -> None:
         _require_choice("line_service.rule", self.rule, LINE_SERVICE_RULES)
@@ -346,6 +353,11 @@ class LineServiceConfig:
             raise _fail("line_service.transfer_overlap",
                         f"must be at least 0 and below 1 (a fraction of a transfer's latency), "
                         f"got {self.transfer_overlap!r}")
+        if isinstance(self.local_batch, bool) or not isinstance(self.local_batch, int) or (
+                self.local_batch < 1):
+            raise _fail("line_service.local_batch",
+                        f"must be a whole number of transfers, at least 1 (1 = first come, "
+                        f"first served), got {self.local_batch!r}")
         if len(self.service_ns) != len(SERVICE_KINDS) or any(
                 len(row) != len(SERVICE_DISTANCES) for row in self.service_ns):
             raise _fail("line_service.service", "needs one time per kind and distance")

@@ -30,7 +30,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
     line_service (optional: fifo when absent): {rule (fifo or home), owner_window (a fraction),
                   service: {read_modified, read_shared, ownership: {local, cross_domain, remote}},
-                  transfer_overlap (a fraction of a transfer's latency, below 1; default 0)
+                  transfer_overlap (a fraction of a transfer's latency, below 1; default 0),
+                  local_batch (transfers to one socket in a row while others wait; default 1)
                   (all optional)}
     kernel_thread (optional: none when absent): {name, period (a time), cpu_share,
                    cpu_share_per_process (shares of one CPU)}
@@ -393,7 +394,7 @@ def _latency(value: object, clock: float) -> LatencyConfig:
 
 
 def _line_service(value: object, clock: float) -> LineServiceConfig:
-    keys = ("rule", "owner_window", "service", "transfer_overlap")
+    keys = ("rule", "owner_window", "service", "transfer_overlap", "local_batch")
     data = expect_section(value, "line_service", keys, optional=keys)
     settings: dict[str, Any] = {}
     if "rule" in data:
@@ -404,6 +405,8 @@ def _line_service(value: object, clock: float) -> LineServiceConfig:
     if "transfer_overlap" in data:
         settings["transfer_overlap"] = expect_number("line_service.transfer_overlap",
                                                      data["transfer_overlap"])
+    if "local_batch" in data:
+        settings["local_batch"] = expect_int("line_service.local_batch", data["local_batch"])
     if "service" in data:
         service = expect_section(data["service"], "line_service.service", SERVICE_KINDS,
                                  optional=SERVICE_KINDS)

@@ -45,6 +45,9 @@ class LatencyTables:
             (``home`` rule; 0 = its latency).
         transfer_overlap: the fraction of a transfer's latency that its request spends before
             it reaches the line's home, overlapping the transfers ahead of it (``home`` rule).
+        local_batch: the most transfers to one socket in a row that the line's home serves
+            ahead of waiting requests from other sockets (``home`` rule; 1 = first come, first
+            served).
     """
 
     l1_ns: float
@@ -63,6 +66,7 @@ class LatencyTables:
     owner_window: float
     service_ns: FloatArray
     transfer_overlap: float
+    local_batch: int = 1
 
     @classmethod
     def build(cls, machine: MachineConfig, topology: Topology | None = None) -> LatencyTables:
@@ -122,6 +126,7 @@ class LatencyTables:
             owner_window=service.owner_window,
             service_ns=service_ns,
             transfer_overlap=service.transfer_overlap if service.home else 0.0,
+            local_batch=service.local_batch if service.home else 1,
         )
 
 

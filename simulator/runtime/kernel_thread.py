@@ -7,7 +7,7 @@ interval: a burst of CPU whose length grows with the processes mapping the sampl
 the mix of two steady states, with and without the burst, weighted by the thread's share of the
 time. A measured window is shorter than DAMON's interval, so the schedule is compressed: the
 window holds an even number ``n`` of periods (``n = 2 ceil(window / 2 period)``, so each half of
-the window holds the same burst time and the halves test of convergence is not fooled), each
+the window holds the same burst time), each
 ``window / n`` long with a burst of ``share x window / n`` at a phase drawn from the simulation's
 generator; bursts tile the window exactly, the one that wraps around a period's end included.
 

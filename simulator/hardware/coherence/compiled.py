@@ -77,6 +77,7 @@ class CompiledCoherence:
             "cal_who": n_lines * CALENDAR_SLOTS if tables.home_rule else 0,
             "tenure_owned": n_tenures * n_lines, "tenure_end": n_tenures * n_lines,
             "tenure_start": n_tenures * n_lines, "core_lock_end": n_cores,
+            "debt_ns": topo.n_threads,
             "keys": n_lines, "dirty_mask": n_lines, "read_mask": n_lines,
             "write_mask": n_lines, "line_ops": 3 * n_lines, "line_class": N_CLASSES * n_lines,
             "line_invalidations": n_lines, "line_false_hitm": n_lines,
@@ -145,6 +146,7 @@ class CompiledCoherence:
             tables.l1_ns, tables.l2_ns, tables.l3_ns, tables.smt_sibling_ns,
             tables.atomic_local_ns, tables.upgrade_ns, tables.per_extra_sharer_ns,
             tables.owner_window, tables.transfer_overlap, 1.0 - tables.transfer_overlap,
+            float(tables.local_batch),
         )
         self._flat("service_ns")[:] = tables.service_ns.ravel()
         self._flat("transfer_ns")[:] = tables.transfer_ns.ravel()
@@ -273,6 +275,7 @@ class CompiledCoherence:
             "dirty_mask": _unsigned(self.view("dirty_mask")),
             "calendar": self._calendars(),
             "core_lock_end": self._flat("core_lock_end").tolist(),
+            "debt_ns": self._flat("debt_ns").tolist(),
             "tenure_start": self._flat("tenure_start").reshape(-1, n_lines).tolist(),
             "tenure_end": self._flat("tenure_end").reshape(-1, n_lines).tolist(),
             "tenure_owned": [[bool(x) for x in row]

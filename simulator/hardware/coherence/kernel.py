@@ -68,7 +68,7 @@ I64_SEGMENTS = (
     "line_invalidations", "line_false_hitm", "l1_stamp", "l2_stamp", "l3_stamp", "counters",
 )
 F64_SEGMENTS = ("cal_start", "cal_end", "line_wait_ns", "scalars", "transfer_ns", "dram_ns",
-                "service_ns", "tenure_start", "tenure_end", "core_lock_end")
+                "service_ns", "tenure_start", "tenure_end", "core_lock_end", "debt_ns")
 P_SEGMENTS = ("transfer_class", "dram_class")
 I32_BASE = P_OFFSETS
 I64_BASE = I32_BASE + len(I32_SEGMENTS) + 1
@@ -92,7 +92,9 @@ WAY_MASK = MAX_WAYS - 1
 S_L1, S_L2, S_L3, S_SMT, S_ATOMIC, S_UPGRADE, S_PER_SHARER, S_WINDOW = 0, 1, 2, 3, 4, 5, 6, 7
 S_OVERLAP, S_SERIAL = 8, 9
 """``transfer_overlap`` and 1 minus it (the ``home`` rule's pipelined transfers)."""
-N_SCALARS = 10
+S_BATCH = 10
+"""``local_batch`` (the ``home`` rule's arbitration; above 1: socket-local batching)."""
+N_SCALARS = 11
 
 # Protocol and inclusion codes (see codes.PROTOCOL_CODES / INCLUSION_CODES).
 MESIF, MOESI = 1, 2
@@ -151,7 +153,7 @@ def _views(p: Any, i32: Any, i64: Any, f64: Any) -> Any:
         p[b], p[b + 1], p[b + 2], p[b + 3], p[b + 4], p[b + 5], p[b + 6], p[b + 7],
         p[b + 8], p[b + 9], p[b + 10], p[b + 11],
         p[c], p[c + 1], p[c + 2], p[c + 3], p[c + 4], p[c + 5], p[c + 6], p[c + 7], p[c + 8],
-        p[c + 9],
+        p[c + 9], p[c + 10],
         p[d], p[d + 1],
     )
 
@@ -424,16 +426,8 @@ def _attribute_hitm(v: Any, line: int, mask: int, out: Any) -> None:
 
 
 @_jit(inline=True)
-def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
-    """Serialize a transfer occupying the line for ``latency``; return its wait.
-
-    ``who`` is recorded with the reservation under the ``home`` rule (``2 * thread + 1``
-    ownership, ``2 * thread`` read).
-
-    See :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO
-    by
-    logical time, with the delay an out-of-order request imposes charged to it).
-    """
+def _make_room(v: Any, line: int) -> int:
+    """A full calendar merges its two oldest reservations into one span; returns the count."""
     base = line * CALENDAR_SLOTS
     count = v.i32[_u(v.cal_count + line)]
     if count == CALENDAR_SLOTS:  # full: the two oldest reservations become one span
@@ -447,6 +441,23 @@ def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
             if v.home_rule:
                 v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index + 1)]
         count -= 1
+        v.i32[_u(v.cal_count + line)] = count
+    return int(count)
+
+
+@_jit(inline=True)
+def _queue(v: Any, line: int, now: float, latency: float, who: int) -> float:
+    """Serialize a transfer occupying the line for ``latency``; return its wait.
+
+    ``who`` is recorded with the reservation under the ``home`` rule (``2 * thread + 1``
+    ownership, ``2 * thread`` read).
+
+    See :meth:`simulator.hardware.coherence.reference.ReferenceCoherence._queue` for the rule (FIFO
+    by
+    logical time, with the delay an out-of-order request imposes charged to it).
+    """
+    base = line * CALENDAR_SLOTS
+    count = _make_room(v, line)
     start = now
     ahead = 0
     while ahead < count and v.f64[_u(v.cal_start + base + ahead)] <= start:
@@ -505,6 +516,194 @@ def _book_tenure(v: Any, line: int, position: int, who: int) -> None:
     v.f64[_u(v.tenure_start + slot)] = v.f64[_u(v.cal_start + base + position)]
     v.f64[_u(v.tenure_end + slot)] = np.inf
     v.i32[_u(v.tenure_owned + slot)] = who & 1
+
+
+# ---------------------------------------------------------------------------- local batching
+# The ``home`` rule with ``local_batch`` above 1; see the reference's ``_arbitrate``,
+# ``_batched_read``, ``_batched_ownership`` and ``_queue_at`` for the rule. Real calls: they
+# run only under that setting.
+
+
+@_jit(inline=True)
+def _domain_of(v: Any, who: int) -> int:
+    """The L3 domain of a reservation's requester (``who``: ``2 * thread`` + 1 if ownership)."""
+    return int(v.i32[_u(v.core_domain + (who >> 1) // v.tpc)])
+
+
+@_jit(inline=True)
+def _socket_of(v: Any, who: int) -> int:
+    """The socket of a reservation's requester."""
+    return int(_domain_of(v, who) // v.dps)
+
+
+@_jit()
+def _arbitrate(v: Any, thread: int, line: int, arrival: float) -> tuple[int, int, int]:
+    """``(position, predecessor, owner)`` of a request reaching the home at ``arrival``."""
+    base = line * CALENDAR_SLOTS
+    count = int(v.i32[_u(v.cal_count + line)])
+    start = arrival
+    ahead = 0
+    while ahead < count and v.f64[_u(v.cal_start + base + ahead)] <= start:
+        start = max(start, v.f64[_u(v.cal_end + base + ahead)])
+        ahead += 1
+    if count == 0 or ahead < count:
+        return -1, -1, -1
+    socket = _socket_of(v, 2 * thread)
+    batch = v.f64[_u(v.scalars + S_BATCH)]
+    index = count - 1
+    while index >= 0:
+        who = int(v.i32[_u(v.cal_who + base + index)])
+        if (who < 0 or _socket_of(v, who) == socket
+                or v.f64[_u(v.cal_start + base + index)] < arrival):
+            break
+        index -= 1
+    position = -1
+    if 0 <= index < count - 1:
+        who = int(v.i32[_u(v.cal_who + base + index)])
+        if who >= 0 and _socket_of(v, who) == socket:
+            run = 0
+            j = index
+            while j >= 0 and run < batch:
+                who = int(v.i32[_u(v.cal_who + base + j)])
+                if who < 0 or _socket_of(v, who) != socket:
+                    break
+                run += 1
+                j -= 1
+            if run < batch:
+                position = index + 1
+    predecessor = position - 1 if position >= 0 else count - 1
+    owner = predecessor
+    while owner >= 0:
+        who = int(v.i32[_u(v.cal_who + base + owner)])
+        if who < 0:
+            return -1, -1, -1
+        if who & 1:
+            return position, predecessor, owner
+        owner -= 1
+    return -1, -1, -1
+
+
+@_jit()
+def _batched_read(
+    v: Any, thread: int, domain: int, line: int, now: float, kind: int, dirty: bool, klass: int,
+    latency: float, supplier: int,
+) -> tuple[int, float, float]:
+    """A read another cache serves, under local batching: ``(class, latency, wait)``."""
+    _make_room(v, line)
+    overlap = float(v.f64[_u(v.scalars + S_OVERLAP)])
+    position, predecessor, owner = _arbitrate(v, thread, line, now + overlap * latency)
+    if predecessor >= 0:
+        source = owner if v.protocol == MOESI else predecessor
+        supplier = _domain_of(v, int(v.i32[_u(v.cal_who + line * CALENDAR_SLOTS + source)]))
+        d = 1 if dirty else 0
+        klass = _transfer_class(v, d, domain, supplier)
+        latency = _transfer_ns(v, d, domain, supplier, int(v.i32[_u(v.home + line)]))
+    occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency,
+                    _service_ns(v, kind, domain, supplier))
+    arrival = now + overlap * latency
+    if position >= 0:
+        return klass, latency, _queue_at(v, line, position, arrival, occupancy, 2 * thread)
+    return klass, latency, _queue(v, line, arrival, occupancy, 2 * thread)
+
+
+@_jit()
+def _batched_ownership(
+    v: Any, thread: int, core: int, domain: int, line: int, klass: int, latency: float,
+    floor_ns: float, supplier: int, dirty: bool, supplied: bool, now: float,
+) -> tuple[int, float, float]:
+    """A store or atomic that queues, under local batching: ``(class, latency, wait)``.
+
+    ``supplier`` is the directory's supplier core (-1: none), left out of the sharer count.
+    """
+    _make_room(v, line)
+    overlap = float(v.f64[_u(v.scalars + S_OVERLAP)])
+    position, predecessor, owner = _arbitrate(v, thread, line, now + overlap * latency)
+    if predecessor < 0:
+        return klass, latency, _queue(v, line, now + overlap * latency,
+                                      _ownership_occupancy(v, core, domain, line, latency),
+                                      2 * thread + 1)
+    base = line * CALENDAR_SLOTS
+    home = int(v.i32[_u(v.home + line)])
+    source = -1
+    if supplied:
+        source = owner if v.protocol == MOESI else predecessor
+        from_domain = _domain_of(v, int(v.i32[_u(v.cal_who + base + source)]))
+        d = 1 if dirty else 0
+        klass = _transfer_class(v, d, domain, from_domain)
+        floor_ns = _transfer_ns(v, d, domain, from_domain, home)
+    farthest = 0.0
+    service = 0.0
+    for index in range(owner, predecessor + 1):
+        who = int(v.i32[_u(v.cal_who + base + index)])
+        if (who >> 1) // v.tpc == core:
+            continue
+        other = _domain_of(v, who)
+        service = max(service, _service_ns(v, K_OWNERSHIP, domain, other))
+        if index != source:
+            farthest = max(farthest, _transfer_ns(v, 0, domain, other, home))
+    count = 0
+    for other in range(v.n_cores):
+        if (other != core and other != supplier
+                and v.i32[_u(v.holders + other * v.n_lines + line)] != 0):
+            count += 1
+    latency = floor_ns
+    if count > 0:
+        reach = farthest
+        if count > 1:
+            reach = farthest + float(v.f64[_u(v.scalars + S_PER_SHARER)]) * (count - 1)
+        latency = max(latency, max(reach, float(v.f64[_u(v.scalars + S_UPGRADE)])))
+    occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency, service)
+    arrival = now + overlap * latency
+    if position >= 0:
+        return klass, latency, _queue_at(v, line, position, arrival, occupancy, 2 * thread + 1)
+    return klass, latency, _queue(v, line, arrival, occupancy, 2 * thread + 1)
+
+
+@_jit()
+def _queue_at(v: Any, line: int, position: int, arrival: float, occupancy: float,
+              who: int) -> float:
+    """Book a transfer ahead of waiting requests; the later reservations move back."""
+    base = line * CALENDAR_SLOTS
+    count = int(v.i32[_u(v.cal_count + line)])
+    start = max(arrival, float(v.f64[_u(v.cal_end + base + position - 1)]))
+    wait = start - arrival
+    for index in range(count, position, -1):
+        v.f64[_u(v.cal_start + base + index)] = v.f64[_u(v.cal_start + base + index - 1)]
+        v.f64[_u(v.cal_end + base + index)] = v.f64[_u(v.cal_end + base + index - 1)]
+        v.i32[_u(v.cal_who + base + index)] = v.i32[_u(v.cal_who + base + index - 1)]
+    v.f64[_u(v.cal_start + base + position)] = start
+    v.f64[_u(v.cal_end + base + position)] = start + occupancy
+    v.i32[_u(v.cal_who + base + position)] = who
+    count += 1
+    v.i32[_u(v.cal_count + line)] = count
+    window = float(v.f64[_u(v.scalars + S_WINDOW)])
+    edge = start + occupancy
+    for index in range(position + 1, count):
+        booked_start = v.f64[_u(v.cal_start + base + index)]
+        if booked_start >= edge:
+            break
+        moved_end = edge + (v.f64[_u(v.cal_end + base + index)] - booked_start)
+        v.f64[_u(v.cal_start + base + index)] = edge
+        v.f64[_u(v.cal_end + base + index)] = moved_end
+        booked = v.i32[_u(v.cal_who + base + index)] >> 1
+        v.f64[_u(v.debt_ns + booked)] += edge - booked_start
+        v.f64[_u(v.line_wait_ns + line)] += edge - booked_start
+        slot = booked * v.n_lines + line
+        if v.f64[_u(v.tenure_start + slot)] == booked_start:
+            v.f64[_u(v.tenure_start + slot)] = edge
+        if index > position + 1:
+            before = v.i32[_u(v.cal_who + base + index - 1)] >> 1
+            before_slot = before * v.n_lines + line
+            if (before != booked and v.f64[_u(v.tenure_start + before_slot)]
+                    == v.f64[_u(v.cal_start + base + index - 1)]):
+                v.f64[_u(v.tenure_end + before_slot)] = edge + window * (moved_end - edge)
+        edge = moved_end
+    _book_tenure(v, line, position, who)
+    next_start = v.f64[_u(v.cal_start + base + position + 1)]
+    next_end = v.f64[_u(v.cal_end + base + position + 1)]
+    v.f64[_u(v.tenure_end + (who >> 1) * v.n_lines + line)] = (
+        next_start + window * (next_end - next_start))
+    return wait
 
 
 @_jit(inline=True)
@@ -573,29 +772,37 @@ def _drop_l3_copies(v: Any, domain: int, line: int) -> None:
 
 @_jit()
 def _take_ownership(
-    v: Any, thread: int, core: int, domain: int, line: int, floor_ns: float, supplier: int,
-    now: float, out: Any,
-) -> tuple[float, float]:
+    v: Any, thread: int, core: int, domain: int, line: int, klass: int, floor_ns: float,
+    supplier: int, dirty: bool, supplied: bool, now: float, out: Any,
+) -> tuple[int, float, float]:
     """A store's common step: invalidate every other copy, become the M owner.
 
     The latency is the larger of ``floor_ns`` and the slowest invalidation (the supplier core,
     if any, is not invalidated separately); the wait is the queueing behind the line's earlier
-    transfers, if anybody else held it. Returns ``(latency, wait)``.
+    transfers, if anybody else held it. ``klass`` is the access's class (local batching may
+    change it: ``dirty`` and ``supplied`` describe the fetch, see :func:`_batched_ownership`).
+    Returns ``(class, latency, wait)``.
     """
     others = _any_holder(v, line, core)
     latency = max(floor_ns, _invalidation_latency(v, domain, line, core, supplier))
     wait = 0.0
     if others:
         if v.home_rule:
-            wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
-                          _ownership_occupancy(v, core, domain, line, latency), 2 * thread + 1)
+            if v.f64[_u(v.scalars + S_BATCH)] > 1.0:
+                klass, latency, wait = _batched_ownership(
+                    v, thread, core, domain, line, klass, latency, floor_ns, supplier, dirty,
+                    supplied, now)
+            else:
+                wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
+                              _ownership_occupancy(v, core, domain, line, latency),
+                              2 * thread + 1)
         else:
             wait = _queue(v, line, now, latency, 2 * thread + 1)
     _invalidate_others(v, core, line, out)
     _drop_l3_copies(v, domain, line)
     v.i32[_u(v.owner + line)] = core
     v.i32[_u(v.ostate + line)] = ST_M
-    return latency, wait
+    return klass, latency, wait
 
 
 # ---------------------------------------------------------------------------- access paths
@@ -616,10 +823,14 @@ def _load_miss(
     if v.home_rule and (from_owner or (from_l3 >= 0 and from_l3 != domain)):
         supplier = v.i32[_u(v.core_domain + owner)] if from_owner else from_l3
         kind = K_READ_MODIFIED if dirty else K_READ_SHARED
-        occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency,
-                        _service_ns(v, kind, domain, supplier))
-        wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
-                      occupancy, 2 * thread)
+        if v.f64[_u(v.scalars + S_BATCH)] > 1.0:
+            klass, latency, wait = _batched_read(v, thread, domain, line, now, kind, dirty,
+                                                 klass, latency, supplier)
+        else:
+            occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency,
+                            _service_ns(v, kind, domain, supplier))
+            wait = _queue(v, line, now + float(v.f64[_u(v.scalars + S_OVERLAP)]) * latency,
+                          occupancy, 2 * thread)
     if from_owner:
         state = v.i32[_u(v.ostate + line)]
         if v.protocol == MOESI and state in (ST_M, ST_O):
@@ -703,8 +914,9 @@ def _write(
             v.i32[_u(v.ostate + line)] = ST_M
             return _hit_cost(v, thread, core, line, op, in_l1, now)
         owned_dirty = v.i32[_u(v.owner + line)] == core and state == ST_O
-        latency, wait = _take_ownership(
-            v, thread, core, domain, line, float(v.f64[_u(v.scalars + S_UPGRADE)]), -1, now, out)
+        _, latency, wait = _take_ownership(
+            v, thread, core, domain, line, C_UPGRADE, float(v.f64[_u(v.scalars + S_UPGRADE)]),
+            -1, False, False, now, out)
         if owned_dirty:
             v.i64[_u(v.dirty_mask + line)] |= mask
         else:
@@ -718,8 +930,9 @@ def _write(
     if dirty:
         _attribute_hitm(v, line, mask, out)
     supplier = v.i32[_u(v.owner + line)] if from_owner else -1
-    latency, wait = _take_ownership(v, thread, core, domain, line, latency, supplier, now,
-                                   out)
+    klass, latency, wait = _take_ownership(
+        v, thread, core, domain, line, klass, latency, supplier, dirty,
+        from_owner or (from_l3 >= 0 and from_l3 != domain), now, out)
     _set_holder(v, core, line, 1)
     v.i64[_u(v.dirty_mask + line)] = mask
     if v.inclusion == INCLUSIVE and from_l3 != domain:
@@ -761,7 +974,14 @@ def access(
 ) -> tuple[int, float, float]:
     """One memory operation; returns ``(class, latency_ns, wait_ns)`` and adds to ``out``."""
     v = _views(p, i32, i64, f64)
-    klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now, out)
+    debt = v.f64[_u(v.debt_ns + thread)]
+    if debt > 0.0:  # local batching: a delay still owed (see the reference's _queue_at)
+        v.f64[_u(v.debt_ns + thread)] = 0.0
+        klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now + debt,
+                                       out)
+        wait += debt
+    else:
+        klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now, out)
     out[klass] += 1.0
     out[O_LATENCY] += latency
     out[O_WAIT] += wait
@@ -784,8 +1004,15 @@ def sequence(
     total = 0.0
     waited = 0.0
     for index in range(lines.shape[0]):
-        klass, latency, wait = _access(v, thread, core, lines[index], ops[index], masks[index],
-                                       now + total, out)
+        debt = v.f64[_u(v.debt_ns + thread)]
+        if debt > 0.0:  # local batching: a delay still owed
+            v.f64[_u(v.debt_ns + thread)] = 0.0
+            klass, latency, wait = _access(v, thread, core, lines[index], ops[index],
+                                           masks[index], now + total + debt, out)
+            wait += debt
+        else:
+            klass, latency, wait = _access(v, thread, core, lines[index], ops[index],
+                                           masks[index], now + total, out)
         out[klass] += 1.0
         out[O_LATENCY] += latency
         out[O_WAIT] += wait
@@ -809,6 +1036,12 @@ def scan(
     """
     v = _views(p, i32, i64, f64)
     core = thread // v.tpc
+    debt = v.f64[_u(v.debt_ns + thread)]
+    if debt > 0.0:  # local batching: a delay still owed, paid first
+        v.f64[_u(v.debt_ns + thread)] = 0.0
+        now += debt
+        out[O_WAIT] += debt
+        out[O_STALL] += debt
     stall = 0.0
     if op != OP_LOAD:
         for index in range(lines.shape[0]):
@@ -821,7 +1054,7 @@ def scan(
             if klass != C_L1:
                 stall += latency / mlp
         out[O_STALL] += stall
-        return stall
+        return stall + debt if debt > 0.0 else stall
     domain = v.i32[_u(v.core_domain + core)]
     l1_ns = float(v.f64[_u(v.scalars + S_L1)])
     l2_ns = float(v.f64[_u(v.scalars + S_L2)])
@@ -879,7 +1112,7 @@ def scan(
     out[C_L1], out[C_L2] = l1_hits, l2_hits
     out[O_LATENCY], out[O_WAIT] = latency_sum, wait_sum
     out[O_STALL] += stall
-    return stall
+    return stall + debt if debt > 0.0 else stall
 
 
 @_jit()

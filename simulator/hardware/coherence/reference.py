@@ -110,6 +110,8 @@ class ReferenceCoherence:
         self._owner_window = tables.owner_window
         self._overlap = tables.transfer_overlap
         self._serial = 1.0 - tables.transfer_overlap
+        self._local_batch = tables.local_batch
+        self._moesi = self.protocol == CoherenceProtocol.MOESI
         self._service_ns: list[list[list[float]]] = tables.service_ns.tolist()
         self._transfer_class: list[list[list[int]]] = tables.transfer_class.tolist()
         self._transfer_ns: list[list[list[list[float]]]] = tables.transfer_ns.tolist()
@@ -147,6 +149,10 @@ class ReferenceCoherence:
         """``home`` rule: per thread and line, whether that tenure was an ownership transfer."""
         self.core_lock_end = [0.0] * topo.n_cores
         """``home`` rule: per core, when its SMT siblings' last turn at a locked operation ends."""
+        self.debt_ns = [0.0] * topo.n_threads
+        """Local batching: per hardware thread, the delay its booked transfers took when requests
+        of another socket went ahead of them, paid before its next operation (see
+        :meth:`_queue_at`)."""
         self.calendar: list[list[tuple[float, float, int]]] = [[] for _ in range(n_lines)]
         """Per line, reserved ``(start, end, who)`` intervals sorted by start (at most
         :data:`CALENDAR_SLOTS`); ``who`` is (``home`` rule) ``2 * thread + 1`` for an
@@ -188,7 +194,13 @@ class ReferenceCoherence:
         ``OUT_SIZE`` counters that the access adds to; its stall slot gets ``latency + wait``.
         """
         core = thread // self.threads_per_core
-        klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
+        debt = self.debt_ns[thread]
+        if debt > 0.0:  # local batching: a delay still owed (see _queue_at)
+            self.debt_ns[thread] = 0.0
+            klass, latency, wait = self._access(thread, core, line, op, mask, now + debt, out)
+            wait += debt
+        else:
+            klass, latency, wait = self._access(thread, core, line, op, mask, now, out)
         out[klass] += 1
         out[_LATENCY] += latency
         out[_WAIT] += wait
@@ -247,6 +259,12 @@ class ReferenceCoherence:
         lines = _as_int_list(lines)
         masks = _as_masks(masks)
         core = thread // self.threads_per_core
+        debt = self.debt_ns[thread]
+        if debt > 0.0:  # local batching: a delay still owed, paid first (see _queue_at)
+            self.debt_ns[thread] = 0.0
+            now += debt
+            out[_WAIT] += debt
+            out[_STALL] += debt
         stall = 0.0
         if op != _LOAD:
             for line, mask in zip(lines, masks, strict=False):
@@ -258,7 +276,7 @@ class ReferenceCoherence:
                 if klass != _L1_HIT:
                     stall += latency / mlp
             out[_STALL] += stall
-            return stall
+            return stall + debt if debt > 0.0 else stall
         l1_sets, l2_sets = self._private_sets(core)
         l1_ns, l2_ns = self._l1_ns, self._l2_ns
         l2_stall = l2_ns / mlp
@@ -298,7 +316,7 @@ class ReferenceCoherence:
         out[_L2_HIT] += len(lines) - l1_count - miss_count
         out[_LATENCY], out[_WAIT] = latency_sum, wait_sum
         out[_STALL] += stall
-        return stall
+        return stall + debt if debt > 0.0 else stall
 
     def holds(self, core: int, line: int) -> bool:
         """Whether ``core``'s private caches hold a valid copy of ``line`` (L1 ⊆ L2)."""
@@ -385,8 +403,14 @@ class ReferenceCoherence:
             if from_owner or (from_l3 >= 0 and from_l3 != domain):
                 supplier = owner_domain if from_owner else from_l3
                 kind = _READ_MODIFIED if dirty else _READ_SHARED
-                occupancy = max(self._serial * latency, self._service_ns[kind][domain][supplier])
-                wait = self._queue(line, now + self._overlap * latency, occupancy, 2 * thread)
+                if self._local_batch > 1:
+                    klass, latency, wait = self._batched_read(
+                        thread, domain, line, now, kind, dirty, klass, latency, supplier)
+                else:
+                    occupancy = max(self._serial * latency,
+                                    self._service_ns[kind][domain][supplier])
+                    wait = self._queue(line, now + self._overlap * latency, occupancy,
+                                       2 * thread)
             if from_owner:
                 self._downgrade_owner(line)
             if dirty:
@@ -424,8 +448,13 @@ class ReferenceCoherence:
             latency = self._upgrade_ns
             latency = max(latency, self._invalidation_latency(domain, others, home))
             owned_dirty = self.owner[line] == core and self.ostate[line] == _O
-            wait = self._queue_ownership(line, now, domain, others, latency,
-                                         thread) if others else 0.0
+            wait = 0.0
+            if others and self._local_batch > 1:
+                _, latency, wait = self._batched_ownership(
+                    thread, core, line, now, others, _UPGRADE, latency, self._upgrade_ns,
+                    CLEAN, False, others)
+            elif others:
+                wait = self._queue_ownership(line, now, domain, others, latency, thread)
             self._invalidate_others(core, line, others, out)
             self._drop_l3_copies(domain, line)
             self.owner[line] = core
@@ -440,9 +469,16 @@ class ReferenceCoherence:
             self._attribute_hitm(line, mask, out)
         others = self.holders[line] & ~bit
         supplier_bit = (1 << self.owner[line]) if from_owner else 0
+        floor = latency
         latency = max(latency, self._invalidation_latency(domain, others & ~supplier_bit, home))
-        wait = self._queue_ownership(line, now, domain, others, latency,
-                                     thread) if others else 0.0
+        wait = 0.0
+        if others and self._local_batch > 1:
+            klass, latency, wait = self._batched_ownership(
+                thread, core, line, now, others, klass, latency, floor,
+                DIRTY if dirty else CLEAN, from_owner or (from_l3 >= 0 and from_l3 != domain),
+                others & ~supplier_bit)
+        elif others:
+            wait = self._queue_ownership(line, now, domain, others, latency, thread)
         self._invalidate_others(core, line, others, out)
         self._drop_l3_copies(domain, line)
         self.owner[line] = core
@@ -607,9 +643,8 @@ class ReferenceCoherence:
         queueing time is conserved). Its own reservation takes the first free gap from its FIFO
         start (the line's occupancy is conserved too). In time order this is exactly FIFO.
         """
+        self._make_room(line)
         calendar = self.calendar[line]
-        if len(calendar) == CALENDAR_SLOTS:
-            calendar[0:2] = [(calendar[0][0], max(calendar[0][1], calendar[1][1]), -1)]
         start = now
         ahead = 0
         while ahead < len(calendar) and calendar[ahead][0] <= start:
@@ -646,6 +681,201 @@ class ReferenceCoherence:
         self.tenure_start[thread][line] = calendar[position][0]
         self.tenure_end[thread][line] = _FOREVER
         self.tenure_owned[thread][line] = bool(who & 1)
+
+    def _make_room(self, line: int) -> None:
+        """A full calendar merges its two oldest reservations into one span (see :meth:`_queue`)."""
+        calendar = self.calendar[line]
+        if len(calendar) == CALENDAR_SLOTS:
+            calendar[0:2] = [(calendar[0][0], max(calendar[0][1], calendar[1][1]), -1)]
+
+    # ------------------------------------------------------------------ local batching
+
+    def _socket_of(self, who: int) -> int:
+        """The socket of a reservation's requester (``who``: see :attr:`calendar`)."""
+        return (who >> 1) // self.threads_per_core // self.cores_per_domain \
+            // self.domains_per_socket
+
+    def _domain_of(self, who: int) -> int:
+        """The L3 domain of a reservation's requester."""
+        return (who >> 1) // self.threads_per_core // self.cores_per_domain
+
+    def _arbitrate(self, thread: int, line: int, arrival: float) -> tuple[int, int, int]:
+        """Local batching: where the home serves a request and which copies it then finds.
+
+        ``line_service.local_batch`` N > 1. The home serves the requests of one socket in a
+        row: a request of ``thread`` that reaches the line's home at ``arrival`` behind
+        requests of other sockets that have not started before it arrives goes ahead of them,
+        right after the last reservation of its own socket, unless the home would then have
+        served more than N transfers to that socket in a row (so a waiting request of another
+        socket is passed by at most N - 1 transfers of each run). A tie goes to the request of
+        the socket in service: a thread's atomic issued when its own read completes, without
+        ``transfer_overlap``, still follows the read. A request out of time order (it would
+        start before a reservation already booked) takes the plain queue.
+
+        The calendar then is the order in which the line moves, so the request is charged by
+        it, not by the directory (which changes in issue order): it finds the copies made by
+        the last ownership transfer before its turn and the reads booked after that one.
+        Returns ``(position, predecessor, owner)``: the index its reservation takes when it
+        goes ahead (-1: at the end, the plain queue), the index of the reservation it follows
+        and that of the last ownership transfer up to it; ``(-1, -1, -1)`` when the calendar
+        does not say (no ownership transfer in it, a merged span on the way, or out of time
+        order): the plain queue, charged by the directory. Deterministic and O(calendar).
+        """
+        calendar = self.calendar[line]
+        count = len(calendar)
+        start = arrival
+        ahead = 0
+        while ahead < count and calendar[ahead][0] <= start:
+            start = max(start, calendar[ahead][1])
+            ahead += 1
+        if count == 0 or ahead < count:
+            return -1, -1, -1
+        socket = self._socket_of(2 * thread)
+        index = count - 1
+        while index >= 0:
+            booked_start, _, who = calendar[index]
+            if who < 0 or self._socket_of(who) == socket or booked_start < arrival:
+                break
+            index -= 1
+        position = -1
+        if 0 <= index < count - 1 and calendar[index][2] >= 0 and (
+                self._socket_of(calendar[index][2]) == socket):
+            run = 0
+            j = index
+            while j >= 0 and run < self._local_batch:
+                who = calendar[j][2]
+                if who < 0 or self._socket_of(who) != socket:
+                    break
+                run += 1
+                j -= 1
+            if run < self._local_batch:
+                position = index + 1
+        predecessor = position - 1 if position >= 0 else count - 1
+        owner = predecessor
+        while owner >= 0:
+            who = calendar[owner][2]
+            if who < 0:
+                return -1, -1, -1
+            if who & 1:
+                return position, predecessor, owner
+            owner -= 1
+        return -1, -1, -1
+
+    def _batched_read(self, thread: int, domain: int, line: int, now: float, kind: int,
+                      dirty: bool, klass: int, latency: float,
+                      supplier: int) -> tuple[int, float, float]:
+        """A read another cache serves, under local batching: ``(class, latency, wait)``.
+
+        The directory's supplier, class and latency (``supplier``, ``klass``, ``latency``)
+        stand when the calendar does not say (:meth:`_arbitrate`); otherwise the line comes
+        from the copy the calendar gives: the reservation it follows (MESI, MESIF: the last
+        reader forwards) or the last ownership transfer (MOESI: the Owned copy).
+        """
+        self._make_room(line)
+        position, predecessor, owner = self._arbitrate(thread, line,
+                                                       now + self._overlap * latency)
+        if predecessor >= 0:
+            source = owner if self._moesi else predecessor
+            supplier = self._domain_of(self.calendar[line][source][2])
+            d = DIRTY if dirty else CLEAN
+            klass = self._transfer_class[d][domain][supplier]
+            latency = self._transfer_ns[d][domain][supplier][self.homes[line]]
+        occupancy = max(self._serial * latency, self._service_ns[kind][domain][supplier])
+        arrival = now + self._overlap * latency
+        if position >= 0:
+            return klass, latency, self._queue_at(line, position, arrival, occupancy,
+                                                  2 * thread)
+        return klass, latency, self._queue(line, arrival, occupancy, 2 * thread)
+
+    def _batched_ownership(self, thread: int, core: int, line: int, now: float, others: int,
+                           klass: int, latency: float, floor: float, dirty: int,
+                           supplied: bool, sharers: int) -> tuple[int, float, float]:
+        """A store or atomic that queues, under local batching: ``(class, latency, wait)``.
+
+        ``klass`` and ``latency`` are the directory's (``floor``: its supplier's latency, or
+        the upgrade's); ``others`` the other cores holding the line, ``sharers`` those to
+        invalidate besides the supplier; ``supplied``: another cache's copy is fetched.
+        When the calendar says (:meth:`_arbitrate`), the data comes from its copy (as for a
+        read) and the invalidations reach the farthest of its other copies, with the
+        directory's sharer count for the per-sharer increment.
+        """
+        self._make_room(line)
+        domain = core // self.cores_per_domain
+        position, predecessor, owner = self._arbitrate(thread, line,
+                                                       now + self._overlap * latency)
+        if predecessor < 0:
+            return klass, latency, self._queue_ownership(line, now, domain, others, latency,
+                                                         thread)
+        calendar = self.calendar[line]
+        home = self.homes[line]
+        source = -1
+        if supplied:
+            source = owner if self._moesi else predecessor
+            supplier = self._domain_of(calendar[source][2])
+            klass = self._transfer_class[dirty][domain][supplier]
+            floor = self._transfer_ns[dirty][domain][supplier][home]
+        farthest = 0.0
+        service = 0.0
+        ownership = self._service_ns[_OWNERSHIP][domain]
+        for index in range(owner, predecessor + 1):
+            who = calendar[index][2]
+            if (who >> 1) // self.threads_per_core == core:
+                continue
+            other = self._domain_of(who)
+            service = max(service, ownership[other])
+            if index != source:
+                farthest = max(farthest, self._transfer_ns[CLEAN][domain][other][home])
+        count = sharers.bit_count()
+        latency = floor
+        if count > 0:
+            reach = farthest + self._per_extra_sharer_ns * (count - 1) if count > 1 else (
+                farthest)
+            latency = max(latency, max(reach, self._upgrade_ns))
+        occupancy = max(self._serial * latency, service)
+        arrival = now + self._overlap * latency
+        if position >= 0:
+            return klass, latency, self._queue_at(line, position, arrival, occupancy,
+                                                  2 * thread + 1)
+        return klass, latency, self._queue(line, arrival, occupancy, 2 * thread + 1)
+
+    def _queue_at(self, line: int, position: int, arrival: float, occupancy: float,
+                  who: int) -> float:
+        """Book a transfer that goes ahead of waiting requests (:meth:`_arbitrate`).
+
+        It starts when the reservation before it ends (or at ``arrival``) and occupies the
+        line for ``occupancy``; the reservations after it move back as far as they overlap, so
+        the line's occupancy is conserved. Their requesters were charged when they booked, so
+        each one's delay is owed by its hardware thread (:attr:`debt_ns`) and paid before its
+        next operation: queueing time is conserved too, on the threads that queued. The
+        moved reservations keep their costs; their tenures move with them. Returns the
+        request's own wait.
+        """
+        calendar = self.calendar[line]
+        start = max(arrival, calendar[position - 1][1])
+        wait = start - arrival
+        calendar.insert(position, (start, start + occupancy, who))
+        window = self._owner_window
+        edge = start + occupancy
+        for index in range(position + 1, len(calendar)):
+            booked_start, booked_end, booked_who = calendar[index]
+            if booked_start >= edge:
+                break
+            moved_end = edge + (booked_end - booked_start)
+            calendar[index] = (edge, moved_end, booked_who)
+            booked = booked_who >> 1
+            self.debt_ns[booked] += edge - booked_start
+            self.line_wait_ns[line] += edge - booked_start
+            if self.tenure_start[booked][line] == booked_start:
+                self.tenure_start[booked][line] = edge
+            if index > position + 1:
+                before = calendar[index - 1][2] >> 1
+                if before != booked and self.tenure_start[before][line] == calendar[index - 1][0]:
+                    self.tenure_end[before][line] = edge + window * (moved_end - edge)
+            edge = moved_end
+        self._book_tenure(line, calendar, position, who)
+        next_start, next_end, _ = calendar[position + 1]
+        self.tenure_end[who >> 1][line] = next_start + window * (next_end - next_start)
+        return wait
 
     def _invalidation_latency(self, domain: int, cores: int, home: int) -> float:
         """The farthest sharer's clean latency, plus the per-sharer increment after the first.
@@ -798,6 +1028,7 @@ class ReferenceCoherence:
             "dirty_mask": list(self.dirty_mask),
             "calendar": [list(entries) for entries in self.calendar],
             "core_lock_end": list(self.core_lock_end),
+            "debt_ns": list(self.debt_ns),
             "tenure_start": [list(row) for row in self.tenure_start],
             "tenure_end": [list(row) for row in self.tenure_end],
             "tenure_owned": [list(row) for row in self.tenure_owned],

@@ -128,8 +128,8 @@ def test_random_machines_and_traces_agree(
 
 
 def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
-    """The machine under the ``home`` line service rule with random service times, window and
-    transfer overlap.
+    """The machine under the ``home`` line service rule with random service times, window,
+    transfer overlap and arbitration.
 
     Some service times are below the latencies (the latency then applies), some far above.
     """
@@ -139,7 +139,8 @@ def _home_rule(machine: MachineConfig, seed: int) -> MachineConfig:
                      float(rng.choice(choices))) for _ in range(3))
     rule = LineServiceConfig(rule="home", owner_window=float(rng.choice([0.0, 0.3, 1.0])),
                              service_ns=service,
-                             transfer_overlap=float(rng.choice([0.0, 0.0, 0.35, 0.9])))
+                             transfer_overlap=float(rng.choice([0.0, 0.0, 0.35, 0.9])),
+                             local_batch=int(rng.choice([1, 1, 2, 4])))
     return dataclasses.replace(machine, line_service=rule)
 
 
@@ -164,6 +165,43 @@ def test_shipped_machines_agree_under_the_home_rule(name: str, overlap: str) -> 
     assert config.line_service.home
     assert config.line_service.transfer_overlap == float(overlap)
     _run_trace(config, n_lines=40, steps=3000, seed=9)
+
+
+@pytest.mark.parametrize("name", ["platinum8168-2s-vm", "opteron-6172-4s"])
+@pytest.mark.parametrize("batch", ["2", "6"])
+def test_shipped_machines_agree_under_local_batching(name: str, batch: str) -> None:
+    """Socket-local batching on few hot lines, many sockets (MESIF and MOESI)."""
+    config = load_machine(name, [f"line_service.local_batch={batch}"])
+    assert config.line_service.home
+    assert config.line_service.local_batch == int(batch)
+    _run_trace(config, n_lines=6, steps=3000, seed=13)
+
+
+@pytest.mark.parametrize("overlap", ["0", "0.3"])
+def test_local_batching_in_time_order_agrees(overlap: str) -> None:
+    """Requests in time order on two hot lines from every thread of a 4-socket machine: requests
+    go ahead of other sockets' (threads owe delays) and both implementations agree."""
+    machine = toy_machine(sockets=4, cores_per_domain=3, protocol=CoherenceProtocol.MESIF)
+    config = dataclasses.replace(machine, line_service=LineServiceConfig(
+        rule="home", owner_window=0.2, transfer_overlap=float(overlap), local_batch=3,
+        service_ns=((0.0, 0.0, 150.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))))
+    keys = np.arange(2, dtype=np.int64)
+    homes = np.zeros(2, dtype=np.int64)
+    ref, comp = ReferenceCoherence(config, keys, homes), CompiledCoherence(config, keys, homes)
+    rng = np.random.default_rng(17)
+    out_ref, out_comp = np.zeros(OUT_SIZE), np.zeros(OUT_SIZE)
+    now = 0.0
+    owed = 0
+    for step in range(4000):
+        now += float(rng.integers(0, 25))
+        thread, line = int(rng.integers(0, ref.topology.n_threads)), int(rng.integers(0, 2))
+        op = int(rng.choice([int(Op.LOAD), int(Op.RMW), int(Op.RMW)]))
+        got = ref.access(thread, line, op, 1, now, out_ref)
+        assert got == comp.access(thread, line, op, 1, now, out_comp), f"step {step}"
+        owed += any(debt > 0.0 for debt in ref.debt_ns)
+    assert owed > 100
+    np.testing.assert_array_equal(out_ref, out_comp)
+    assert ref.canonical_state() == comp.canonical_state()
 
 
 @pytest.mark.parametrize("private_lines", [511, 512, 1024, 1500])

@@ -25,12 +25,12 @@ IMPLEMENTATIONS = ["compiled", "reference"]
 
 def _machine(implementation: str, rule: str, *, window: float = 0.0,
              read_modified_remote: float = 0.0, lines: int = 1, overlap: float = 0.0,
-             cores_per_domain: int = 2) -> Machine:
+             cores_per_domain: int = 2, batch: int = 1) -> Machine:
     service = ((0.0, 0.0, read_modified_remote), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
     config: MachineConfig = dataclasses.replace(
         toy_machine(cores_per_domain=cores_per_domain),
         line_service=LineServiceConfig(rule=rule, owner_window=window, service_ns=service,
-                                       transfer_overlap=overlap))
+                                       transfer_overlap=overlap, local_batch=batch))
     return Machine(config, [64 * k for k in range(lines)],
                    implementation=implementation)  # type: ignore[arg-type]
 
@@ -207,6 +207,9 @@ def test_a_bad_rule_or_window_names_its_key() -> None:
     for overlap in (-0.1, 1.0):
         with pytest.raises(ConfigError, match=r"line_service\.transfer_overlap"):
             LineServiceConfig(rule="home", transfer_overlap=overlap)
+    for batch in (0, 1.5, True):
+        with pytest.raises(ConfigError, match=r"line_service\.local_batch"):
+            LineServiceConfig(rule="home", local_batch=batch)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"line_service\.service\.ownership\.remote"):
         LineServiceConfig(service_ns=((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, -1.0)))
 
@@ -227,3 +230,119 @@ def test_smt_siblings_take_turns_at_the_core_under_home(implementation: str, rul
     booked = machine.canonical_state()["calendar"]
     assert isinstance(booked, list)
     assert len(booked[0]) == (0 if rule == "home" else 2)
+
+
+# ------------------------------------------------------------------ local batching
+# Three cores per socket; every line homed on socket 0. a, b, d on socket 0, c on socket 1.
+# b takes a's line at 0 (local HITM 45 ns, booked 0-45); c asks at 10 (remote HITM from socket
+# 0, home on the holder's side: 115 ns, booked 45-160). Then a asks at 20: first come, first
+# served puts it behind c (remote HITM from socket 1, home on a's side: 178 ns, booked
+# 160-338); with batching it goes ahead of c, which has not started, and takes the line from b.
+
+
+def _batch_scene(implementation: str, batch: int, *, window: float = 0.0) -> tuple[
+        Machine, tuple[int, int, int, int]]:
+    machine = _machine(implementation, "home", cores_per_domain=3, batch=batch, window=window,
+                       lines=2)
+    a, b, d = (machine.topology.thread_by_name(f"s0.d0.c{k}.t0") for k in range(3))
+    c = machine.topology.thread_by_name("s1.d0.c0.t0")
+    machine.access(a, 0, Op.RMW, now=0.0)  # from DRAM: nobody else held it, no queue
+    assert machine.access(b, 0, Op.RMW, now=0.0).wait_ns == 0.0
+    queued = machine.access(c, 0, Op.RMW, now=10.0)
+    assert (queued.access_class, queued.latency_ns, queued.wait_ns) == (
+        AccessClass.REMOTE_HITM, 115.0, 35.0)
+    return machine, (a, b, c, d)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_one_request_at_a_time_is_first_come_first_served(implementation: str) -> None:
+    machine, (a, _, _, _) = _batch_scene(implementation, 1)
+    late = machine.access(a, 0, Op.RMW, now=20.0)
+    assert (late.access_class, late.latency_ns, late.wait_ns) == (
+        AccessClass.REMOTE_HITM, 178.0, 140.0)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_request_of_the_socket_in_service_goes_ahead_of_a_waiting_remote_one(
+        implementation: str) -> None:
+    """a is served right after b, from b's copy (local HITM 45 ns): booked 45-90, a wait of 25.
+    c's reservation moves back by a's 45 ns (90-205): the line's occupancy is conserved, and
+    c's thread, charged when it booked, owes those 45 ns and pays them before its next
+    operation (a load of an unshared line: far DRAM, 130 ns)."""
+    machine, (a, _, c, _) = _batch_scene(implementation, 2)
+    batched = machine.access(a, 0, Op.RMW, now=20.0)
+    assert (batched.access_class, batched.latency_ns, batched.wait_ns) == (
+        AccessClass.LOCAL_HITM, 45.0, 25.0)
+    calendar = machine.canonical_state()["calendar"]
+    assert isinstance(calendar, list)
+    assert [(start, end) for start, end, _ in calendar[0]] == [(0.0, 45.0), (45.0, 90.0),
+                                                               (90.0, 205.0)]
+    owed = machine.access(c, 1, Op.LOAD, now=300.0)
+    assert (owed.latency_ns, owed.wait_ns) == (130.0, 45.0)
+    assert machine.access(c, 1, Op.LOAD, now=600.0).wait_ns == 0.0
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize(("batch", "expected"), [
+    # b and a make a run of two: d waits behind c and takes c's copy (remote, 178 ns), booked
+    # 205-383; the directory (a, the last to ask, on d's socket) would have said local.
+    (2, (AccessClass.REMOTE_HITM, 178.0, 175.0)),
+    # a run of three is allowed: d follows a (local, 45 ns) at 90-135; c moves to 135-250.
+    (3, (AccessClass.LOCAL_HITM, 45.0, 60.0)),
+])
+def test_the_batch_bounds_the_run_of_one_socket(
+        implementation: str, batch: int, expected: tuple[AccessClass, float, float]) -> None:
+    machine, (a, _, _, d) = _batch_scene(implementation, batch)
+    machine.access(a, 0, Op.RMW, now=20.0)
+    result = machine.access(d, 0, Op.RMW, now=30.0)
+    assert (result.access_class, result.latency_ns, result.wait_ns) == expected
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_read_and_its_atomic_stay_together_and_invalidate_the_copies_of_their_turn(
+        implementation: str) -> None:
+    """a reads at 20 (ahead of c, from b's modified copy: local HITM 45 ns, booked 45-90) and
+    issues its CAS when the read completes, at 90, when c's transfer would start: the tie goes
+    to the socket in service (a run of three allowed). At its turn the line's other copy is
+    b's (c has not received it yet, although the directory already lists c): an upgrade that
+    invalidates a local copy, the local clean latency 40 ns, booked 90-130; c moves to
+    130-245 and owes 85 ns in all."""
+    machine, (a, _, c, _) = _batch_scene(implementation, 3)
+    read = machine.access(a, 0, Op.LOAD, now=20.0)
+    assert (read.access_class, read.latency_ns, read.wait_ns) == (
+        AccessClass.LOCAL_HITM, 45.0, 25.0)
+    cas = machine.access(a, 0, Op.RMW, now=90.0)
+    assert (cas.access_class, cas.latency_ns, cas.wait_ns) == (AccessClass.UPGRADE, 40.0, 0.0)
+    calendar = machine.canonical_state()["calendar"]
+    assert isinstance(calendar, list)
+    assert [(start, end) for start, end, _ in calendar[0]][-2:] == [(90.0, 130.0),
+                                                                    (130.0, 245.0)]
+    assert machine.canonical_state()["debt_ns"][c] == 85.0  # type: ignore[index]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_run_of_two_leaves_the_atomic_behind_the_remote_request(implementation: str) -> None:
+    """As above with runs of two: b and a's read make the run, so the CAS follows c: an
+    upgrade that must invalidate c's copy on socket 1 (remote clean, 170 ns), booked
+    205-375."""
+    machine, (a, _, _, _) = _batch_scene(implementation, 2)
+    machine.access(a, 0, Op.LOAD, now=20.0)
+    cas = machine.access(a, 0, Op.RMW, now=90.0)
+    assert (cas.access_class, cas.latency_ns, cas.wait_ns) == (AccessClass.UPGRADE, 170.0,
+                                                               115.0)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_tenures_move_with_the_reservations(implementation: str) -> None:
+    """Window 0.5. b's tenure ends when the next transfer's snoop reaches it: c's at
+    45 + 0.5 x 115 = 102.5 before a goes ahead, a's at 45 + 0.5 x 45 = 67.5 after. a holds the
+    line until c's moved transfer (90-205) reaches it: 90 + 57.5 = 147.5."""
+    machine, (a, b, _, _) = _batch_scene(implementation, 2, window=0.5)
+    state = machine.canonical_state()
+    assert state["tenure_end"][b][0] == 102.5  # type: ignore[index]
+    machine.access(a, 0, Op.RMW, now=20.0)
+    state = machine.canonical_state()
+    assert state["tenure_end"][b][0] == 67.5  # type: ignore[index]
+    assert state["tenure_end"][a][0] == 147.5  # type: ignore[index]
+    hit = machine.access(a, 0, Op.RMW, now=147.0)
+    assert hit.access_class == AccessClass.L1_HIT
