@@ -616,7 +616,11 @@ def test_the_line_service_section_is_read_and_checked() -> None:
     assert config.line_service.transfer_overlap == 0.1
     assert config.line_service.service_ns[0] == (0.0, 0.0, 300.0)  # read_modified
     assert load_machine("gold5215-2s").line_service.rule == "home"  # shipped: home
+    assert config.line_service.local_batch == 1  # shipped: first come, first served
+    assert load_machine("gold5215-2s", ["line_service.local_batch=3"]).line_service.local_batch == 3
     for override, key in (("line_service.rule=lifo", "line_service.rule"),
+                          ("line_service.local_batch=0", "line_service.local_batch"),
+                          ("line_service.local_batch=2.5", "line_service.local_batch"),
                           ("line_service.owner_window=2", "line_service.owner_window"),
                           ("line_service.transfer_overlap=1", "line_service.transfer_overlap"),
                           ("line_service.transfer_overlap=x", "line_service.transfer_overlap"),
