@@ -193,8 +193,9 @@ def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
     The arrays of :class:`~simulator.hardware.coherence.compiled.CompiledCoherence`: per line
     (owner, state, masks, counters, the hot-line calendar), per core and line (holder flags, L1
     and L2 ways), per domain and line (L3 way), per hardware thread and line under the ``home``
-    line service rule (its tenure) and per cache way (tags, LRU stamps, L3 dirty
-    bits, pointers) and one L2's worth of scratch. The latency tables and scalars (a few kB)
+    line service rule (its tenure), per hardware thread (the delay it owes under socket-local
+    batching), per cache way (tags, LRU stamps, L3 dirty bits, pointers) and one L2's worth of
+    scratch. The latency tables and scalars (a few kB)
     are left out.
     """
     topology = machine.topology
@@ -209,7 +210,8 @@ def coherence_state_bytes(machine: MachineConfig, lines: float) -> float:
     caches = (cores * (private_ways * (4 + 8) + 8 + 8)
               + domains * (machine.l3.sets * machine.l3.ways * 16 + 4))
     scratch = machine.l2.sets * machine.l2.ways * 4  # one L2's worth, for whole-L2 footprints
-    return lines * per_line + caches + scratch
+    debts = threads * 8  # each thread's owed delay (line_service.local_batch)
+    return lines * per_line + caches + scratch + debts
 
 
 def estimate_point(task: PointTask) -> PointEstimate:
