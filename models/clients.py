@@ -11,9 +11,10 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   the connections round robin from one ``poll``: a thread sleeps until its next connection's
   sleep ends or an answer arrives, spends the client's cycles per query sent or answer read and
   ``pgbench_loop`` cycles per connection for each of the two walks over its connections in a
-  pass of its loop (pgbench's ``threadRun``), and wakes the backends it sends to (and is woken
-  by their answers) synchronously. A thread whose passes take longer than its connections'
-  queries are apart is always runnable and handles several at once, as pgbench does.
+  pass of its loop (pgbench's ``threadRun``), and wakes the backends it sends to and is woken
+  by their answers as an active client's thread is (below). A thread whose passes take longer
+  than its connections' queries are apart is always runnable and handles several at once, as
+  pgbench does.
   ``background_threads = 0`` drops that process: each connection's pgbench side then costs no
   CPU and its backend is woken by a timer;
 * connections that come and go (``options.churn``; :mod:`snapsim_models.churn`): a postmaster (a
@@ -21,6 +22,14 @@ r"""The SimPy processes of one point: the backends' server loops and their clien
   top PGPROC of the free list, joins the procArray, runs its start-up, then either one
   transaction of the workload (connections arriving at a rate) or its client's transaction
   (``pgbench -C``: every active client reconnects per transaction), and leaves.
+
+A backend waits for its client's next message in ``epoll_wait`` (PostgreSQL's
+``WaitEventSetWait`` uses epoll on Linux, src/backend/storage/ipc/latch.c), pgbench for its
+answers in ``select`` or ``ppoll`` (``wait_on_socket_set`` in src/bin/pgbench/pgbench.c): the
+answer wakes pgbench synchronously (the socket's ``WF_SYNC`` hint), the message wakes the
+backend synchronously only where the kernel passes the hint through epoll (the machine's
+``scheduler.epoll_sync_wakeup``); otherwise it is an ordinary wake-up, placed from the backend's
+previous thread.
 
 With ``options.working_sets``, backends and pgbench threads (active clients and background
 threads) get the cost model's working sets (``working_set``: private data, and code shared by
@@ -69,6 +78,7 @@ class Clients:
                  scheduler: CpuScheduler, population: Population) -> None:
         self.spec = spec
         self.options = options
+        self._epoll_sync = spec.machine.scheduler.epoll_sync_wakeup
         self.env = env
         self.scheduler = scheduler
         self.context = Context(population.algorithm, options.costs.statements,
@@ -205,10 +215,10 @@ class Clients:
                 yield from client_task.run(costs.client_cycles / backend.clock_ghz)
             response = env.event()
             # The message wakes the backend up (its server loop renews the inbox on waking,
-            # before it answers, so the next round trip finds a fresh one); a socket message
-            # is a synchronous wake-up: the client waits for the answer.
+            # before it answers, so the next round trip finds a fresh one) through its epoll
+            # wait: synchronous where the kernel keeps the socket's hint there.
             if client_task is not None:
-                client_task.wakes(task)
+                client_task.wakes(task, sync=self._epoll_sync)
             self.inboxes[backend.connection].succeed((statements, response, client_task))
             if client_task is not None:
                 yield from client_task.block_until(response)
@@ -411,7 +421,7 @@ class Clients:
                 started[index] = env.now
                 response = env.event()
                 response.callbacks.append(on_answer(index))
-                task.wakes(backend.task)
+                task.wakes(backend.task, sync=self._epoll_sync)
                 self.inboxes[backend.connection].succeed((statements, response, task))
             if walk_ns > 0.0:
                 yield from task.run(walk_ns)

@@ -419,7 +419,11 @@ class SchedulerConfig:
     before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
     ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
     by ``migration_cost_ns``, periodic balancing every ``balance_interval_ns``) or ``global``
-    (see ``docs/scheduler.md``).
+    (see ``docs/scheduler.md``). ``epoll_sync_wakeup``: whether a wake-up delivered through
+    epoll keeps the waker's synchronous hint (Linux's ``WF_SYNC``): ``ep_poll_callback`` in
+    fs/eventpoll.c woke an epoll waiter with a plain ``wake_up()`` until commit 900bbaae67e9
+    ("epoll: Add synchronous wakeup support for ep_poll_callback", Linux 6.13, backported to the
+    stable kernels in December 2024); a task woken through ``poll``/``select`` always keeps it.
     """
 
     time_slice_ns: float
@@ -433,6 +437,7 @@ class SchedulerConfig:
     wakeup_granularity_ns: float = DEFAULT_WAKEUP_GRANULARITY_NS
     migration_cost_ns: float = DEFAULT_MIGRATION_COST_NS
     balance_interval_ns: float = DEFAULT_BALANCE_INTERVAL_NS
+    epoll_sync_wakeup: bool = False
 
     def __post_init__(self) -> None:
         _require_positive("scheduler.time_slice", self.time_slice_ns)

@@ -24,7 +24,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
     mlp: {stream, indirect}
     scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
                 sleeper_credit, run_queues (per_cpu or global), wakeup_granularity,
-                migration_cost, balance_interval (all but the first three optional)}
+                migration_cost, balance_interval, epoll_sync_wakeup (true or false; all but the
+                first three optional)}
     idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
@@ -113,7 +114,7 @@ _KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remo
 _RELATIONS = tuple(relation.value for relation in HomeRelation)
 _SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
                    "sleeper_credit", "run_queues", "wakeup_granularity", "migration_cost",
-                   "balance_interval")
+                   "balance_interval", "epoll_sync_wakeup")
 _IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
 _KERNEL_THREAD_KEYS = ("name", "period", "cpu_share", "cpu_share_per_process")
 _IDLE_STATE_KEYS = ("name", "exit_latency", "target_residency", "wake_latency", "scope")
@@ -442,7 +443,7 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
     data = expect_section(value, "scheduler", _SCHEDULER_KEYS,
                     optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit",
                               "run_queues", "wakeup_granularity", "migration_cost",
-                              "balance_interval"})
+                              "balance_interval", "epoll_sync_wakeup"})
     settings: dict[str, Any] = {
         f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
         for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit",
@@ -451,6 +452,9 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
     if "smt_throughput" in data:
         settings["smt_throughput"] = expect_number("scheduler.smt_throughput",
                                                    data["smt_throughput"])
+    if "epoll_sync_wakeup" in data:
+        settings["epoll_sync_wakeup"] = expect_bool("scheduler.epoll_sync_wakeup",
+                                                    data["epoll_sync_wakeup"])
     for key in ("policy", "run_queues"):  # their values are checked by SchedulerConfig
         if key in data:
             settings[key] = expect_str(f"scheduler.{key}", data[key])

@@ -14,7 +14,9 @@
   it was measured (:mod:`simulator.host.clock`, ``--measure-clock``);
 * ``/sys/devices/system/cpu/cpuidle/current_driver`` and, under KVM's guest halt polling (driver
   ``haltpoll``, Linux ``drivers/cpuidle/cpuidle-haltpoll.c``),
-  ``/sys/module/haltpoll/parameters/guest_halt_poll_ns``: how an idle vCPU waits.
+  ``/sys/module/haltpoll/parameters/guest_halt_poll_ns``: how an idle vCPU waits;
+* ``uname``: the kernel's version, for whether its epoll passes a waker's synchronous hint on
+  (``scheduler.epoll_sync_wakeup``: from Linux 6.13).
 
 Linux publishes no latency. Those (cache hit cycles, cache-to-cache transfers, DRAM, the MLP and
 scheduler costs) are taken from the closest shipped machine (same vendor, then the same kinds of
@@ -28,6 +30,7 @@ stand for all) and offline CPUs.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -108,6 +111,27 @@ def _flow(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+EPOLL_SYNC_SINCE = (6, 13)
+"""The first Linux release whose epoll passes a waker's synchronous hint on (commit
+900bbaae67e9, "epoll: Add synchronous wakeup support for ep_poll_callback")."""
+
+
+def epoll_sync_line(kernel: str) -> str:
+    """The machine file's ``scheduler.epoll_sync_wakeup`` line for a host's ``uname`` text."""
+    match = re.match(r"Linux (\d+)\.(\d+)", kernel)
+    if match is None:
+        return ("  epoll_sync_wakeup: false   # ASSUMPTION: no Linux version in this host's "
+                f"kernel name {_flow(kernel.split(' #')[0])}; true from Linux 6.13")
+    version = (int(match[1]), int(match[2]))
+    release = f"{version[0]}.{version[1]}"
+    if version >= EPOLL_SYNC_SINCE:
+        return (f"  epoll_sync_wakeup: true   # measured on this host: Linux {release}, whose "
+                "epoll passes the socket's synchronous wake-up hint on (since 6.13)")
+    return (f"  epoll_sync_wakeup: false   # measured on this host: Linux {release}, before 6.13, "
+            "whose epoll wakes without the synchronous hint (true if this kernel carries the "
+            "December 2024 stable backport of commit 900bbaae67e9)")
+
+
 def machine_file_text(facts: HostFacts, like: str, name: str = "host",
                       wakeup: MeasuredWakeup | None = None,
                       clock_ghz: float | None = None,
@@ -178,13 +202,15 @@ def machine_file_text(facts: HostFacts, like: str, name: str = "host",
             lines.append(f"  {distance}_{kind}: {_flow(latency[f'{other}_{kind}'])}   "
                          f"# ASSUMPTION: {like} has no such distance; its {other}_{kind}")
     lines.append(f"mlp: {_flow(dict(mlp))}   # {borrowed}")
+    guest = layout.guest_idle is not None
+    lines.append(f"scheduler:   # {borrowed}, but epoll_sync_wakeup (this host's kernel)"
+                 + (" and ipi_exit (this host is a guest)" if guest else ""))
+    lines += [f"  {key}: {_flow(value)}" for key, value in scheduler.items()
+              if key != "epoll_sync_wakeup" and not (guest and key == "ipi_exit")]
+    lines.append(epoll_sync_line(facts.kernel))
     if layout.guest_idle is not None:
-        lines.append(f"scheduler:   # {borrowed}, but ipi_exit (this host is a guest)")
-        lines += [f"  {key}: {_flow(value)}" for key, value in scheduler.items()
-                  if key != "ipi_exit"]
         lines += guest_idle_lines(layout.guest_idle, wakeup)
     else:
-        lines.append(f"scheduler: {_flow(dict(scheduler))}   # {borrowed}")
         if "idle" in source:  # a bare-metal host's own idle states are not read yet
             lines.append(f"idle: {_flow(dict(_section(source, 'idle')))}   # {borrowed}")
     if "line_service" in source:

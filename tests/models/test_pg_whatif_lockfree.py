@@ -144,26 +144,33 @@ def test_run_on_eight_sockets_loses_the_lock_word_queue() -> None:
     """48 clients on ``westmere-ex-8s``, where post14's ProcArrayLock word queues: the what-if
     has no ProcArrayLock atomics and no queue on that word, and does not run slower. It does not
     run much faster either: the hot B-tree pages' buffer descriptors, whose load + CAS loops
-    every transaction also runs, set nearly the same ceiling (measured at 2 ms: 1.419M -> 1.514M
-    TPS; the descriptors wait 6.0 ms in the what-if against the lock's 6.8 ms in post14).
-    Without idle states: their start-up exits would blur a short window."""
+    every transaction also runs, set nearly the same ceiling. Three seeds of 2 ms summed (one
+    seed's 2 ms window varies too much: the descriptors' wait is 0.68-1.04 of the lock's per
+    seed); measured: 1.299M -> 1.379M TPS (mean), the descriptors wait 15.2 ms in the what-if
+    against the lock's 17.7 ms in post14. Without idle states: their start-up exits would blur
+    a short window."""
     machine = replace(load_machine("westmere-ex-8s"), idle=None)
-    rows = {}
-    for algorithm in ("post14", NAME):
-        result = simulate(machine, algorithm, clients=48,
-                                       duration_ns=2e6, warmup_ns=1e6)
-        rows[algorithm] = result
-    post14, lockfree = rows["post14"].row, rows[NAME].row
-    assert lockfree["reused_snapshots"] == 2.0
-    assert float(lockfree["tps"]) > 0.98 * float(post14["tps"])  # type: ignore[arg-type]
-    post14_lock = rows["post14"].lines.loc[rows["post14"].lines["label"] == "ProcArrayLock"]
-    assert float(post14_lock["wait_ns"].iloc[0]) > 0.0
-    lock = rows[NAME].lines.loc[rows[NAME].lines["label"] == "ProcArrayLock"]
-    assert len(lock) == 0 or (int(lock["rmws"].iloc[0]) == 0
-                              and float(lock["wait_ns"].iloc[0]) == 0.0)
-    descriptors = rows[NAME].lines.loc[rows[NAME].lines["label"].str.startswith("Btree")]
-    assert float(descriptors["wait_ns"].sum()) > 0.75 * float(post14_lock["wait_ns"].iloc[0])
-    assert float(lockfree["tps"]) < 1.15 * float(post14["tps"])  # type: ignore[arg-type]
+    tps = {"post14": 0.0, NAME: 0.0}
+    lock_wait_ns = descriptor_wait_ns = 0.0
+    for seed in range(3):
+        rows = {algorithm: simulate(machine, algorithm, clients=48, duration_ns=2e6,
+                                    warmup_ns=1e6, seed=seed)
+                for algorithm in ("post14", NAME)}
+        lockfree = rows[NAME].row
+        assert lockfree["reused_snapshots"] == 2.0
+        for algorithm, result in rows.items():
+            tps[algorithm] += float(result.row["tps"])  # type: ignore[arg-type]
+        post14_lock = rows["post14"].lines.loc[rows["post14"].lines["label"] == "ProcArrayLock"]
+        assert float(post14_lock["wait_ns"].iloc[0]) > 0.0
+        lock_wait_ns += float(post14_lock["wait_ns"].iloc[0])
+        lock = rows[NAME].lines.loc[rows[NAME].lines["label"] == "ProcArrayLock"]
+        assert len(lock) == 0 or (int(lock["rmws"].iloc[0]) == 0
+                                  and float(lock["wait_ns"].iloc[0]) == 0.0)
+        descriptors = rows[NAME].lines.loc[rows[NAME].lines["label"].str.startswith("Btree")]
+        descriptor_wait_ns += float(descriptors["wait_ns"].sum())
+    assert tps[NAME] > 0.98 * tps["post14"]
+    assert descriptor_wait_ns > 0.75 * lock_wait_ns
+    assert tps[NAME] < 1.15 * tps["post14"]
 
 
 def test_tpcb_run_takes_the_lock_far_less_often_than_post14() -> None:

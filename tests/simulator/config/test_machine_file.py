@@ -641,3 +641,18 @@ def test_a_reference_names_a_file_by_a_slash_or_a_yaml_suffix() -> None:
         assert names_a_file(reference), reference
     # the reference a file names loads like a shipped one
     assert load_machine(str(machines_dir() / "gold5215-2s.yaml")).name == "gold5215-2s"
+
+
+def test_epoll_sync_wakeup_is_a_kernel_fact_of_the_scheduler_section() -> None:
+    # the 2020 runs' kernels woke an epoll waiter without the synchronous hint
+    for name in ("gold5215-2s", "platinum8168-2s-vm", "azure-f72s-v2"):
+        assert load_machine(name).scheduler.epoll_sync_wakeup is False
+    # the project's machine ran Linux 6.18
+    host = load_machine("configs/measurements/kvm-epyc-2vcpu/host.yaml")
+    assert host.scheduler.epoll_sync_wakeup is True
+    assert load_machine("gold5215-2s", ["scheduler.epoll_sync_wakeup=true"]
+                        ).scheduler.epoll_sync_wakeup is True
+    for value in ("1", "yes-ish", "[true]"):
+        with pytest.raises(ConfigError) as error:
+            load_machine("gold5215-2s", [f"scheduler.epoll_sync_wakeup={value}"])
+        assert error.value.key == "scheduler.epoll_sync_wakeup"

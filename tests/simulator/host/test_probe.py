@@ -11,7 +11,7 @@ from simulator.cli import main
 from simulator.config.machine_file import load_machine
 from simulator.errors import ConfigError
 from simulator.host.facts import host_facts
-from simulator.host.probe import closest_machine, probe_host
+from simulator.host.probe import closest_machine, epoll_sync_line, probe_host
 
 CPUINFO_INTEL = """\
 processor\t: 0
@@ -214,3 +214,24 @@ def test_machine_probe_measure_clock_writes_the_measurement(
     assert main(["-q", "machine", "probe", "--out", str(out), "--root",
                  str(make_host(tmp_path / "host")), "--measure-clock"]) == 0
     assert load_machine(out).clock_ghz == pytest.approx(3.7)
+
+
+@pytest.mark.parametrize(("kernel", "value", "says"), [
+    ("Linux 6.18.44-fc-v769 #1 SMP PREEMPT_DYNAMIC", "true", "Linux 6.18"),
+    ("Linux 6.13.0 #1 SMP", "true", "Linux 6.13"),
+    ("Linux 5.4.0-1025-azure #25-Ubuntu SMP", "false", "before 6.13"),
+    ("Linux 6.12.6 #1 SMP", "false", "stable backport"),
+    ("Darwin 23.1.0 Darwin Kernel", "false", "ASSUMPTION"),
+])
+def test_the_epoll_wake_up_follows_the_host_s_kernel(kernel: str, value: str, says: str) -> None:
+    line = epoll_sync_line(kernel)
+    assert line.startswith(f"  epoll_sync_wakeup: {value}   # ")
+    assert says in line
+
+
+def test_the_written_file_says_what_this_host_s_epoll_does(tmp_path: Path) -> None:
+    out = tmp_path / "made-up.yaml"
+    probe_host(out, root=make_host(tmp_path / "host"), name="made-up")
+    expected = epoll_sync_line(host_facts(tmp_path / "host").kernel)
+    assert expected in out.read_text().splitlines()
+    assert load_machine(out).scheduler.epoll_sync_wakeup is (": true " in expected)
