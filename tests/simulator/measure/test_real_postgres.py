@@ -106,9 +106,12 @@ def test_a_small_real_measurement_runs_cleans_up_and_validates(
     assert (long["client_cpu_us_per_txn"] > 0).all()
     assert (long["transactions"] > 0).all()
     # one client's backend blocks once per transaction for its next query (more if it waits
-    # for anything else); pgbench's client as often
-    assert long["backend_voluntary_switches_per_txn"].between(0.5, 3.0).all()
-    assert long["client_voluntary_switches_per_txn"].between(0.5, 3.0).all()
+    # for anything else); pgbench's client as often. On an idle host that is 0.5-3.0 a
+    # transaction; a host busy with other CPU-bound work preempts the pair, so the next query is
+    # often there before the backend asks for it (0.01-0.32 measured beside two CPU-bound
+    # jobs on 2 vCPUs): the counts must be read and attributed (> 0), never above 3
+    for column in ("backend_voluntary_switches_per_txn", "client_voluntary_switches_per_txn"):
+        assert ((long[column] > 0.0) & (long[column] <= 3.0)).all(), long[column].tolist()
     # 30 mostly idle connections each run SELECT 1 every 100 ms and a little more (a window
     # that cuts a one-second progress line counts its share of the line's mean rate: +-5 %)
     mostly = long[(long["idle_kind"] == "mostly-idle") & (long["idle_connections"] == 30)]
