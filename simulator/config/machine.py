@@ -414,7 +414,13 @@ class SchedulerConfig:
     """OS scheduling costs and run-queue policy of the machine.
 
     ``smt_throughput`` is the combined throughput of two busy SMT siblings relative to one thread
-    alone (1.0 = no gain, each runs at half speed; 2.0 = no interference). ``policy`` orders the
+    alone (1.0 = no gain, each runs at half speed; 2.0 = no interference), for ordinary code.
+    ``smt_throughput_high_ipc`` is the same for code that alone already issues near the core's
+    width (a tight loop over cached data, such as a scan of an array; ``None``: as ordinary
+    code): two such threads share one pipeline's issue slots (A. Fog, *The microarchitecture of
+    Intel, AMD and VIA CPUs*, §11.14 for Skylake: no advantage from two threads per core for code
+    above about two instructions per clock). Each thread's rate depends on its own code's kind
+    while its sibling is busy. ``policy`` orders the
     run queue: ``cfs`` by virtual runtime, a waking task placed at most ``sleeper_credit_ns``
     before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
     ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
@@ -431,6 +437,7 @@ class SchedulerConfig:
     wakeup_ns: float
     ipi_exit_ns: float = 0.0
     smt_throughput: float = 1.0
+    smt_throughput_high_ipc: float | None = None
     policy: str = "cfs"
     sleeper_credit_ns: float = DEFAULT_SLEEPER_CREDIT_NS
     run_queues: str = "per_cpu"
@@ -455,6 +462,16 @@ class SchedulerConfig:
                 "scheduler.smt_throughput",
                 f"must be between 1.0 and 2.0, got {self.smt_throughput!r}",
             )
+        high = self.smt_throughput_high_ipc
+        if high is not None and not 1.0 <= high <= 2.0:
+            raise _fail("scheduler.smt_throughput_high_ipc",
+                        f"must be between 1.0 and 2.0, got {high!r}")
+
+    @property
+    def high_ipc_smt_throughput(self) -> float:
+        """``smt_throughput_high_ipc``, or ``smt_throughput`` when it is not set."""
+        high = self.smt_throughput_high_ipc
+        return self.smt_throughput if high is None else high
 
 
 IDLE_WAKE_PATHS = ("mwait", "hlt")

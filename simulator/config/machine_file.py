@@ -22,7 +22,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
               each a time or a mapping with any of both / requester / holder / neither),
               invalidation_per_extra_sharer (optional, default 0 ns)}
     mlp: {stream, indirect}
-    scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput, policy (cfs or fifo),
+    scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput,
+                smt_throughput_high_ipc, policy (cfs or fifo),
                 sleeper_credit, run_queues (per_cpu or global), wakeup_granularity,
                 migration_cost, balance_interval, epoll_sync_wakeup (true or false; all but the
                 first three optional)}
@@ -112,7 +113,8 @@ _CACHE_KEYS = ("size", "ways", "latency")
 _SCALAR_LATENCIES = ("smt_sibling", "atomic_local", "local_hit", "local_hitm", "upgrade")
 _KEYED_LATENCIES = ("cross_domain_hit", "cross_domain_hitm", "remote_hit", "remote_hitm")
 _RELATIONS = tuple(relation.value for relation in HomeRelation)
-_SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput", "policy",
+_SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput",
+                   "smt_throughput_high_ipc", "policy",
                    "sleeper_credit", "run_queues", "wakeup_granularity", "migration_cost",
                    "balance_interval", "epoll_sync_wakeup")
 _IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
@@ -441,7 +443,8 @@ def _mlp(value: object) -> MlpConfig:
 
 def _scheduler(value: object, clock: float) -> SchedulerConfig:
     data = expect_section(value, "scheduler", _SCHEDULER_KEYS,
-                    optional={"ipi_exit", "smt_throughput", "policy", "sleeper_credit",
+                    optional={"ipi_exit", "smt_throughput", "smt_throughput_high_ipc",
+                              "policy", "sleeper_credit",
                               "run_queues", "wakeup_granularity", "migration_cost",
                               "balance_interval", "epoll_sync_wakeup"})
     settings: dict[str, Any] = {
@@ -449,9 +452,9 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
         for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit",
                     "wakeup_granularity", "migration_cost", "balance_interval")
         if key in data}
-    if "smt_throughput" in data:
-        settings["smt_throughput"] = expect_number("scheduler.smt_throughput",
-                                                   data["smt_throughput"])
+    for key in ("smt_throughput", "smt_throughput_high_ipc"):
+        if key in data:
+            settings[key] = expect_number(f"scheduler.{key}", data[key])
     if "epoll_sync_wakeup" in data:
         settings["epoll_sync_wakeup"] = expect_bool("scheduler.epoll_sync_wakeup",
                                                     data["epoll_sync_wakeup"])

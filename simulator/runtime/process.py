@@ -11,7 +11,8 @@ accounts. A model drives it through three kinds of steps:
   latencies and queueing add up to one stall;
 * :meth:`CpuProcess.scan`: a precomputed scan in chunks (instructions per entry, then the chunk's
   memory stall under memory-level parallelism), one kernel call per chunk so that other
-  processes' writes interleave with it.
+  processes' writes interleave with it; its instructions are a tight loop, stretched by a busy
+  SMT sibling at the machine's ``smt_throughput_high_ipc``.
 
 Every step is used as ``yield from process.step(...)``. A step that cannot wait (``compute``, a
 ``sync`` or ``flush`` with nothing to spend) returns an empty tuple instead of a generator (a
@@ -41,7 +42,7 @@ fixed order given once, and passes one with every step; a category's position in
 integer slot in the process's pending-time vectors. One category receives scheduling time
 (run-queue waits, wake-ups, context switches, measured from the task's own accounting) and one the
 queueing on lock words. A flush distributes its elapsed on-CPU time over the pending categories
-(stalls as they are, CPU work stretched by the SMT rate the run saw). The accounts charged are
+(stalls as they are, CPU work stretched by the SMT rates the run saw). The accounts charged are
 :attr:`CpuProcess.times_ns` and :attr:`CpuProcess.counters`; a model swaps them to account per
 request or per transaction.
 
@@ -117,6 +118,8 @@ class CpuProcess(Generic[C]):
         self._lock_wait = slot[lock_wait]
         self._pending = 0.0
         self._work = [0.0] * len(slot)
+        self._high_ipc = [0.0] * len(slot)
+        """Per slot, pending CPU work of scans' tight loops (the SMT sibling's other rate)."""
         self._stall = [0.0] * len(slot)
         self.times_ns: dict[C, float] = dict.fromkeys(self._categories, 0.0)
         """Time charged per category, in ns (replace it to start new accounts)."""
@@ -170,15 +173,16 @@ class CpuProcess(Generic[C]):
         if self._pending > self.run_ahead_ns and not accesses.private:
             # flush(), its common case inlined (one timeout, no scheduling)
             total_work, total_stall = sum(self._work), sum(self._stall)
+            total_high = sum(self._high_ipc)
             env = self.env
             start = env.now
-            wall = task.start_segment(total_work, total_stall)
+            wall = task.start_segment(total_work, total_stall, total_high)
             if wall is not None:
                 if wall > 0.0 and not env.fast_forward(wall):
                     yield env.wait(wall)
-                self._settle(start, total_work, total_stall, 0.0)
+                self._settle(start, total_work, total_stall, 0.0, total_high)
             else:
-                yield from self._scheduled_flush(start, total_work, total_stall)
+                yield from self._scheduled_flush(start, total_work, total_stall, total_high)
         if task.thread is None:  # woken from a sleep: get a thread first
             yield from task.run(0.0)
         sequence = self._sequence
@@ -206,25 +210,27 @@ class CpuProcess(Generic[C]):
         env = self.env
         counters = self.counters
         slot = self._slot[category]
-        work_by, stall_by = self._work, self._stall
+        work_by, stall_by, high_by = self._work, self._stall, self._high_ipc
         ns_per_entry = cycles_per_entry / self.clock_ghz
         pattern, op = plan.pattern, plan.op
         for lines, masks, entries in plan.chunks():
             work = entries * ns_per_entry
-            work_by[slot] += work
+            high_by[slot] += work
             self._pending += work
             if len(lines):
                 if self._pending > self.run_ahead_ns:
                     # flush(), its common case inlined (one timeout, no scheduling)
                     total_work, total_stall = sum(work_by), sum(stall_by)
+                    total_high = sum(high_by)
                     start = env.now
-                    wall = task.start_segment(total_work, total_stall)
+                    wall = task.start_segment(total_work, total_stall, total_high)
                     if wall is not None:
                         if wall > 0.0 and not env.fast_forward(wall):
                             yield env.wait(wall)
-                        self._settle(start, total_work, total_stall, 0.0)
+                        self._settle(start, total_work, total_stall, 0.0, total_high)
                     else:
-                        yield from self._scheduled_flush(start, total_work, total_stall)
+                        yield from self._scheduled_flush(start, total_work, total_stall,
+                                                         total_high)
                 if task.thread is None:
                     yield from task.run(0.0)
                 stall = machine.scan(task.thread, lines, masks,  # type: ignore[arg-type]
@@ -255,40 +261,60 @@ class CpuProcess(Generic[C]):
         if task is None:
             task = self._task()  # raises
         total_work, total_stall = sum(self._work), sum(self._stall)
+        total_high = sum(self._high_ipc)
         env = self.env
         start = env.now
-        wall = task.start_segment(total_work, total_stall)
+        wall = task.start_segment(total_work, total_stall, total_high)
         if wall is not None:  # no scheduling on the way: one timeout (the common case)
             if wall > 0.0 and not env.fast_forward(wall):
                 yield env.wait(wall)
-            self._settle(start, total_work, total_stall, 0.0)
+            self._settle(start, total_work, total_stall, 0.0, total_high)
         else:
-            yield from self._scheduled_flush(start, total_work, total_stall)
+            yield from self._scheduled_flush(start, total_work, total_stall, total_high)
 
-    def _scheduled_flush(self, start: float, total_work: float,
-                         total_stall: float) -> ProcessGenerator:
+    def _scheduled_flush(self, start: float, total_work: float, total_stall: float,
+                         total_high: float) -> ProcessGenerator:
         """:meth:`flush` through the scheduler (a wake-up, a slice end or a run-queue wait)."""
         task = self._task()
         sched_before = task.scheduling_ns
-        yield from task.run_mixed(total_work, total_stall)
+        yield from task.run_mixed(total_work, total_stall, total_high)
         scheduling = task.scheduling_ns - sched_before
-        self._settle(start, total_work, total_stall, scheduling)
+        self._settle(start, total_work, total_stall, scheduling, total_high)
 
     def _settle(self, start: float, total_work: float, total_stall: float,
-                scheduling: float) -> None:
-        """Charge a flush that began at ``start`` to its categories; nothing is pending after."""
-        work, stall = self._work, self._stall
-        stretch = ((self.env.now - start - scheduling - total_stall) / total_work
-                   if total_work > 0.0 else 0.0)
+                scheduling: float, total_high: float) -> None:
+        """Charge a flush that began at ``start`` to its categories; nothing is pending after.
+
+        Stalls are charged as they are, CPU work stretched by what the run took. With work of
+        both kinds (ordinary and a scan's tight loop), the run's work time fixes the share ``p``
+        of the work done beside a busy SMT sibling (both kinds are consumed in proportion), and
+        each kind is stretched by its own rate over that share.
+        """
+        work, stall, high = self._work, self._stall, self._high_ipc
+        run_ns = self.env.now - start - scheduling - total_stall
+        if total_high:
+            rate, high_rate = self._task().smt_rates
+            busy_ns = total_work / rate + total_high / high_rate
+            alone_ns = total_work + total_high
+            busy = ((run_ns - alone_ns) / (busy_ns - alone_ns)
+                    if busy_ns > alone_ns else 0.0)
+            busy = min(max(busy, 0.0), 1.0)
+            stretch = 1.0 + busy * (1.0 / rate - 1.0)
+            high_stretch = 1.0 + busy * (1.0 / high_rate - 1.0)
+        else:
+            stretch = run_ns / total_work if total_work > 0.0 else 0.0
+            high_stretch = 0.0
         times = self.times_ns
         if scheduling:
             times[self._scheduling] += scheduling
         categories = self._categories
         for index in self._slots:
-            if work[index] or stall[index]:
-                times[categories[index]] += stall[index] + work[index] * stretch
+            if work[index] or stall[index] or high[index]:
+                times[categories[index]] += (stall[index] + work[index] * stretch
+                                             + high[index] * high_stretch)
                 work[index] = 0.0
                 stall[index] = 0.0
+                high[index] = 0.0
         self._pending = 0.0
 
     def sleep(self, event: simpy.Event, category: C) -> ProcessGenerator:

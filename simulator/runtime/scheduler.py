@@ -120,6 +120,7 @@ class CpuScheduler:
         self.working_sets: WorkingSets | None = None
         self.stats = SchedulerStats()
         self._smt_rate = config.smt_throughput / 2.0
+        self._smt_rate_high_ipc = config.high_ipc_smt_throughput / 2.0
         self._slice_ns = config.time_slice_ns
         n = topology.n_threads
         layout = ThreadLayout.of(topology)

@@ -59,6 +59,7 @@ class TaskScheduler(Protocol):
     _holder: list[Task | None]
     _slice_ns: float
     _smt_rate: float
+    _smt_rate_high_ipc: float
     _cfs: bool
     _min_vruntime: float
     _rq: list[list[tuple[float, int, Task]]]
@@ -231,6 +232,11 @@ class Task:
         code = None if program is None else working_sets.shared(program, code_lines)
         self._working_set = working_sets.new(lines, code, warm_start, streaming)
 
+    @property
+    def smt_rates(self) -> tuple[float, float]:
+        """The rates of ordinary and of high-IPC work while the SMT sibling is busy (of 1)."""
+        return self._sched._smt_rate, self._sched._smt_rate_high_ipc
+
     def location(self) -> tuple[int, int]:
         """The ``(thread, core)`` the task holds.
 
@@ -262,29 +268,34 @@ class Task:
             return self._segments(float(work_ns), 0.0)
         return self._segments(0.0, float(work_ns))
 
-    def run_mixed(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+    def run_mixed(self, work_ns: float, stall_ns: float,
+                  high_ipc_ns: float = 0.0) -> ProcessGenerator:
         """Execute work and memory stalls together, as one segment: ``yield from``.
 
         The same as ``run(work_ns)`` followed by ``run(stall_ns, smt_scaled=False)`` except that
-        it takes one timeout (the SMT rate is sampled once, at its start) and, when a slice ends
-        inside it, the stall is consumed before the work.
+        it takes one timeout (the SMT rates are sampled once, at its start) and, when a slice
+        ends inside it, the stall is consumed before the work. ``high_ipc_ns``: work of code
+        that alone issues near the core's width (a tight loop), stretched by a busy sibling at
+        the scheduler's ``smt_throughput_high_ipc``; a slice end consumes both kinds of work in
+        proportion.
 
         Raises:
             ValueError: a negative amount.
         """
-        if not (work_ns >= 0.0 and stall_ns >= 0.0):
+        if not (work_ns >= 0.0 and stall_ns >= 0.0 and high_ipc_ns >= 0.0):
             raise ValueError(f"task {self.name!r}: work and stall must be >= 0 ns, got "
-                             f"{work_ns!r} and {stall_ns!r}")
-        return self._segments(float(work_ns), float(stall_ns))
+                             f"{work_ns!r}, {high_ipc_ns!r} and {stall_ns!r}")
+        return self._segments(float(work_ns), float(stall_ns), float(high_ipc_ns))
 
-    def start_segment(self, work_ns: float, stall_ns: float) -> float | None:
+    def start_segment(self, work_ns: float, stall_ns: float,
+                      high_ipc_ns: float = 0.0) -> float | None:
         """The fast path of :meth:`run_mixed`: start a segment that needs no scheduling.
 
         When the task holds its thread, no process of it is inside ``run``/``block_until``,
-        and the work (at the SMT rate sampled now) and the stall fit in what is left of its
+        and the work (at the SMT rates sampled now) and the stall fit in what is left of its
         slice, the segment is charged now and its wall time returned: the caller waits that
         long (one ``env.timeout``, none if 0), exactly as ``yield from task.run_mixed(work_ns,
-        stall_ns)`` would, without its generator. Amounts must not be negative.
+        stall_ns, high_ipc_ns)`` would, without its generator. Amounts must not be negative.
 
         Returns:
             The segment's wall time in ns (>= 0), or ``None`` when the segment needs the
@@ -297,14 +308,17 @@ class Task:
         left = sched._slice_ns - self._slice_used
         if left <= 0.0:
             return None
-        rate = 1.0
-        if work_ns > 0.0:
+        rate = high_rate = 1.0
+        if work_ns > 0.0 or high_ipc_ns > 0.0:
             holder = sched._holder
             for sibling in self._siblings:
                 if holder[sibling] is not None:
                     rate = sched._smt_rate
+                    high_rate = sched._smt_rate_high_ipc
                     break
         work_wall = work_ns / rate
+        if high_ipc_ns:
+            work_wall += high_ipc_ns / high_rate
         wall = stall_ns + work_wall
         if wall > left:
             return None
@@ -391,7 +405,8 @@ class Task:
 
     # -- process bodies -----------------------------------------------------------------------
 
-    def _segments(self, work_ns: float, stall_ns: float) -> ProcessGenerator:
+    def _segments(self, work_ns: float, stall_ns: float,
+                  high_ipc_ns: float = 0.0) -> ProcessGenerator:
         """:meth:`run` and :meth:`run_mixed`: segments cut at slice ends, one timeout each.
 
         The one generator loop: every ``run`` (a client's round trip, a kernel thread's burst,
@@ -416,13 +431,16 @@ class Task:
                 if left <= 0.0 or self._resched:
                     yield from self._end_slice()
                     continue
-                rate = 1.0
-                if work_ns > 0.0:
+                rate = high_rate = 1.0
+                if work_ns > 0.0 or high_ipc_ns > 0.0:
                     for sibling in self._siblings:
                         if holder[sibling] is not None:
                             rate = sched._smt_rate
+                            high_rate = sched._smt_rate_high_ipc
                             break
                 work_wall = work_ns / rate
+                if high_ipc_ns:
+                    work_wall += high_ipc_ns / high_rate
                 wall = stall_ns + work_wall
                 if wall <= left:
                     if wall > 0.0 and not fast_forward(wall):  # run(0): only get a thread
@@ -442,11 +460,17 @@ class Task:
                 stall_ns -= stalled
                 if left > stalled:
                     self._charge(left - stalled, True)
-                    work_ns -= (left - stalled) * rate
-                if stall_ns <= _EPS_NS and work_ns <= _EPS_NS:
+                    if high_ipc_ns:  # both kinds of work in proportion to their wall time
+                        done = (left - stalled) / work_wall
+                        work_ns -= work_ns * done
+                        high_ipc_ns -= high_ipc_ns * done
+                    else:
+                        work_ns -= (left - stalled) * rate
+                if stall_ns <= _EPS_NS and work_ns <= _EPS_NS and high_ipc_ns <= _EPS_NS:
                     return
                 stall_ns = max(stall_ns, 0.0)
                 work_ns = max(work_ns, 0.0)
+                high_ipc_ns = max(high_ipc_ns, 0.0)
         finally:
             self._active = False
 

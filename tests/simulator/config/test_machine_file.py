@@ -344,6 +344,10 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
     ("mlp string", _set("mlp.indirect", "4"), "mlp.indirect", "expected a number"),
     ("smt throughput above two", _set("scheduler.smt_throughput", 2.5),
      "scheduler.smt_throughput", "between 1.0 and 2.0"),
+    ("high-IPC smt throughput below one", _set("scheduler.smt_throughput_high_ipc", 0.9),
+     "scheduler.smt_throughput_high_ipc", "between 1.0 and 2.0"),
+    ("high-IPC smt throughput a string", _set("scheduler.smt_throughput_high_ipc", "1"),
+     "scheduler.smt_throughput_high_ipc", "expected a number"),
     ("time slice zero", _set("scheduler.time_slice", "0 ms"), "scheduler.time_slice",
      "positive"),
     ("null time", _set("scheduler.wakeup", None), "scheduler.wakeup", "expected a time"),
@@ -440,12 +444,15 @@ def test_optional_keys_default(gold_data: dict[str, Any], write_yaml: WriteYaml)
     del gold_data["sources"]
     del gold_data["scheduler"]["ipi_exit"]
     del gold_data["scheduler"]["smt_throughput"]
+    gold_data["scheduler"].pop("smt_throughput_high_ipc", None)
     del gold_data["latency"]["invalidation_per_extra_sharer"]
     config = load_machine(write_yaml(gold_data))
     assert config.sources == {}
     assert config.latency.invalidation_per_extra_sharer_ns == 0  # fully parallel
     assert config.scheduler.ipi_exit_ns == 0
     assert config.scheduler.smt_throughput == 1.0
+    assert config.scheduler.smt_throughput_high_ipc is None  # as ordinary code
+    assert config.scheduler.high_ipc_smt_throughput == 1.0
     assert config.scheduler.policy == "cfs"
     assert config.scheduler.sleeper_credit_ns == 12e6
 

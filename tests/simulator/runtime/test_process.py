@@ -251,3 +251,46 @@ def test_a_store_scan_writes_every_line_and_invalidates_the_readers_copies() -> 
     hits = ["l1_hit", "l2_hit"]
     assert (again[hits].sum(axis=1) == written[hits].sum(axis=1)).all()  # no own-cache hit
     assert list(again["loads"]) == [2] * 4
+
+
+
+def _beside_a_busy_sibling(high_ipc: float) -> tuple[dict[Step, float], float]:
+    """1,000 ns of work and a scan with 640 ns of loop, both alone-times, beside a busy sibling:
+    the categories' times and the elapsed time."""
+    from tests.simulator.runtime.scheduler_toys import make, spin
+
+    shm = SharedMemory()
+    array = shm.alloc("ints", 4, 640, align=64)  # 640 ints: 40 lines
+    tracked = TrackedMemory(shm)
+    plan = tracked.scan([(array, range(640), None)], 640, 64, "stream")
+    machine = tracked.build_machine(GOLD)
+    env, sched = make((1, 1, 1, 2), wakeup_ns=100.0, smt_throughput=1.25,
+                      smt_throughput_high_ipc=high_ipc)
+    env.process(spin(sched.new_task("sibling")))
+    process = CpuProcess(env, machine, GOLD.clock_ghz, sched.new_task("p"), tuple(Step),
+                         scheduling=Step.SCHEDULING, lock_wait=Step.LOCK_WAIT)
+    spans: list[float] = []
+
+    def body() -> ProcessGenerator:
+        yield from process.task.run(0.0)  # type: ignore[union-attr]
+        start = env.now
+        yield from process.compute(2500, Step.WORK)  # 1,000 ns at 2.5 GHz
+        yield from process.scan(plan, 2.5, Step.LOOKUP)  # 640 entries at 1 ns
+        yield from process.flush()
+        spans.append(env.now - start)
+
+    env.process(body())
+    env.run(until=1e6)
+    return process.times_ns, spans[0]
+
+
+def test_a_scans_loop_is_stretched_at_its_own_smt_rate() -> None:
+    """Beside a busy sibling a scan's instructions run at ``smt_throughput_high_ipc`` / 2, other
+    work at ``smt_throughput`` / 2, stalls at full rate; each category gets its own stretch."""
+    tight, ordinary = _beside_a_busy_sibling(1.0), _beside_a_busy_sibling(1.25)
+    for times, span in (tight, ordinary):
+        assert times[Step.WORK] == pytest.approx(1000.0 * 2 / 1.25)
+        assert times[Step.WORK] + times[Step.LOOKUP] == pytest.approx(span)
+        assert times[Step.SCHEDULING] == 0.0
+    assert tight[0][Step.LOOKUP] - ordinary[0][Step.LOOKUP] == pytest.approx(640.0 * (2 - 1.6))
+    assert ordinary[0][Step.LOOKUP] > 640.0 * 1.6  # plus the lines' misses

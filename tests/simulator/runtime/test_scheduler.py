@@ -266,6 +266,74 @@ def test_smt_alone_on_core_runs_at_full_rate() -> None:
     assert env.now == 1000.0
 
 
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [
+        ((1, 1, 1, 2), 1600.0 + 2000.0),  # siblings: ordinary work at 1.25 / 2, the loop at 1 / 2
+        ((1, 1, 2, 1), 2000.0),  # two cores: both kinds at full rate
+    ],
+)
+def test_high_ipc_work_has_its_own_smt_rate(shape: tuple[int, int, int, int],
+                                             expected: float) -> None:
+    """1,000 ns of ordinary work and 1,000 ns of a tight loop, on two siblings or two cores."""
+    env, sched = make(shape, wakeup_ns=100.0, smt_throughput=1.25, smt_throughput_high_ipc=1.0)
+    durations: dict[str, float] = {}
+
+    def proc(task: Task) -> ProcessGenerator:
+        yield from task.run(0)
+        start = env.now
+        yield from task.run_mixed(1000.0, 0.0, 1000.0)
+        durations[task.name] = env.now - start
+
+    tasks = [sched.new_task("a"), sched.new_task("b")]
+    for task in tasks:
+        env.process(proc(task))
+    env.run()
+    assert durations == {"a": expected, "b": expected}
+    assert all(t.cpu_ns == expected for t in tasks)
+
+
+def test_high_ipc_rate_follows_the_ordinary_one_when_unset() -> None:
+    env, sched = make((1, 1, 1, 2), wakeup_ns=100.0, smt_throughput=1.25)
+    assert sched.config.high_ipc_smt_throughput == 1.25
+    ends: list[float] = []
+
+    def proc(task: Task) -> ProcessGenerator:
+        yield from task.run(0)
+        yield from task.run_mixed(0.0, 0.0, 1000.0)
+        ends.append(env.now)
+
+    for name in "ab":
+        env.process(proc(sched.new_task(name)))
+    env.run()
+    assert ends == [1700.0, 1700.0]  # 100 ns placement, then 1,000 ns at 1.25 / 2
+
+
+def test_a_slice_end_consumes_both_kinds_of_work_in_proportion() -> None:
+    """A segment cut by slice ends takes the same wall time as one that is not."""
+    env, sched = make((1, 1, 1, 2), time_slice_ns=300.0, wakeup_ns=100.0, smt_throughput=1.25,
+                      smt_throughput_high_ipc=1.0)
+    ends: dict[str, float] = {}
+
+    def proc(task: Task, work: float, high: float) -> ProcessGenerator:
+        yield from task.run(0)  # both placed at t=0, running from t=100
+        start = env.now
+        yield from task.run_mixed(work, 50.0, high)
+        ends[task.name] = env.now - start
+
+    env.process(proc(sched.new_task("a"), 1000.0, 500.0))
+    env.process(proc(sched.new_task("b"), 1000.0, 500.0))
+    env.run()
+    assert ends["a"] == pytest.approx(50.0 + 1600.0 + 1000.0)
+    assert ends["b"] == pytest.approx(ends["a"])
+
+
+def test_negative_high_ipc_work_is_refused() -> None:
+    _, sched = make()
+    with pytest.raises(ValueError, match="must be >= 0"):
+        sched.new_task("a").run_mixed(1.0, 0.0, -1.0)
+
+
 # -- determinism and errors ------------------------------------------------------------------------
 
 
