@@ -23,7 +23,7 @@ IDLE = 5000
 def _point(entries_per_chunk: int) -> dict[str, float]:
     experiment = simulator.Experiment(
         machine="gold5215-2s", algorithms=("pre14",), workload="select-only", clients=(48,),
-        idle_clients=(IDLE,), duration_ms=8.0, warmup_ms=1.0, single_client_tps=None,
+        idle_clients=(IDLE,), duration_ms=9.0, warmup_ms=1.0, single_client_tps=None,
         options={"entries_per_chunk": entries_per_chunk})
     row = simulator.run(experiment).curve.iloc[0]
     return {name: float(row[name]) for name in
