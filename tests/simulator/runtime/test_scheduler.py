@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import pytest
 
@@ -230,6 +232,25 @@ def test_busy_time_and_utilisation() -> None:
 # -- SMT -------------------------------------------------------------------------------------------
 
 
+def _pair_durations(
+    env: SimEnvironment, sched: CpuScheduler, step: Callable[[Task], ProcessGenerator],
+) -> tuple[list[Task], dict[str, float]]:
+    """Two tasks, both placed at t=0 (running once the wake-up is paid), each timing ``step``."""
+    durations: dict[str, float] = {}
+
+    def proc(task: Task) -> ProcessGenerator:
+        yield from task.run(0)
+        start = env.now
+        yield from step(task)
+        durations[task.name] = env.now - start
+
+    tasks = [sched.new_task("a"), sched.new_task("b")]
+    for task in tasks:
+        env.process(proc(task))
+    env.run()
+    return tasks, durations
+
+
 @pytest.mark.parametrize(
     ("shape", "smt_scaled", "expected"),
     [
@@ -240,18 +261,8 @@ def test_busy_time_and_utilisation() -> None:
 )
 def test_smt_stretch(shape: tuple[int, int, int, int], smt_scaled: bool, expected: float) -> None:
     env, sched = make(shape, wakeup_ns=100.0, smt_throughput=1.25)
-    durations: dict[str, float] = {}
-
-    def proc(task: Task) -> ProcessGenerator:
-        yield from task.run(0)  # placed (both at t=0, running from t=100)
-        start = env.now
-        yield from task.run(1000, smt_scaled=smt_scaled)
-        durations[task.name] = env.now - start
-
-    tasks = [sched.new_task("a"), sched.new_task("b")]
-    for task in tasks:
-        env.process(proc(task))
-    env.run()
+    tasks, durations = _pair_durations(env, sched,
+                                       lambda task: task.run(1000, smt_scaled=smt_scaled))
     assert durations == {"a": expected, "b": expected}
     assert {t.thread for t in tasks} == {0, 1}
     field = "cpu_ns" if smt_scaled else "stall_ns"
@@ -277,18 +288,8 @@ def test_high_ipc_work_has_its_own_smt_rate(shape: tuple[int, int, int, int],
                                              expected: float) -> None:
     """1,000 ns of ordinary work and 1,000 ns of a tight loop, on two siblings or two cores."""
     env, sched = make(shape, wakeup_ns=100.0, smt_throughput=1.25, smt_throughput_high_ipc=1.0)
-    durations: dict[str, float] = {}
-
-    def proc(task: Task) -> ProcessGenerator:
-        yield from task.run(0)
-        start = env.now
-        yield from task.run_mixed(1000.0, 0.0, 1000.0)
-        durations[task.name] = env.now - start
-
-    tasks = [sched.new_task("a"), sched.new_task("b")]
-    for task in tasks:
-        env.process(proc(task))
-    env.run()
+    tasks, durations = _pair_durations(env, sched,
+                                       lambda task: task.run_mixed(1000.0, 0.0, 1000.0))
     assert durations == {"a": expected, "b": expected}
     assert all(t.cpu_ns == expected for t in tasks)
 
@@ -296,34 +297,15 @@ def test_high_ipc_work_has_its_own_smt_rate(shape: tuple[int, int, int, int],
 def test_high_ipc_rate_follows_the_ordinary_one_when_unset() -> None:
     env, sched = make((1, 1, 1, 2), wakeup_ns=100.0, smt_throughput=1.25)
     assert sched.config.high_ipc_smt_throughput == 1.25
-    ends: list[float] = []
-
-    def proc(task: Task) -> ProcessGenerator:
-        yield from task.run(0)
-        yield from task.run_mixed(0.0, 0.0, 1000.0)
-        ends.append(env.now)
-
-    for name in "ab":
-        env.process(proc(sched.new_task(name)))
-    env.run()
-    assert ends == [1700.0, 1700.0]  # 100 ns placement, then 1,000 ns at 1.25 / 2
+    _, durations = _pair_durations(env, sched, lambda task: task.run_mixed(0.0, 0.0, 1000.0))
+    assert durations == {"a": 1600.0, "b": 1600.0}  # 1,000 ns at 1.25 / 2
 
 
 def test_a_slice_end_consumes_both_kinds_of_work_in_proportion() -> None:
     """A segment cut by slice ends takes the same wall time as one that is not."""
     env, sched = make((1, 1, 1, 2), time_slice_ns=300.0, wakeup_ns=100.0, smt_throughput=1.25,
                       smt_throughput_high_ipc=1.0)
-    ends: dict[str, float] = {}
-
-    def proc(task: Task, work: float, high: float) -> ProcessGenerator:
-        yield from task.run(0)  # both placed at t=0, running from t=100
-        start = env.now
-        yield from task.run_mixed(work, 50.0, high)
-        ends[task.name] = env.now - start
-
-    env.process(proc(sched.new_task("a"), 1000.0, 500.0))
-    env.process(proc(sched.new_task("b"), 1000.0, 500.0))
-    env.run()
+    _, ends = _pair_durations(env, sched, lambda task: task.run_mixed(1000.0, 50.0, 500.0))
     assert ends["a"] == pytest.approx(50.0 + 1600.0 + 1000.0)
     assert ends["b"] == pytest.approx(ends["a"])
 
