@@ -120,6 +120,8 @@ class CpuProcess(Generic[C]):
         self._work = [0.0] * len(slot)
         self._high_ipc = [0.0] * len(slot)
         """Per slot, pending CPU work of scans' tight loops (the SMT sibling's other rate)."""
+        self._high_total = 0.0
+        """The sum of :attr:`_high_ipc`, kept as it grows (flushes read it; most add nothing)."""
         self._stall = [0.0] * len(slot)
         self.times_ns: dict[C, float] = dict.fromkeys(self._categories, 0.0)
         """Time charged per category, in ns (replace it to start new accounts)."""
@@ -173,7 +175,7 @@ class CpuProcess(Generic[C]):
         if self._pending > self.run_ahead_ns and not accesses.private:
             # flush(), its common case inlined (one timeout, no scheduling)
             total_work, total_stall = sum(self._work), sum(self._stall)
-            total_high = sum(self._high_ipc)
+            total_high = self._high_total
             env = self.env
             start = env.now
             wall = task.start_segment(total_work, total_stall, total_high)
@@ -216,12 +218,13 @@ class CpuProcess(Generic[C]):
         for lines, masks, entries in plan.chunks():
             work = entries * ns_per_entry
             high_by[slot] += work
+            self._high_total += work
             self._pending += work
             if len(lines):
                 if self._pending > self.run_ahead_ns:
                     # flush(), its common case inlined (one timeout, no scheduling)
                     total_work, total_stall = sum(work_by), sum(stall_by)
-                    total_high = sum(high_by)
+                    total_high = self._high_total
                     start = env.now
                     wall = task.start_segment(total_work, total_stall, total_high)
                     if wall is not None:
@@ -261,7 +264,7 @@ class CpuProcess(Generic[C]):
         if task is None:
             task = self._task()  # raises
         total_work, total_stall = sum(self._work), sum(self._stall)
-        total_high = sum(self._high_ipc)
+        total_high = self._high_total
         env = self.env
         start = env.now
         wall = task.start_segment(total_work, total_stall, total_high)
@@ -315,6 +318,7 @@ class CpuProcess(Generic[C]):
                 work[index] = 0.0
                 stall[index] = 0.0
                 high[index] = 0.0
+        self._high_total = 0.0
         self._pending = 0.0
 
     def sleep(self, event: simpy.Event, category: C) -> ProcessGenerator:

@@ -583,6 +583,22 @@ def _arbitrate(v: Any, thread: int, line: int, arrival: float) -> tuple[int, int
     return -1, -1, -1
 
 
+@_jit(inline=True)
+def _calendar_supply(v: Any, line: int, owner: int, predecessor: int, dirty: bool,
+                     domain: int) -> tuple[int, int, int, float]:
+    """The copy a transfer booked after ``predecessor`` in ``line``'s calendar comes from.
+
+    The last reservation before it (MESI, MESIF: the last reader forwards) or the last
+    ownership transfer (MOESI: the Owned copy). Returns ``(calendar slot, its domain, class,
+    latency_ns)`` of the transfer to ``domain``.
+    """
+    source = owner if v.protocol == MOESI else predecessor
+    supplier = _domain_of(v, int(v.i32[_u(v.cal_who + line * CALENDAR_SLOTS + source)]))
+    d = 1 if dirty else 0
+    return (source, supplier, _transfer_class(v, d, domain, supplier),
+            _transfer_ns(v, d, domain, supplier, int(v.i32[_u(v.home + line)])))
+
+
 @_jit()
 def _batched_read(
     v: Any, thread: int, domain: int, line: int, now: float, kind: int, dirty: bool, klass: int,
@@ -593,11 +609,8 @@ def _batched_read(
     overlap = float(v.f64[_u(v.scalars + S_OVERLAP)])
     position, predecessor, owner = _arbitrate(v, thread, line, now + overlap * latency)
     if predecessor >= 0:
-        source = owner if v.protocol == MOESI else predecessor
-        supplier = _domain_of(v, int(v.i32[_u(v.cal_who + line * CALENDAR_SLOTS + source)]))
-        d = 1 if dirty else 0
-        klass = _transfer_class(v, d, domain, supplier)
-        latency = _transfer_ns(v, d, domain, supplier, int(v.i32[_u(v.home + line)]))
+        _, supplier, klass, latency = _calendar_supply(v, line, owner, predecessor, dirty,
+                                                       domain)
     occupancy = max(float(v.f64[_u(v.scalars + S_SERIAL)]) * latency,
                     _service_ns(v, kind, domain, supplier))
     arrival = now + overlap * latency
@@ -626,11 +639,8 @@ def _batched_ownership(
     home = int(v.i32[_u(v.home + line)])
     source = -1
     if supplied:
-        source = owner if v.protocol == MOESI else predecessor
-        from_domain = _domain_of(v, int(v.i32[_u(v.cal_who + base + source)]))
-        d = 1 if dirty else 0
-        klass = _transfer_class(v, d, domain, from_domain)
-        floor_ns = _transfer_ns(v, d, domain, from_domain, home)
+        source, _, klass, floor_ns = _calendar_supply(v, line, owner, predecessor, dirty,
+                                                      domain)
     farthest = 0.0
     service = 0.0
     for index in range(owner, predecessor + 1):
@@ -964,6 +974,22 @@ def _access(
     return klass, latency, wait
 
 
+@_jit(inline=True)
+def _take_debt(v: Any, thread: int) -> float:
+    """The delay ``thread`` still owes under local batching (0.0: none), now cleared.
+
+    A request that went ahead of others moved their reservations back; each delay is owed by
+    the requester's thread and paid before its next memory operation (see the reference's
+    ``_queue_at``). Adding a zero debt leaves every sum unchanged.
+    """
+    index = _u(v.debt_ns + thread)
+    debt = float(v.f64[index])
+    if debt > 0.0:
+        v.f64[index] = 0.0
+        return debt
+    return 0.0
+
+
 # ---------------------------------------------------------------------------- entry points
 
 
@@ -974,14 +1000,9 @@ def access(
 ) -> tuple[int, float, float]:
     """One memory operation; returns ``(class, latency_ns, wait_ns)`` and adds to ``out``."""
     v = _views(p, i32, i64, f64)
-    debt = v.f64[_u(v.debt_ns + thread)]
-    if debt > 0.0:  # local batching: a delay still owed (see the reference's _queue_at)
-        v.f64[_u(v.debt_ns + thread)] = 0.0
-        klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now + debt,
-                                       out)
-        wait += debt
-    else:
-        klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now, out)
+    debt = _take_debt(v, thread)
+    klass, latency, wait = _access(v, thread, thread // v.tpc, line, op, mask, now + debt, out)
+    wait += debt
     out[klass] += 1.0
     out[O_LATENCY] += latency
     out[O_WAIT] += wait
@@ -1004,15 +1025,10 @@ def sequence(
     total = 0.0
     waited = 0.0
     for index in range(lines.shape[0]):
-        debt = v.f64[_u(v.debt_ns + thread)]
-        if debt > 0.0:  # local batching: a delay still owed
-            v.f64[_u(v.debt_ns + thread)] = 0.0
-            klass, latency, wait = _access(v, thread, core, lines[index], ops[index],
-                                           masks[index], now + total + debt, out)
-            wait += debt
-        else:
-            klass, latency, wait = _access(v, thread, core, lines[index], ops[index],
-                                           masks[index], now + total, out)
+        debt = _take_debt(v, thread)
+        klass, latency, wait = _access(v, thread, core, lines[index], ops[index], masks[index],
+                                       now + total + debt, out)
+        wait += debt
         out[klass] += 1.0
         out[O_LATENCY] += latency
         out[O_WAIT] += wait
@@ -1036,12 +1052,10 @@ def scan(
     """
     v = _views(p, i32, i64, f64)
     core = thread // v.tpc
-    debt = v.f64[_u(v.debt_ns + thread)]
-    if debt > 0.0:  # local batching: a delay still owed, paid first
-        v.f64[_u(v.debt_ns + thread)] = 0.0
-        now += debt
-        out[O_WAIT] += debt
-        out[O_STALL] += debt
+    debt = _take_debt(v, thread)  # paid first
+    now += debt
+    out[O_WAIT] += debt
+    out[O_STALL] += debt
     stall = 0.0
     if op != OP_LOAD:
         for index in range(lines.shape[0]):
@@ -1054,7 +1068,7 @@ def scan(
             if klass != C_L1:
                 stall += latency / mlp
         out[O_STALL] += stall
-        return stall + debt if debt > 0.0 else stall
+        return stall + debt
     domain = v.i32[_u(v.core_domain + core)]
     l1_ns = float(v.f64[_u(v.scalars + S_L1)])
     l2_ns = float(v.f64[_u(v.scalars + S_L2)])
@@ -1112,7 +1126,7 @@ def scan(
     out[C_L1], out[C_L2] = l1_hits, l2_hits
     out[O_LATENCY], out[O_WAIT] = latency_sum, wait_sum
     out[O_STALL] += stall
-    return stall + debt if debt > 0.0 else stall
+    return stall + debt
 
 
 @_jit()
