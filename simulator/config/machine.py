@@ -374,6 +374,11 @@ class LineServiceConfig:
 SCHEDULER_POLICIES = ("cfs", "fifo")
 """Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
 
+FIRST_PLACEMENTS = ("spread", "lowest")
+"""``spread``: a new task goes to the LLC domain with the most idle threads (the balanced state
+Linux's load balancer reaches); ``lowest``: to the machine's lowest fully idle core, else its
+lowest idle thread (the rule before, kept for ablation)."""
+
 RUN_QUEUE_KINDS = ("per_cpu", "global")
 """``per_cpu``: one run queue per hardware thread with wake-up preemption and load balancing, as
 Linux; ``global``: one machine-wide queue that balances perfectly (an ablation)."""
@@ -425,7 +430,9 @@ class SchedulerConfig:
     before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
     ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
     by ``migration_cost_ns``, periodic balancing every ``balance_interval_ns``) or ``global``
-    (see ``docs/scheduler.md``). ``epoll_sync_wakeup``: whether a wake-up delivered through
+    (see ``docs/scheduler.md``). ``first_placement`` places a new task: ``spread`` (the LLC
+    domain with the most idle threads) or ``lowest`` (the lowest idle core, an ablation; see
+    :data:`FIRST_PLACEMENTS`). ``epoll_sync_wakeup``: whether a wake-up delivered through
     epoll keeps the waker's synchronous hint (Linux's ``WF_SYNC``): ``ep_poll_callback`` in
     fs/eventpoll.c woke an epoll waiter with a plain ``wake_up()`` until commit 900bbaae67e9
     ("epoll: Add synchronous wakeup support for ep_poll_callback", Linux 6.13, backported to the
@@ -445,6 +452,7 @@ class SchedulerConfig:
     migration_cost_ns: float = DEFAULT_MIGRATION_COST_NS
     balance_interval_ns: float = DEFAULT_BALANCE_INTERVAL_NS
     epoll_sync_wakeup: bool = False
+    first_placement: str = "spread"
 
     def __post_init__(self) -> None:
         _require_positive("scheduler.time_slice", self.time_slice_ns)
@@ -456,6 +464,7 @@ class SchedulerConfig:
         _require_non_negative("scheduler.migration_cost", self.migration_cost_ns)
         _require_positive("scheduler.balance_interval", self.balance_interval_ns)
         _require_choice("scheduler.run_queues", self.run_queues, RUN_QUEUE_KINDS)
+        _require_choice("scheduler.first_placement", self.first_placement, FIRST_PLACEMENTS)
         _require_choice("scheduler.policy", self.policy, SCHEDULER_POLICIES)
         if not 1.0 <= self.smt_throughput <= 2.0:
             raise _fail(

@@ -25,8 +25,8 @@ Schema of a machine file (every key shown is required unless marked optional)::
     scheduler: {time_slice, context_switch, wakeup, ipi_exit, smt_throughput,
                 smt_throughput_high_ipc, policy (cfs or fifo),
                 sleeper_credit, run_queues (per_cpu or global), wakeup_granularity,
-                migration_cost, balance_interval, epoll_sync_wakeup (true or false; all but the
-                first three optional)}
+                migration_cost, balance_interval, epoll_sync_wakeup (true or false),
+                first_placement (spread or lowest; all but the first three optional)}
     idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}
@@ -116,7 +116,7 @@ _RELATIONS = tuple(relation.value for relation in HomeRelation)
 _SCHEDULER_KEYS = ("time_slice", "context_switch", "wakeup", "ipi_exit", "smt_throughput",
                    "smt_throughput_high_ipc", "policy",
                    "sleeper_credit", "run_queues", "wakeup_granularity", "migration_cost",
-                   "balance_interval", "epoll_sync_wakeup")
+                   "balance_interval", "epoll_sync_wakeup", "first_placement")
 _IDLE_KEYS = ("wake", "governor", "timer_horizon", "states")
 _KERNEL_THREAD_KEYS = ("name", "period", "cpu_share", "cpu_share_per_process")
 _IDLE_STATE_KEYS = ("name", "exit_latency", "target_residency", "wake_latency", "scope")
@@ -446,7 +446,7 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
                     optional={"ipi_exit", "smt_throughput", "smt_throughput_high_ipc",
                               "policy", "sleeper_credit",
                               "run_queues", "wakeup_granularity", "migration_cost",
-                              "balance_interval", "epoll_sync_wakeup"})
+                              "balance_interval", "epoll_sync_wakeup", "first_placement"})
     settings: dict[str, Any] = {
         f"{key}_ns": _time(f"scheduler.{key}", data[key], clock)
         for key in ("time_slice", "context_switch", "wakeup", "ipi_exit", "sleeper_credit",
@@ -458,7 +458,7 @@ def _scheduler(value: object, clock: float) -> SchedulerConfig:
     if "epoll_sync_wakeup" in data:
         settings["epoll_sync_wakeup"] = expect_bool("scheduler.epoll_sync_wakeup",
                                                     data["epoll_sync_wakeup"])
-    for key in ("policy", "run_queues"):  # their values are checked by SchedulerConfig
+    for key in ("policy", "run_queues", "first_placement"):  # checked by SchedulerConfig
         if key in data:
             settings[key] = expect_str(f"scheduler.{key}", data[key])
     return SchedulerConfig(**settings)

@@ -2,8 +2,9 @@
 
 Functions over plain per-thread state (who holds each thread, the fully idle cores, the run
 queues), after Linux's ``kernel/sched/fair.c``: ``select_idle_sibling`` of Linux 5.8 for a
-wake-up, the lowest fully idle core for a first placement, and ``find_busiest_queue`` for
-new-idle and periodic balancing. :class:`ThreadLayout` holds the machine's fixed tables they
+wake-up, the LLC domain with the most idle threads for a busy task's first placement (the
+spread the load balancer keeps between domains), the lowest idle core for any other, and ``find_busiest_queue`` for new-idle and periodic
+balancing. :class:`ThreadLayout` holds the machine's fixed tables they
 scan. Left out: ``SIS_PROP``'s bound on the idle scan, ``wake_wide``, cache-hotness, CPU
 affinity and the scheduling domains' imbalance rules. The caller
 (:class:`simulator.runtime.scheduler.CpuScheduler`) decides when each search runs.
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 
 from simulator.hardware.topology import Topology
 
-__all__ = ["ThreadLayout", "busiest_queue", "idle_core", "select_idle_sibling",
-           "shortest_queue"]
+__all__ = ["ThreadLayout", "busiest_queue", "first_thread", "idle_core",
+           "select_idle_sibling", "shortest_queue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class ThreadLayout:
         llc_order: per LLC domain, its threads in Linux's CPU numbering (first threads of every
             core, then the second ones: ``(SMT index, core)`` order), the order of its scans.
         llc_position: position of each thread in its domain's ``llc_order``.
+        core_first_thread: first hardware thread of each core.
     """
 
     thread_core: list[int]
@@ -40,6 +42,7 @@ class ThreadLayout:
     thread_domain: list[int]
     llc_order: list[list[int]]
     llc_position: list[int]
+    core_first_thread: list[int]
 
     @classmethod
     def of(cls, topology: Topology) -> ThreadLayout:
@@ -57,7 +60,10 @@ class ThreadLayout:
         for order in llc_order:
             for position, thread in enumerate(order):
                 llc_position[thread] = position
-        return cls(thread_core, core_domain, siblings, thread_domain, llc_order, llc_position)
+        core_first_thread = [topology.threads_of_core(core).start
+                             for core in range(topology.n_cores)]
+        return cls(thread_core, core_domain, siblings, thread_domain, llc_order, llc_position,
+                   core_first_thread)
 
 
 def select_idle_sibling(layout: ThreadLayout, holder: Sequence[object | None],
@@ -99,6 +105,38 @@ def select_idle_sibling(layout: ThreadLayout, holder: Sequence[object | None],
         if holder[thread] is None:
             return thread, False
     return None, False
+
+
+def first_thread(layout: ThreadLayout, idle_threads: Sequence[int],
+                 idle_cores: Sequence[Sequence[int]]) -> int:
+    """A task's first thread: its lowest fully idle core or idle thread of the idlest domain.
+
+    The LLC domain with the most idle threads (the lowest on a tie) takes the task: its lowest
+    fully idle core's first thread, else its lowest idle thread. Linux places a new task
+    (``find_idlest_cpu``) on the idlest group of each domain level below the NUMA one, but keeps
+    it on its parent's node while that node has an idle CPU; the load balancer then evens the
+    running tasks between the nodes (``calculate_imbalance``: with ``SD_PREFER_SIBLING``, half
+    the difference once it exceeds one task; ``adjust_numa_imbalance`` leaves two or fewer
+    alone), moving running tasks by active balancing after ``cache_nice_tries`` + 2 failed
+    attempts, every ``balance_interval`` (as many ms as the domain has CPUs). That takes about
+    a second, longer than a simulated window, so a first placement takes the balanced state at
+    once: a pair of tasks that wake each other follows the one placed first, and pairs spread
+    evenly over the domains.
+
+    Args:
+        layout: the machine's thread tables.
+        idle_threads: the idle threads, in ascending order (not empty).
+        idle_cores: per LLC domain, its fully idle cores in ascending order.
+    """
+    thread_domain = layout.thread_domain
+    idle_per_domain = [0] * len(idle_cores)
+    for thread in idle_threads:
+        idle_per_domain[thread_domain[thread]] += 1
+    domain = idle_per_domain.index(max(idle_per_domain))
+    cores = idle_cores[domain]
+    if cores:
+        return layout.core_first_thread[cores[0]]
+    return next(thread for thread in idle_threads if thread_domain[thread] == domain)
 
 
 def idle_core(layout: ThreadLayout, idle_cores: Sequence[Sequence[int]],

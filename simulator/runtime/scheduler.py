@@ -52,6 +52,7 @@ from simulator.runtime.idle_threads import IdleThreads
 from simulator.runtime.placement import (
     ThreadLayout,
     busiest_queue,
+    first_thread,
     idle_core,
     select_idle_sibling,
     shortest_queue,
@@ -137,6 +138,7 @@ class CpuScheduler:
         for core, domain in enumerate(self._core_domain):
             self._idle_cores[domain].append(core)
         self._per_cpu = config.run_queues == "per_cpu"
+        self._spread = config.first_placement == "spread"
         shared: list[tuple[float, int, Task]] = []
         self._rq: list[list[tuple[float, int, Task]]] = (
             [[] for _ in range(n)] if self._per_cpu else [shared] * n)
@@ -175,9 +177,13 @@ class CpuScheduler:
 
     # -- public API ---------------------------------------------------------------------------
 
-    def new_task(self, name: str) -> Task:
-        """Create a task, initially blocked (holding no thread)."""
-        task = Task(self, name)
+    def new_task(self, name: str, busy: bool = False) -> Task:
+        """Create a task, initially blocked (holding no thread).
+
+        ``busy``: it will run most of the time (:attr:`Task.busy`: its first placement spreads
+        it over the LLC domains).
+        """
+        task = Task(self, name, busy)
         self._tasks.append(task)
         return task
 
@@ -265,7 +271,10 @@ class CpuScheduler:
         target's queue (the waker's thread, else the previous one; a first placement: the
         shortest queue), where load balancing may move it; with one global queue any idle
         thread of the machine (lowest fully idle core, of the previous LLC first) takes it, else
-        the queue. A first placement takes the lowest fully idle core, else an idle thread.
+        the queue. A busy task's first placement takes the LLC domain with the most idle
+        threads, its lowest fully idle core, else its lowest idle thread (:func:`first_thread`);
+        any other first placement (and every one with ``first_placement: lowest``) the machine's
+        lowest fully idle core, else its lowest idle thread.
         """
         target = task._sync_target
         task._sync_target = None
@@ -284,9 +293,12 @@ class CpuScheduler:
                 return home, 0.0, IN_RUN_QUEUE
             if not self._idle_threads:
                 return shortest_queue(self._rq, self._per_cpu), 0.0, IN_RUN_QUEUE
-            core = idle_core(self._layout, self._idle_cores, previous)
-            thread = (self.topology.threads_of_core(core).start if core is not None
-                      else self._idle_threads[0])
+            if previous is None and self._spread and task.busy:
+                thread = first_thread(self._layout, self._idle_threads, self._idle_cores)
+            else:
+                core = idle_core(self._layout, self._idle_cores, previous)
+                thread = (self._layout.core_first_thread[core] if core is not None
+                          else self._idle_threads[0])
         return thread, self.wakeup_cost_ns + self._idle.leave(thread), ON_IDLE_THREAD
 
     def _place_sync(self, wakee: Task, waker_thread: int) -> None:

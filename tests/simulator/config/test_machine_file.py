@@ -353,6 +353,10 @@ BAD_GOLD: list[tuple[str, Mutation, str, str]] = [
     ("null time", _set("scheduler.wakeup", None), "scheduler.wakeup", "expected a time"),
     ("unknown run-queue policy", _set("scheduler.policy", "round-robin"), "scheduler.policy",
      "unknown value 'round-robin'"),
+    ("unknown first placement", _set("scheduler.first_placement", "packed"),
+     "scheduler.first_placement", "unknown value 'packed'"),
+    ("first placement not a string", _set("scheduler.first_placement", 1),
+     "scheduler.first_placement", "expected a string"),
     ("policy not a string", _set("scheduler.policy", 3), "scheduler.policy",
      "expected a string"),
     ("negative sleeper credit", _set("scheduler.sleeper_credit", "-1 ms"),
@@ -648,6 +652,12 @@ def test_a_reference_names_a_file_by_a_slash_or_a_yaml_suffix() -> None:
         assert names_a_file(reference), reference
     # the reference a file names loads like a shipped one
     assert load_machine(str(machines_dir() / "gold5215-2s.yaml")).name == "gold5215-2s"
+
+
+def test_first_placement_spreads_by_default_and_lowest_is_the_ablation() -> None:
+    assert load_machine("azure-f72s-v2").scheduler.first_placement == "spread"
+    assert load_machine("azure-f72s-v2", ["scheduler.first_placement=lowest"]
+                        ).scheduler.first_placement == "lowest"
 
 
 def test_epoll_sync_wakeup_is_a_kernel_fact_of_the_scheduler_section() -> None:

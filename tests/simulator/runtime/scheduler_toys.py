@@ -29,6 +29,7 @@ def make(
     wakeup_granularity_ns: float = 4 * MS,
     migration_cost_ns: float = 0.5 * MS,
     balance_interval_ns: float = 4 * MS,
+    first_placement: str = "spread",
 ) -> tuple[SimEnvironment, CpuScheduler]:
     sockets, domains, cores, threads = shape
     topology = Topology.from_config(
@@ -52,6 +53,7 @@ def make(
         wakeup_granularity_ns=wakeup_granularity_ns,
         migration_cost_ns=migration_cost_ns,
         balance_interval_ns=balance_interval_ns,
+        first_placement=first_placement,
     )
     env = SimEnvironment(seed=0)
     return env, CpuScheduler(env, topology, config, virtualized, trace=trace)

@@ -1,4 +1,5 @@
-"""The CPU scheduler's placement of a waking task: previous thread, LLC scans, sync wake-ups.
+"""The CPU scheduler's placement of a task: first placements, previous thread, LLC scans, sync
+wake-ups.
 
 Shape (1, 2, 2, 2): domain 0 = cores 0, 1 (threads 0-3), domain 1 = cores 2, 3 (threads 4-7).
 """
@@ -6,9 +7,77 @@ Shape (1, 2, 2, 2): domain 0 = cores 0, 1 (threads 0-3), domain 1 = cores 2, 3 (
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from simulator.config.machine import TopologyConfig
+from simulator.hardware.topology import Topology
 from simulator.runtime.engine import ProcessGenerator
+from simulator.runtime.placement import ThreadLayout, first_thread
 from tests.simulator.runtime.scheduler_toys import hold, make
+
+
+def _first_threads(shape: tuple[int, int, int, int], n: int, busy: bool = True,
+                   first_placement: str = "spread") -> list[int | None]:
+    """The threads ``n`` tasks take, placed one after another at time 0 and kept."""
+    env, sched = make(shape, first_placement=first_placement)
+    threads: list[int | None] = []
+
+    def place(task_index: int) -> ProcessGenerator:
+        task = sched.new_task(f"t{task_index}", busy=busy)
+        yield env.timeout(0)
+        yield from task.run(0)
+        threads.append(task.thread)
+
+    for index in range(n):
+        env.process(place(index))
+    env.run()
+    return threads
+
+
+def test_busy_tasks_first_placements_spread_over_the_domains_idle_cores_first() -> None:
+    # Each goes to the domain with more idle threads (domain 0 on a tie), to its lowest fully
+    # idle core, then, with no idle core left, to its lowest idle thread.
+    assert _first_threads((1, 2, 2, 2), 8) == [0, 4, 2, 6, 1, 5, 3, 7]
+    # One domain: the lowest fully idle core, then the lowest idle thread.
+    assert _first_threads((1, 1, 2, 2), 4) == [0, 2, 1, 3]
+
+
+def test_other_first_placements_take_the_machines_lowest_idle_core_then_thread() -> None:
+    lowest = [0, 2, 4, 6, 1, 3, 5, 7]
+    assert _first_threads((1, 2, 2, 2), 8, busy=False) == lowest  # a task that mostly sleeps
+    assert _first_threads((1, 2, 2, 2), 8, first_placement="lowest") == lowest  # the ablation
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 3),
+                       st.integers(1, 2)),
+       data=st.data())
+def test_first_thread_takes_an_idle_thread_of_a_domain_with_the_most_idle_threads(
+    shape: tuple[int, int, int, int], data: st.DataObject
+) -> None:
+    sockets, domains, cores, threads = shape
+    topology = Topology.from_config(TopologyConfig(
+        sockets=sockets, domains_per_socket=domains, cores_per_domain=cores,
+        threads_per_core=threads))
+    layout = ThreadLayout.of(topology)
+    n = topology.n_threads
+    idle = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1)))
+    idle_cores: list[list[int]] = [[] for _ in range(topology.n_domains)]
+    for core in range(topology.n_cores):
+        if all(t in idle for t in topology.threads_of_core(core)):
+            idle_cores[layout.core_domain[core]].append(core)
+    thread = first_thread(layout, idle, idle_cores)
+    per_domain = [sum(layout.thread_domain[t] == d for t in idle)
+                  for d in range(topology.n_domains)]
+    domain = layout.thread_domain[thread]
+    assert thread in idle
+    assert per_domain[domain] == max(per_domain)
+    assert all(count < max(per_domain) for count in per_domain[:domain])  # the lowest
+    if idle_cores[domain]:
+        assert thread == topology.threads_of_core(idle_cores[domain][0]).start
+    else:
+        assert thread == min(t for t in idle if layout.thread_domain[t] == domain)
 
 
 def test_wakeup_prefers_previous_thread() -> None:
