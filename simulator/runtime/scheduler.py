@@ -177,13 +177,9 @@ class CpuScheduler:
 
     # -- public API ---------------------------------------------------------------------------
 
-    def new_task(self, name: str, busy: bool = False) -> Task:
-        """Create a task, initially blocked (holding no thread).
-
-        ``busy``: it will run most of the time (:attr:`Task.busy`: its first placement spreads
-        it over the LLC domains).
-        """
-        task = Task(self, name, busy)
+    def new_task(self, name: str) -> Task:
+        """Create a task, initially blocked (holding no thread)."""
+        task = Task(self, name)
         self._tasks.append(task)
         return task
 
@@ -271,10 +267,9 @@ class CpuScheduler:
         target's queue (the waker's thread, else the previous one; a first placement: the
         shortest queue), where load balancing may move it; with one global queue any idle
         thread of the machine (lowest fully idle core, of the previous LLC first) takes it, else
-        the queue. A busy task's first placement takes the LLC domain with the most idle
-        threads, its lowest fully idle core, else its lowest idle thread (:func:`first_thread`);
-        any other first placement (and every one with ``first_placement: lowest``) the machine's
-        lowest fully idle core, else its lowest idle thread.
+        the queue. A first placement takes the LLC domain with the most idle threads, its
+        lowest fully idle core, else its lowest idle thread (:func:`first_thread`; with
+        ``first_placement: lowest`` the machine's lowest fully idle core, else idle thread).
         """
         target = task._sync_target
         task._sync_target = None
@@ -293,7 +288,7 @@ class CpuScheduler:
                 return home, 0.0, IN_RUN_QUEUE
             if not self._idle_threads:
                 return shortest_queue(self._rq, self._per_cpu), 0.0, IN_RUN_QUEUE
-            if previous is None and self._spread and task.busy:
+            if previous is None and self._spread:
                 thread = first_thread(self._layout, self._idle_threads, self._idle_cores)
             else:
                 core = idle_core(self._layout, self._idle_cores, previous)
