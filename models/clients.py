@@ -109,8 +109,9 @@ class Clients:
         n_threads = min(options.background_threads, len(background))
         for j in range(n_threads):
             share = background[j::n_threads]
-            self.spawn(self._background_thread(self._client_task(f"pgbench-bg{j}"),
-                                               share, self._background_phases(len(share))))
+            self.spawn(self._background_thread(
+                self._client_task(f"pgbench-bg{j}", busy=False), share,
+                self._background_phases(len(share))))
         for connection in running:
             backend = connection.backend
             assert backend.task is not None
@@ -118,7 +119,7 @@ class Clients:
             self.inboxes[backend.connection] = self.env.event()
             self.spawn(self._serve(backend))
             if connection.active:
-                thread = self._client_task(f"pgbench{backend.connection}")
+                thread = self._client_task(f"pgbench{backend.connection}", busy=True)
                 # Clients start a random fraction of a transaction apart, as real clients do
                 # (otherwise identical clients would run in lockstep).
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
@@ -157,17 +158,19 @@ class Clients:
             for k in range(spec.clients):
                 client = ChurnClient()
                 self.churn_clients.append(client)
-                thread = self._client_task(f"pgbench-C{k}")
+                thread = self._client_task(f"pgbench-C{k}", busy=True)
                 phase = float(rng.uniform(0.0, START_SPREAD_NS))
                 self.spawn(self._reconnecting_client(thread, client, phase))
 
-    def _client_task(self, name: str) -> Task:
+    def _client_task(self, name: str, busy: bool) -> Task:
         """A new pgbench thread's task, with the client's working set (``working_sets``).
 
         A pgbench thread is busy from pgbench's start: it starts warm (the steady state of the
-        seconds pgbench ran before the window).
+        seconds pgbench ran before the window). ``busy``: it runs most of the time (an active
+        client's thread, not the background's), so Linux's balancer has spread it
+        (:attr:`~simulator.runtime.task.Task.busy`).
         """
-        task = self.scheduler.new_task(name)
+        task = self.scheduler.new_task(name, busy=busy)
         if self.options.working_sets:
             size = self.options.costs.working_set.client
             task.set_working_set(size.private // LINE_BYTES, program="pgbench",

@@ -105,7 +105,9 @@ def build_population(env: SimEnvironment, scheduler: CpuScheduler, spec: PointSp
     connections: list[Connection] = []
     for k in range(n_connections):
         active = k >= idle_clients
-        task = scheduler.new_task(f"backend{k}") if active or mostly_idle else None
+        # An active connection's backend runs most of the time: Linux's balancer spreads it.
+        task = (scheduler.new_task(f"backend{k}", busy=active) if active or mostly_idle
+                else None)
         backend = Backend(env, None, machine.clock_ghz, k, shmem.pgprocno_for_connection(k), task,
                           run_ahead_ns=options.run_ahead_ns)
         connections.append(Connection(backend, active))

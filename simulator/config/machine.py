@@ -374,10 +374,12 @@ class LineServiceConfig:
 SCHEDULER_POLICIES = ("cfs", "fifo")
 """Run-queue orders: Linux CFS's virtual runtime, or first in, first out."""
 
-FIRST_PLACEMENTS = ("spread", "lowest")
-"""``spread``: a new task goes to the LLC domain with the most idle threads (the balanced state
-Linux's load balancer reaches); ``lowest``: to the machine's lowest fully idle core, else its
-lowest idle thread (the rule before, kept for ablation)."""
+FIRST_PLACEMENTS = ("spread", "spread_all", "lowest")
+"""``spread``: a new busy task (one a model declares to run most of the time) goes to the LLC
+domain with the most idle threads (the balanced state Linux's load balancer reaches), any other
+to the machine's lowest fully idle core, else its lowest idle thread (its parent's node, where
+Linux forks it and its balancer leaves it); ``spread_all``: every new task spreads (an
+ablation); ``lowest``: every one takes the lowest idle core (an ablation)."""
 
 RUN_QUEUE_KINDS = ("per_cpu", "global")
 """``per_cpu``: one run queue per hardware thread with wake-up preemption and load balancing, as
@@ -430,13 +432,14 @@ class SchedulerConfig:
     before the queue's minimum (Linux CFS before 6.6), or ``fifo``. ``run_queues`` is
     ``per_cpu`` (Linux: wake-up preemption past ``wakeup_granularity_ns``, new-idle pulls gated
     by ``migration_cost_ns``, periodic balancing every ``balance_interval_ns``) or ``global``
-    (see ``docs/scheduler.md``). ``first_placement`` places a new task: ``spread`` (the LLC
-    domain with the most idle threads) or ``lowest`` (the lowest idle core, an ablation; see
-    :data:`FIRST_PLACEMENTS`). ``epoll_sync_wakeup``: whether a wake-up delivered through
-    epoll keeps the waker's synchronous hint (Linux's ``WF_SYNC``): ``ep_poll_callback`` in
-    fs/eventpoll.c woke an epoll waiter with a plain ``wake_up()`` until commit 900bbaae67e9
-    ("epoll: Add synchronous wakeup support for ep_poll_callback", Linux 6.13, backported to the
-    stable kernels in December 2024); a task woken through ``poll``/``select`` always keeps it.
+    (see ``docs/scheduler.md``). ``first_placement`` places a new task: ``spread`` (a busy task
+    in the LLC domain with the most idle threads, any other on the lowest idle core),
+    ``spread_all`` or ``lowest`` (ablations; see :data:`FIRST_PLACEMENTS`).
+    ``epoll_sync_wakeup``: whether a wake-up delivered through epoll keeps the waker's
+    synchronous hint (Linux's ``WF_SYNC``): ``ep_poll_callback`` in fs/eventpoll.c woke an epoll
+    waiter with a plain ``wake_up()`` until commit 900bbaae67e9 ("epoll: Add synchronous wakeup
+    support for ep_poll_callback", Linux 6.13, backported to the stable kernels in December
+    2024); a task woken through ``poll``/``select`` always keeps it.
     """
 
     time_slice_ns: float

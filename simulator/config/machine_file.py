@@ -26,7 +26,7 @@ Schema of a machine file (every key shown is required unless marked optional)::
                 smt_throughput_high_ipc, policy (cfs or fifo),
                 sleeper_credit, run_queues (per_cpu or global), wakeup_granularity,
                 migration_cost, balance_interval, epoll_sync_wakeup (true or false),
-                first_placement (spread or lowest; all but the first three optional)}
+                first_placement (spread, spread_all or lowest; all but the first three optional)}
     idle (optional: no idle states when absent): {wake (mwait or hlt), governor (optional: menu or
           shallowest), timer_horizon (optional), states: [{name, exit_latency, target_residency,
           wake_latency (optional: the exit latency), scope (optional: thread or core)}, ...]}

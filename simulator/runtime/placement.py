@@ -2,12 +2,12 @@
 
 Functions over plain per-thread state (who holds each thread, the fully idle cores, the run
 queues), after Linux's ``kernel/sched/fair.c``: ``select_idle_sibling`` of Linux 5.8 for a
-wake-up, the LLC domain with the most idle threads for a first placement (the spread the load
-balancer keeps between domains), and ``find_busiest_queue`` for new-idle and periodic
-balancing. :class:`ThreadLayout` holds the machine's fixed tables they
-scan. Left out: ``SIS_PROP``'s bound on the idle scan, ``wake_wide``, cache-hotness, CPU
-affinity and the scheduling domains' imbalance rules. The caller
-(:class:`simulator.runtime.scheduler.CpuScheduler`) decides when each search runs.
+wake-up, the LLC domain with the most idle threads for a busy task's first placement (the
+spread the load balancer keeps between domains), the lowest idle core for any other, and
+``find_busiest_queue`` for new-idle and periodic balancing. :class:`ThreadLayout` holds the
+machine's fixed tables they scan. Left out: ``SIS_PROP``'s bound on the idle scan,
+``wake_wide``, cache-hotness, CPU affinity and the scheduling domains' imbalance rules. The
+caller (:class:`simulator.runtime.scheduler.CpuScheduler`) decides when each search runs.
 """
 
 from __future__ import annotations

@@ -76,6 +76,11 @@ __all__ = ["CpuScheduler", "FlushHook"]
 FlushHook = Callable[[int], None]
 """``on_private_flush(core)``: called when a core enters a state that flushes its caches."""
 
+NUMA_IMBALANCE_ALLOWED_TASKS = 2
+"""Linux 5.8's balancer leaves an imbalance between NUMA nodes alone while the busier node runs
+at most this many tasks (``adjust_numa_imbalance`` in kernel/sched/fair.c: "a simple pair of
+communicating tasks" stays local): with no more busy tasks than this none is spread."""
+
 
 class CpuScheduler:
     """Hardware threads of a machine and their run queues (model: ``docs/scheduler.md``).
@@ -138,7 +143,9 @@ class CpuScheduler:
         for core, domain in enumerate(self._core_domain):
             self._idle_cores[domain].append(core)
         self._per_cpu = config.run_queues == "per_cpu"
-        self._spread = config.first_placement == "spread"
+        self._spread = config.first_placement in ("spread", "spread_all")
+        self._spread_all = config.first_placement == "spread_all"
+        self._busy_tasks = 0
         shared: list[tuple[float, int, Task]] = []
         self._rq: list[list[tuple[float, int, Task]]] = (
             [[] for _ in range(n)] if self._per_cpu else [shared] * n)
@@ -177,10 +184,16 @@ class CpuScheduler:
 
     # -- public API ---------------------------------------------------------------------------
 
-    def new_task(self, name: str) -> Task:
-        """Create a task, initially blocked (holding no thread)."""
-        task = Task(self, name)
+    def new_task(self, name: str, busy: bool = False) -> Task:
+        """Create a task, initially blocked (holding no thread).
+
+        ``busy``: it will run most of the time (:attr:`Task.busy`: its first placement spreads
+        it over the LLC domains once more than :data:`NUMA_IMBALANCE_ALLOWED_TASKS` tasks are
+        busy). Create every busy task before the run starts.
+        """
+        task = Task(self, name, busy)
         self._tasks.append(task)
+        self._busy_tasks += busy
         return task
 
     def close(self) -> None:
@@ -267,9 +280,12 @@ class CpuScheduler:
         target's queue (the waker's thread, else the previous one; a first placement: the
         shortest queue), where load balancing may move it; with one global queue any idle
         thread of the machine (lowest fully idle core, of the previous LLC first) takes it, else
-        the queue. A first placement takes the LLC domain with the most idle threads, its
-        lowest fully idle core, else its lowest idle thread (:func:`first_thread`; with
-        ``first_placement: lowest`` the machine's lowest fully idle core, else idle thread).
+        the queue. A busy task's first placement, once more than
+        :data:`NUMA_IMBALANCE_ALLOWED_TASKS` tasks are busy, takes the LLC domain with the most
+        idle threads, its lowest fully idle core, else its lowest idle thread
+        (:func:`first_thread`); any other first placement (its parent's node, simplified;
+        every one with ``first_placement: lowest``) the machine's lowest fully idle core, else
+        its lowest idle thread. ``spread_all`` spreads every first placement.
         """
         target = task._sync_target
         task._sync_target = None
@@ -288,7 +304,9 @@ class CpuScheduler:
                 return home, 0.0, IN_RUN_QUEUE
             if not self._idle_threads:
                 return shortest_queue(self._rq, self._per_cpu), 0.0, IN_RUN_QUEUE
-            if previous is None and self._spread:
+            if previous is None and self._spread and (
+                    self._spread_all
+                    or (task.busy and self._busy_tasks > NUMA_IMBALANCE_ALLOWED_TASKS)):
                 thread = first_thread(self._layout, self._idle_threads, self._idle_cores)
             else:
                 core = idle_core(self._layout, self._idle_cores, previous)

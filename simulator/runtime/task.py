@@ -82,6 +82,11 @@ class Task:
 
     Attributes:
         name: label used in traces.
+        busy: the task runs most of the time (a closed-loop client and its server), so Linux's
+            load balancer, which evens runnable tasks between LLC domains, has spread it: its
+            first placement takes the LLC domain with the most idle threads. A task that mostly
+            sleeps is never queued where the balancer could take it and stays on its parent's
+            node, where it was forked (the lowest idle core).
         thread: hardware thread the task holds (running, or reserved for it while it pays a
             wake-up or context-switch cost), ``None`` while it is blocked or queued.
         core: core of ``thread``, or ``None``.
@@ -119,6 +124,7 @@ class Task:
         "_vruntime_offset",
         "_waker_thread",
         "_working_set",
+        "busy",
         "context_switch_ns",
         "context_switches",
         "core",
@@ -136,9 +142,10 @@ class Task:
         "wakeups",
     )
 
-    def __init__(self, scheduler: TaskScheduler, name: str) -> None:
+    def __init__(self, scheduler: TaskScheduler, name: str, busy: bool = False) -> None:
         self._sched = scheduler
         self.name = name
+        self.busy = busy
         self.thread: int | None = None
         self.core: int | None = None
         self.last_core: int | None = None

@@ -340,13 +340,19 @@ def tpcb_transaction(algorithm: str) -> tuple[PgHarness, LineDelta]:
 def cross_socket_pair(algorithm: str, layout_edits: Sequence[LayoutEdit] = ()) -> PgHarness:
     """Two active backends with adjacent pgprocnos, placed on different sockets.
 
-    The scheduler places deterministically (previous thread, else a first placement in the LLC
-    domain with the most idle threads, see ``docs/scheduler.md``) and a backend that never
-    blocks keeps its thread. Backend A is placed first (a tie: core 0, socket 0); backend B then
-    finds more idle threads on socket 1 and lands on its lowest core.
+    The scheduler places deterministically (previous thread, else, for a task not declared busy,
+    the lowest fully idle core, see ``docs/scheduler.md``) and a backend that never blocks keeps
+    its thread. Backend A is placed
+    first (core 0, socket 0); then nine filler tasks that spin for the whole run take the
+    other cores of socket 0, so backend B lands on the lowest fully idle core, on socket 1.
     """
     h = build_harness(algorithm, 2, active=(0, 1), layout_edits=layout_edits)
     a, b = h.running
+    fillers = [h.scheduler.new_task(f"filler{i}")
+               for i in range(GOLD.topology.cores_per_domain - 1)]
+
+    def spin(task: Task) -> ProcessGenerator:
+        yield from task.run(1e9)
 
     def place(backend: Backend) -> ProcessGenerator:
         yield from backend.compute(1.0, Category.OTHER)
@@ -354,8 +360,11 @@ def cross_socket_pair(algorithm: str, layout_edits: Sequence[LayoutEdit] = ()) -
 
     h.env.process(place(a))
     h.env.run(until=10_000)
-    h.env.process(place(b))
+    for task in fillers:
+        h.env.process(spin(task))
     h.env.run(until=20_000)
+    h.env.process(place(b))
+    h.env.run(until=30_000)
     return h
 
 

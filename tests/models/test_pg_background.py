@@ -21,9 +21,9 @@ def run_with_tasks(background_threads: int) -> tuple[dict[str, object], list[str
     names: list[str] = []
     original = CpuScheduler.new_task
 
-    def spy(self: CpuScheduler, name: str):  # type: ignore[no-untyped-def]
+    def spy(self: CpuScheduler, name: str, busy: bool = False) -> Task:
         names.append(name)
-        return original(self, name)
+        return original(self, name, busy)
 
     CpuScheduler.new_task = spy  # type: ignore[method-assign]
     try:
@@ -102,8 +102,8 @@ def background_cpu_ns(per_connection_cycles: float,
     tasks: list[Task] = []
     original = CpuScheduler.new_task
 
-    def spy(self: CpuScheduler, name: str) -> Task:
-        task = original(self, name)
+    def spy(self: CpuScheduler, name: str, busy: bool = False) -> Task:
+        task = original(self, name, busy)
         if name.startswith("pgbench-bg"):
             tasks.append(task)
         return task

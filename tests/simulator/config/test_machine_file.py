@@ -658,6 +658,8 @@ def test_first_placement_spreads_by_default_and_lowest_is_the_ablation() -> None
     assert load_machine("azure-f72s-v2").scheduler.first_placement == "spread"
     assert load_machine("azure-f72s-v2", ["scheduler.first_placement=lowest"]
                         ).scheduler.first_placement == "lowest"
+    assert load_machine("azure-f72s-v2", ["scheduler.first_placement=spread_all"]
+                        ).scheduler.first_placement == "spread_all"
 
 
 def test_epoll_sync_wakeup_is_a_kernel_fact_of_the_scheduler_section() -> None:

@@ -17,14 +17,14 @@ from simulator.runtime.placement import ThreadLayout, first_thread
 from tests.simulator.runtime.scheduler_toys import hold, make
 
 
-def _first_threads(shape: tuple[int, int, int, int], n: int,
+def _first_threads(shape: tuple[int, int, int, int], n: int, busy: bool = True,
                    first_placement: str = "spread") -> list[int | None]:
     """The threads ``n`` tasks take, placed one after another at time 0 and kept."""
     env, sched = make(shape, first_placement=first_placement)
     threads: list[int | None] = []
 
     def place(task_index: int) -> ProcessGenerator:
-        task = sched.new_task(f"t{task_index}")
+        task = sched.new_task(f"t{task_index}", busy=busy)
         yield env.timeout(0)
         yield from task.run(0)
         threads.append(task.thread)
@@ -35,7 +35,7 @@ def _first_threads(shape: tuple[int, int, int, int], n: int,
     return threads
 
 
-def test_first_placements_spread_over_the_domains_idle_cores_first() -> None:
+def test_busy_tasks_first_placements_spread_over_the_domains_idle_cores_first() -> None:
     # Each goes to the domain with more idle threads (domain 0 on a tie), to its lowest fully
     # idle core, then, with no idle core left, to its lowest idle thread.
     assert _first_threads((1, 2, 2, 2), 8) == [0, 4, 2, 6, 1, 5, 3, 7]
@@ -43,8 +43,23 @@ def test_first_placements_spread_over_the_domains_idle_cores_first() -> None:
     assert _first_threads((1, 1, 2, 2), 4) == [0, 2, 1, 3]
 
 
-def test_the_ablation_takes_the_machines_lowest_idle_core_then_thread() -> None:
-    assert _first_threads((1, 2, 2, 2), 8, first_placement="lowest") == [0, 2, 4, 6, 1, 3, 5, 7]
+def test_two_busy_tasks_stay_where_they_are_forked_a_third_spreads_them() -> None:
+    # Linux leaves a pair of tasks on one node (adjust_numa_imbalance); with three busy tasks
+    # the balancer spreads them.
+    assert _first_threads((1, 2, 2, 2), 2) == [0, 2]
+    assert _first_threads((1, 2, 2, 2), 3) == [0, 4, 2]
+
+
+def test_other_first_placements_take_the_machines_lowest_idle_core_then_thread() -> None:
+    lowest = [0, 2, 4, 6, 1, 3, 5, 7]
+    assert _first_threads((1, 2, 2, 2), 8, busy=False) == lowest  # a task that mostly sleeps
+    assert _first_threads((1, 2, 2, 2), 8, first_placement="lowest") == lowest  # the ablation
+
+
+def test_spread_all_spreads_tasks_that_mostly_sleep_too() -> None:
+    spread = [0, 4, 2, 6, 1, 5, 3, 7]
+    assert _first_threads((1, 2, 2, 2), 8, busy=False, first_placement="spread_all") == spread
+    assert _first_threads((1, 2, 2, 2), 8, first_placement="spread_all") == spread
 
 
 @settings(max_examples=200, deadline=None)
@@ -127,21 +142,20 @@ def test_wakeup_scans_its_llc_for_an_idle_core_from_its_previous_thread() -> Non
 def test_wakeup_takes_an_idle_thread_of_its_llc_before_an_idle_core_elsewhere() -> None:
     env, sched = make((1, 2, 2, 2))
     task = sched.new_task("t")
+    env.process(hold(env, sched.new_task("a"), 0, 1000))  # thread 0
+    env.process(hold(env, sched.new_task("b"), 0, 50))  # thread 2
     placed: list[int | None] = []
 
     def proc() -> ProcessGenerator:
         yield env.timeout(0)
-        yield from task.run(10)  # thread 4: domain 1 has more idle threads (4 against 3)
+        yield from task.run(10)  # thread 4 (core 2)
         placed.append(task.thread)
         yield from task.block_until(env.timeout(90))  # wakes at 100
         placed.append(task.thread)
 
-    # First placements go to the domain with the most idle threads, the lower on a tie.
-    env.process(hold(env, sched.new_task("a"), 0, 1000))  # thread 0 (a tie: domain 0)
     env.process(proc())
-    env.process(hold(env, sched.new_task("b"), 0, 50))  # thread 2 (a tie: domain 0, core 1)
-    env.process(hold(env, sched.new_task("c"), 20, 1000))  # thread 4 (domain 1, 4 idle)
-    env.process(hold(env, sched.new_task("d"), 30, 1000))  # thread 6 (domain 1, core 3)
+    env.process(hold(env, sched.new_task("c"), 20, 1000))  # thread 4 (lowest fully idle core 2)
+    env.process(hold(env, sched.new_task("d"), 30, 1000))  # thread 6 (core 3)
     env.run()
     # At 100 core 1 (other LLC) is fully idle, but the LLC of thread 4 has idle threads: the
     # scan after 4 (order 4, 6, 5, 7) finds 5.
@@ -156,18 +170,18 @@ def test_wakeup_with_its_llc_full_takes_an_idle_core_elsewhere_or_queues(
 ) -> None:
     env, sched = make((1, 2, 2, 1), context_switch_ns=0.0, run_queues=run_queues)
     task = sched.new_task("t")
+    env.process(hold(env, sched.new_task("a"), 0, 2000))  # thread 0
+    env.process(hold(env, sched.new_task("b"), 0, b_stops))  # thread 1
     placed: list[int | None] = []
 
     def proc() -> ProcessGenerator:
         yield env.timeout(0)
-        yield from task.run(10)  # thread 2 (domain 1 has two idle threads, domain 0 one)
+        yield from task.run(10)  # thread 2
         yield from task.block_until(env.timeout(90))  # wakes at 100
         yield from task.run(0)
         placed.append(task.thread)
 
-    env.process(hold(env, sched.new_task("a"), 0, 2000))  # thread 0
     env.process(proc())
-    env.process(hold(env, sched.new_task("b"), 0, b_stops))  # thread 1 (a tie: domain 0)
     env.process(hold(env, sched.new_task("c"), 20, 2000))  # thread 2
     env.process(hold(env, sched.new_task("d"), 30, 2000))  # thread 3
     env.run()
