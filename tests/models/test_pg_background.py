@@ -138,3 +138,40 @@ def test_below_saturation_a_thread_pays_its_walks_once_or_twice_per_query() -> N
     free, _ = background_cpu_ns(0.0)
     for loaded, light in zip(cpu_ns, free, strict=True):
         assert 12.6e6 * 0.9 < loaded - light < 25.2e6 * 1.1
+
+
+def _created_tasks(**settings: object) -> list[tuple[str, bool]]:
+    """Each task a post14 point's scheduler created, in order, with its busy flag."""
+    created: list[tuple[str, bool]] = []
+    original = CpuScheduler.new_task
+
+    def spy(self: CpuScheduler, name: str, busy: bool = False) -> Task:
+        created.append((name, busy))
+        return original(self, name, busy)
+
+    CpuScheduler.new_task = spy  # type: ignore[method-assign]
+    try:
+        simulate(GOLD, "post14", duration_ns=2e6, warmup_ns=1e6, **settings)
+    finally:
+        CpuScheduler.new_task = original  # type: ignore[method-assign]
+    return created
+
+
+def test_the_model_declares_only_the_active_pairs_and_churn_threads_busy() -> None:
+    """The scheduler spreads busy tasks (``docs/scheduler.md``): an active client's pgbench
+    thread and backend are busy; the mostly idle connections' backends and the background
+    pgbench's threads mostly sleep and are not; under ``pgbench -C`` the client threads are
+    busy and the backends forked for each transaction are not."""
+    created = _created_tasks(clients=2, idle_clients=20, idle_kind="mostly-idle",
+                             background_threads=2)
+    assert {name for name, busy in created if busy} == {
+        "backend20", "backend21", "pgbench20", "pgbench21"}
+    assert {f"backend{k}" for k in range(20)} | {"pgbench-bg0", "pgbench-bg1"} <= {
+        name for name, _ in created}
+    churn = _created_tasks(clients=2, idle_clients=5, churn_per_transaction=True)
+    threads = [busy for name, busy in churn if name.startswith("pgbench-C")]
+    forked = [busy for name, busy in churn[churn.index(("pgbench-C1", True)) + 1:]
+              if name.startswith("backend")]
+    assert threads == [True, True]
+    assert forked
+    assert not any(forked)
