@@ -44,6 +44,7 @@ from simulator.measure.manifest import (
     load_manifest,
     measurements_for,
 )
+from simulator.study.code_hash import code_hash
 from simulator.study.store import document_hash
 from simulator.study.sweep import PointTask
 from simulator.study.workload_model import (
@@ -580,6 +581,7 @@ def _hashed_document(prepared: Prepared, work_scale: float) -> dict[str, object]
         "options": dict(prepared.options),
         "work_scale": float(work_scale),
         "snapsim_version": __version__,
+        "model_code": code_hash(experiment.model),
     }
 
 
@@ -589,8 +591,9 @@ def experiment_hash(prepared: Prepared, work_scale: float) -> str:
     SHA-256 of what ``config.resolved.yaml`` holds minus what does not change results (the
     name, the description, the measurement overlay; the jobs and the scheduler are not in it):
     the machine's full configuration (not only its name or path, whose file may change), the
-    grid, the simulated times, the model and its resolved options, the work scale and the
-    snapsim version.
+    grid, the simulated times, the model and its resolved options, the work scale, the
+    snapsim version and the hash of the code that decides a result
+    (:func:`~simulator.study.code_hash.code_hash`), so a point of other code is recomputed.
     """
     return document_hash(_hashed_document(prepared, work_scale))
 

@@ -3,9 +3,9 @@
 A result's provenance is a mapping from what went into it to a SHA-256 of that input:
 
 * ``model code``: the source of the workload model's package and of the parts of ``simulator``
-  whose code decides a point's result (:data:`RESULT_CODE`: the configuration, the machine, the
-  runtime, and the pipeline's modules that plan and run points); the commands, tools, stores,
-  estimates, plots and this module are left out, since they do not move a number;
+  whose code decides a point's result (:func:`simulator.study.code_hash.code_hash`: the
+  configuration, the machine, the runtime, and the pipeline's modules that plan and run points);
+  the commands, tools, stores, estimates and plots are left out, since they do not move a number;
 * ``machine NAME``: the machine's configuration as loaded (its ``sources`` left out);
 * ``options``: the workload model's options as resolved, which for PostgreSQL hold the global cost
   file (``configs/postgres-costs.yaml``) and the experiment's own options;
@@ -31,35 +31,16 @@ from simulator.config.machine import MachineConfig
 from simulator.config.values import expect_mapping, expect_str
 from simulator.config.yaml_io import read_yaml
 from simulator.errors import ConfigError
+from simulator.study.code_hash import code_hash
 from simulator.study.experiment import Prepared
 from simulator.study.store import document_hash
-from simulator.study.workload_model import DEFAULT_MODEL, workload_model
 
-RESULT_CODE = ("config", "hardware", "runtime", "study/experiment.py", "study/experiment_file.py",
-               "study/workload_model.py", "study/work_scale.py", "study/sweep.py")
-"""The parts of ``simulator`` (subpackages and modules) whose code decides a point's result."""
 MODEL_CODE = "model code"
 PROVENANCE_FILE = "provenance.yaml"
 """A provenance's file name in an output directory (``snapsim run --out``, ``validate --out``)."""
 
 Provenance = dict[str, str]
 """Input name -> SHA-256 (hex) of its content."""
-
-
-def code_hash(model: str = DEFAULT_MODEL) -> str:
-    """SHA-256 of the Python source of the model's package and of :data:`RESULT_CODE`."""
-    simulator_root = Path(__file__).resolve().parents[1]
-    module = type(workload_model(model)).__module__.split(".")[0]
-    model_root = Path(__import__(module).__file__ or "").resolve().parent
-    digest = hashlib.sha256()
-    for root, parts in ((simulator_root, RESULT_CODE), (model_root, ("",))):
-        for part in parts:
-            target = root / part
-            paths = [target] if target.suffix == ".py" else sorted(target.rglob("*.py"))
-            for path in paths:
-                digest.update(str(path.relative_to(root)).encode("utf-8") + b"\0")
-                digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 def file_hash(path: Path) -> str:

@@ -23,11 +23,11 @@ import pandas as pd
 from simulator.analysis.plotting import plot_tps, tps_panels
 from simulator.config.machine_file import load_machine
 from simulator.measure.manifest import Manifest
+from simulator.study.code_hash import code_hash
 from simulator.study.outputs import algorithm_colours, plot_title, save_png
 from simulator.study.provenance import (
     MODEL_CODE,
     Provenance,
-    code_hash,
     files_provenance,
     machine_hash,
 )

@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import pandas as pd
 import pytest
 
+import simulator.study.experiment
 import simulator.study.sweep
 from simulator.cli import main
 from simulator.study.workload_model import PointOutput, PointSpec, workload_model
@@ -113,6 +114,25 @@ def test_rerun_of_the_same_experiment_resumes_without_recomputing(
     assert calls == []
     assert "resuming: 3 of 3 points already done" in capsys.readouterr().err
     assert digest(out / "curve.csv") == before
+
+
+def test_points_stored_by_other_code_are_computed_again(
+        small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same settings run by another version of the model's code (its hash differs) must
+    # not resume the stored points: their results came from that code.
+    out = tmp_path / "out"
+    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
+                   "--out", str(out)) == 0
+    before = digest(out / "curve.csv")
+    monkeypatch.setattr(simulator.study.experiment, "code_hash", lambda model: "other code")
+    capsys.readouterr()
+    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
+                   "--out", str(out)) == 0
+    err = capsys.readouterr().err
+    assert "already done" not in err
+    assert "from another experiment" in err
+    assert digest(out / "curve.csv") == before  # computed again, the same result
 
 
 def test_a_killed_sweep_resumes_and_ends_equal_to_a_clean_run(
