@@ -98,19 +98,23 @@ def test_another_seed_changes_the_curve(clean_run: Path, small: Path, tmp_path: 
     assert set(other["seed"]).isdisjoint(set(base["seed"]))
 
 
+def _run_pre14_one_client(small: Path, out: Path) -> int:
+    """Run the small experiment's pre14 points with one client into ``out``."""
+    return snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
+                   "--out", str(out))
+
+
 def test_rerun_of_the_same_experiment_resumes_without_recomputing(
         small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out"
-    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
-                   "--out", str(out)) == 0
+    assert _run_pre14_one_client(small, out) == 0
     before = digest(out / "curve.csv")
     calls: list[str] = []
     monkeypatch.setattr(simulator.study.sweep, "execute",
                         lambda task: calls.append(task.key))  # must not be called
     capsys.readouterr()
-    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
-                   "--out", str(out)) == 0
+    assert _run_pre14_one_client(small, out) == 0
     assert calls == []
     assert "resuming: 3 of 3 points already done" in capsys.readouterr().err
     assert digest(out / "curve.csv") == before
@@ -122,13 +126,11 @@ def test_points_stored_by_other_code_are_computed_again(
     # The same settings run by another version of the model's code (its hash differs) must
     # not resume the stored points: their results came from that code.
     out = tmp_path / "out"
-    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
-                   "--out", str(out)) == 0
+    assert _run_pre14_one_client(small, out) == 0
     before = digest(out / "curve.csv")
     monkeypatch.setattr(simulator.study.experiment, "code_hash", lambda model: "other code")
     capsys.readouterr()
-    assert snapsim(str(small), "--jobs", "1", "--algorithms", "pre14", "--clients", "1",
-                   "--out", str(out)) == 0
+    assert _run_pre14_one_client(small, out) == 0
     err = capsys.readouterr().err
     assert "already done" not in err
     assert "from another experiment" in err
